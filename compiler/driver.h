@@ -1,0 +1,32 @@
+/*
+ * driver.h - what a compiled program is inside libcdsl (the public cdsl_program).
+ *
+ * driver.c runs the phases in order, like QBE's main: load (lex, parse, imports), resolve
+ * names, evaluate per rank, check; each phase reports into the program's Diag and the driver
+ * stops at the first phase with errors. Later consumers (emit_cuda.c, the JIT, the backends)
+ * read `ir` and nothing above it.
+ */
+#ifndef CDSL_DRIVER_H
+#define CDSL_DRIVER_H
+
+#include <stdbool.h>
+
+#include "arena.h"
+#include "cdsl.h"
+#include "diag.h"
+#include "ir.h"
+
+struct AstUnit;
+struct CheckResult;
+
+struct cdsl_program {
+    Arena *arena;               /* everything below lives here */
+    Diag diag;
+    struct AstUnit *ast;        /* the parsed files (NULL if the main file could not be read) */
+    IrProgram *ir;              /* per-rank operations; NULL if evaluation did not succeed */
+    struct CheckResult *check;  /* the checker's facts and findings, for --emit-dot */
+    bool ok;                    /* every requested stage passed */
+    const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
+};
+
+#endif

@@ -1,0 +1,105 @@
+/*
+ * ir.c - small helpers over the per-rank operation sequences: names, appending, and a
+ * textual dump (--dump-ir) that tests use to pin down what evaluation produced.
+ */
+#include "ir.h"
+
+#include <stdio.h>
+
+const char *ir_kind_name(IrKind k)
+{
+    switch (k) {
+    case IR_COPY: return "copy";
+    case IR_REDUCE: return "reduce";
+    case IR_PUT: return "put";
+    case IR_GET: return "get";
+    case IR_SIGNAL: return "signal";
+    case IR_WAIT: return "wait";
+    case IR_SW_STORE: return "switch.store";
+    case IR_SW_REDUCE: return "switch.reduce";
+    case IR_SW_REDUCE_STORE: return "switch.reduce_store";
+    case IR_SW_SIGNAL: return "switch.signal";
+    case IR_SW_WAIT: return "switch.wait";
+    }
+    return "?";
+}
+
+const char *ir_coll_name(Collective c)
+{
+    switch (c) {
+    case COLL_ALLGATHER: return "allgather";
+    case COLL_REDUCESCATTER: return "reducescatter";
+    case COLL_ALLREDUCE: return "allreduce";
+    case COLL_BARRIER: return "barrier";
+    case COLL_CUSTOM: return "custom";
+    }
+    return "?";
+}
+
+bool ir_is_data(IrKind k)
+{
+    return k == IR_COPY || k == IR_REDUCE || k == IR_PUT || k == IR_GET || k == IR_SW_STORE ||
+           k == IR_SW_REDUCE || k == IR_SW_REDUCE_STORE;
+}
+
+bool ir_is_switch(IrKind k)
+{
+    return k >= IR_SW_STORE;
+}
+
+void ir_append(IrProgram *p, int rank, IrOp op)
+{
+    IrSeq *s = &p->ranks[rank];
+    if (s->nops == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        s->ops = arena_grow(p->arena, s->ops, (size_t)s->nops, (size_t)cap, sizeof(IrOp));
+        s->cap = cap;
+    }
+    s->ops[s->nops++] = op;
+}
+
+static void dump_range(const IrProgram *p, IrRange r, FILE *out)
+{
+    if (r.count == 1)
+        fprintf(out, "%s[%d]", p->bufs[r.buf].name, r.first);
+    else
+        fprintf(out, "%s[%d..%d]", p->bufs[r.buf].name, r.first, r.first + r.count);
+}
+
+void ir_dump(const IrProgram *p, FILE *out)
+{
+    fprintf(out, "program %s implements %s, nranks=%d, chunks=%d\n", p->name, p->coll_name, p->nranks,
+            p->chunks);
+    for (int b = 0; b < p->nbufs; b++)
+        fprintf(out, "buffer %s[%d]\n", p->bufs[b].name, p->bufs[b].nchunks);
+    for (int r = 0; r < p->nranks; r++) {
+        const IrSeq *s = &p->ranks[r];
+        for (int i = 0; i < s->nops; i++) {
+            const IrOp *op = &s->ops[i];
+            fprintf(out, "r%d %d:%d %s", r, op->loc.line, op->loc.col, ir_kind_name(op->kind));
+            if (op->peer >= 0)
+                fprintf(out, " peer=%d", op->peer);
+            if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
+                fputs(op->relaxed ? " relaxed" : " release", out);
+            if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT)
+                fputs(op->relaxed ? " relaxed" : " acquire", out);
+            if (op->dst.buf >= 0) {
+                fputc(' ', out);
+                dump_range(p, op->dst, out);
+            }
+            if (op->src.buf >= 0) {
+                fputs(" <- ", out);
+                dump_range(p, op->src, out);
+            }
+            if (op->src2.buf >= 0) {
+                fputs(" + ", out);
+                dump_range(p, op->src2, out);
+            }
+            if (op->sync_before)
+                fputs(" [sync]", out);
+            if (op->ctx)
+                fprintf(out, " (%s)", op->ctx);
+            fputc('\n', out);
+        }
+    }
+}

@@ -1,0 +1,73 @@
+/*
+ * abi.h - the contract between the kernels emit_cuda.c writes and the runtime that launches them.
+ *
+ * The emitted source is self-contained (NVRTC compiles it with no includes), so it carries its
+ * own copy of CdslArgs; emit_cuda.c prints that copy from CDSL_ABI_ARGS_TEXT below, which is the
+ * same text this header compiles, so the two cannot drift.
+ *
+ * One kernel per (program, nranks, flavour, dtype): extern "C" __global__ void cdsl_main(CdslArgs).
+ * The runtime launches it once per rank, on that rank's device and stream, with any grid size
+ * that the device can hold co-resident with the other ranks placed on the same device; the
+ * kernel spreads every data operation over gridDim.x * blockDim.x threads.
+ *
+ * Memory the runtime provides, all zeroed when the communicator is created and never reset, so
+ * that barriers keep working across launches without host resets (counters only grow; waits
+ * compare wrap-safe):
+ *   sync words, on every rank, reachable by peers (peer_sync) and, for nvls, by multicast:
+ *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
+ *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
+ *   state words, private to the rank:
+ *     state[CDSL_STATE_SWITCH]      switch arrivals this rank has waited for so far
+ *     state[CDSL_STATE_PEER + p]    arrivals from p this rank has consumed so far
+ *     state[CDSL_STATE_GRID(n) + 0]  grid barrier arrival counter, [+1] its generation
+ *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
+ *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p).
+ */
+#ifndef CDSL_ABI_H
+#define CDSL_ABI_H
+
+#define CDSL_ABI_VERSION 1
+#define CDSL_ABI_MAX_BUFS 8
+
+enum {
+    CDSL_SYNC_SWITCH = 0,
+    CDSL_SYNC_PEER = 1,          /* + p */
+    CDSL_STATE_SWITCH = 0,
+    CDSL_STATE_PEER = 1,         /* + p */
+};
+#define CDSL_STATE_GRID(nranks) (1 + (nranks))
+#define CDSL_SYNC_WORDS(nranks) (1 + (nranks))
+#define CDSL_STATE_WORDS(nranks) (3 + (nranks))
+#define CDSL_ERROR_WORDS 4
+
+/* The argument block, by value. Pointers are device addresses valid on the rank's device. */
+#define CDSL_ABI_ARGS_TEXT                                                                     \
+    "typedef struct CdslArgs {\n"                                                              \
+    "    unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */\n"           \
+    "    unsigned long long spin_limit;    /* polls before a wait gives up */\n"               \
+    "    int rank, nranks;\n"                                                                  \
+    "    char *buf[8];                     /* this rank's buffers (input, output, scratch) */\n" \
+    "    char *const *peer_buf;            /* [nranks*8]: rank q's buffer b at q*8+b */\n"    \
+    "    char *mc_buf[8];                  /* nvls: multicast address of each buffer */\n"     \
+    "    unsigned long long *sync;         /* this rank's sync words */\n"                    \
+    "    unsigned long long *const *peer_sync; /* [nranks]: every rank's sync words */\n"     \
+    "    unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */\n" \
+    "    unsigned long long *state;        /* this rank's private state words */\n"           \
+    "    unsigned int *error;              /* the error record */\n"                          \
+    "} CdslArgs;\n"
+
+typedef struct CdslArgs {
+    unsigned long long chunk_bytes;
+    unsigned long long spin_limit;
+    int rank, nranks;
+    char *buf[8];
+    char *const *peer_buf;
+    char *mc_buf[8];
+    unsigned long long *sync;
+    unsigned long long *const *peer_sync;
+    unsigned long long *mc_sync;
+    unsigned long long *state;
+    unsigned int *error;
+} CdslArgs;
+
+#endif
