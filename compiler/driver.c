@@ -1,0 +1,106 @@
+/*
+ * driver.c - cdsl_compile: the phases in order, stopping after the first that failed.
+ *
+ *     load      read the file and its imports, lex and parse them     (load.c, parse.c)
+ *     resolve   names, operations, argument counts, memory orders     (resolve.c)
+ *     eval      per-rank operation sequences; bounds and shapes       (eval.c)
+ *     check     races, synchronisation, deadlocks, postcondition      (check.c)
+ *
+ * Everything lives in the program's arena, destroyed with the program.
+ */
+#include "driver.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ast.h"
+#include "check.h"
+#include "eval.h"
+#include "load.h"
+#include "resolve.h"
+
+static cdsl_program *new_program(const cdsl_compile_opts *o)
+{
+    cdsl_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->arena = arena_create();
+    FILE *out = o->diag ? o->diag : stderr;
+    diag_init(&p->diag, out);
+    if (o->color >= 0)
+        p->diag.color = o->color != 0;
+    return p;
+}
+
+static int usage_error(FILE *out, const char *msg, int n)
+{
+    fprintf(out ? out : stderr, msg, n);
+    return CDSL_ERR_USAGE;
+}
+
+int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
+{
+    *out = NULL;
+    if (!o->path)
+        return usage_error(o->diag, "cdsl: error: no input file%.0d\n", 0);
+    if (o->nranks < 1 || o->nranks > IR_MAX_RANKS)
+        return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " "4096, not %d\n",
+                           o->nranks);
+    cdsl_program *p = new_program(o);
+    if (!p)
+        return CDSL_ERR_SYSTEM;
+    *out = p;
+    LoadOptions lo = {o->include_dirs, o->ninclude_dirs};
+    p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
+    if (!p->ast)
+        return CDSL_ERR_PROGRAM;
+    Decl *program = resolve_unit(p->arena, &p->diag, p->ast, o->program);
+    if (!program)
+        return CDSL_ERR_PROGRAM;
+    if (o->stop_after == CDSL_STAGE_PARSE)
+        return p->ok = true, CDSL_OK;
+    EvalOptions eo = {o->nranks, o->defines, o->ndefines};
+    p->ir = eval_program(p->arena, &p->diag, program, &eo);
+    if (!p->ir)
+        return CDSL_ERR_PROGRAM;
+    if (o->stop_after == CDSL_STAGE_EVAL)
+        return p->ok = true, CDSL_OK;
+    p->check = check_program(p->ir, &p->diag);
+    p->ok = p->diag.nerrors == 0;
+    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+}
+
+void cdsl_program_destroy(cdsl_program *p)
+{
+    if (!p)
+        return;
+    arena_destroy(p->arena);
+    free(p);
+}
+
+int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
+{
+    switch (what) {
+    case CDSL_DUMP_AST:
+        if (!p->ast)
+            return CDSL_ERR_PROGRAM;
+        ast_dump(p->ast, out);
+        return CDSL_OK;
+    case CDSL_DUMP_IR:
+        if (!p->ir)
+            return CDSL_ERR_PROGRAM;
+        ir_dump(p->ir, out);
+        return CDSL_OK;
+    case CDSL_DUMP_DOT:
+        if (!p->ir)
+            return CDSL_ERR_PROGRAM;
+        check_emit_dot(p->ir, p->check, out);
+        return CDSL_OK;
+    }
+    return CDSL_ERR_USAGE;
+}
+
+const char *cdsl_program_name(const cdsl_program *p) { return p->ir ? p->ir->name : NULL; }
+const char *cdsl_program_collective(const cdsl_program *p) { return p->ir ? p->ir->coll_name : NULL; }
+int cdsl_program_nranks(const cdsl_program *p) { return p->ir ? p->ir->nranks : 0; }
+int cdsl_program_chunks(const cdsl_program *p) { return p->ir ? p->ir->chunks : 0; }

@@ -1,0 +1,809 @@
+/*
+ * eval.c - evaluating a program for every rank into straight-line operations.
+ *
+ * Values are integers, channels (a peer or the switch) and buffers; the environment is a
+ * stack of bindings searched from the top, pushed by let, for and def calls and cut back at
+ * the end of each block. Arithmetic is 64-bit and checked: overflow and division by zero are
+ * errors at the operator. Work is bounded (EVAL_MAX_STEPS statements in all), so a loop of
+ * 10^12 iterations is an error, not a hang.
+ *
+ * The loop variables and def calls around each operation are kept as its context string
+ * ("step=2, in gather() called at 12:5"), rebuilt only when that stack changes.
+ */
+#include "eval.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parser.h"
+#include "resolve.h"
+
+enum { EVAL_MAX_STEPS = 50 * 1000 * 1000, EVAL_MAX_REPORTED = 64, CTX_MAX = 64 };
+
+typedef enum VKind { V_INT, V_PEER, V_SWITCH, V_BUF } VKind;
+
+typedef struct Value {
+    VKind kind;
+    long long i;    /* V_INT: the value; V_PEER: the rank; V_BUF: the buffer index */
+} Value;
+
+typedef struct Binding {
+    const char *name;
+    Value v;
+} Binding;
+
+typedef struct CtxEntry {
+    const char *var;        /* a loop variable, or NULL for a def call */
+    long long val;
+    const Stmt *call;
+} CtxEntry;
+
+typedef struct Eval {
+    Arena *arena;
+    Diag *diag;
+    IrProgram *ir;
+    const Decl *program;
+    int rank;               /* -1 while evaluating declarations (rank-independent) */
+    Binding *env;
+    int nenv, cap;
+    int nbase;              /* env[0 .. nbase): nranks and the buffers, visible everywhere */
+    int floor;              /* inside a def: env[floor ..) are its own bindings */
+    long long nops;
+    CtxEntry ctx[CTX_MAX];
+    int nctx;
+    const char *ctx_text;   /* cached text of ctx; NULL when it must be rebuilt */
+    bool ctx_dirty;
+    long long steps;
+    bool failed;            /* the current rank hit an error: stop evaluating it */
+    Loc reported[EVAL_MAX_REPORTED];
+    int nreported;
+} Eval;
+
+/* ---- errors ---------------------------------------------------------------------------- */
+
+static const char *context(Eval *ev);
+
+static bool seen(Eval *ev, Loc at)
+{
+    for (int i = 0; i < ev->nreported; i++)
+        if (ev->reported[i].src == at.src && ev->reported[i].line == at.line && ev->reported[i].col == at.col)
+            return true;
+    if (ev->nreported < EVAL_MAX_REPORTED)
+        ev->reported[ev->nreported++] = at;
+    return false;
+}
+
+/* An error at `at`, once per position, with the rank and loop context appended. */
+static void ev_error(Eval *ev, Loc at, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static void ev_error(Eval *ev, Loc at, const char *fmt, ...)
+{
+    ev->failed = true;
+    if (seen(ev, at)) {
+        ev->diag->nerrors += ev->diag->nerrors == 0;   /* still an error, just not printed again */
+        return;
+    }
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    const char *ctx = context(ev);
+    if (ev->rank < 0)
+        diag_error(ev->diag, at, "%s", msg);
+    else if (ctx)
+        diag_error(ev->diag, at, "%s (on rank %d, %s)", msg, ev->rank, ctx);
+    else
+        diag_error(ev->diag, at, "%s (on rank %d)", msg, ev->rank);
+}
+
+/* ---- environment and context -------------------------------------------------------------- */
+
+static void bind(Eval *ev, const char *name, Value v)
+{
+    if (ev->nenv == ev->cap) {
+        int cap = ev->cap ? ev->cap * 2 : 64;
+        ev->env = arena_grow(ev->arena, ev->env, (size_t)ev->nenv, (size_t)cap, sizeof *ev->env);
+        ev->cap = cap;
+    }
+    ev->env[ev->nenv++] = (Binding){name, v};
+}
+
+static bool lookup(Eval *ev, const char *name, Value *out)
+{
+    for (int i = ev->nenv - 1; i >= 0; i--) {
+        if (i == ev->floor - 1)
+            i = ev->nbase - 1;   /* inside a def: skip the caller's bindings */
+        if (i >= 0 && !strcmp(ev->env[i].name, name)) {
+            *out = ev->env[i].v;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool push_ctx(Eval *ev, Loc at, CtxEntry e)
+{
+    if (ev->nctx == CTX_MAX) {
+        ev_error(ev, at, "loops and calls nested more than %d deep", CTX_MAX);
+        return false;
+    }
+    ev->ctx[ev->nctx++] = e;
+    ev->ctx_dirty = true;
+    return true;
+}
+
+static void pop_ctx(Eval *ev)
+{
+    ev->nctx--;
+    ev->ctx_dirty = true;
+}
+
+static const char *context(Eval *ev)
+{
+    if (!ev->ctx_dirty)
+        return ev->ctx_text;
+    ev->ctx_dirty = false;
+    ev->ctx_text = NULL;
+    if (ev->nctx == 0)
+        return NULL;
+    char buf[1024];
+    size_t n = 0;
+    for (int i = 0; i < ev->nctx && n < sizeof buf - 64; i++) {
+        const CtxEntry *c = &ev->ctx[i];
+        const char *sep = n ? ", " : "";
+        if (c->var)
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s=%lld", sep, c->var, c->val);
+        else
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "%sin %s() called at %d:%d", sep, c->call->name,
+                                  c->call->name_loc.line, c->call->name_loc.col);
+    }
+    ev->ctx_text = arena_strndup(ev->arena, buf, n);
+    return ev->ctx_text;
+}
+
+/* ---- expressions ------------------------------------------------------------------------ */
+
+static bool eval_expr(Eval *ev, const Expr *e, Value *out);
+
+static const char *kind_name(VKind k)
+{
+    switch (k) {
+    case V_INT: return "an integer";
+    case V_PEER: return "a peer channel";
+    case V_SWITCH: return "the switch";
+    case V_BUF: return "a buffer";
+    }
+    return "?";
+}
+
+static bool eval_int(Eval *ev, const Expr *e, long long *out)
+{
+    Value v;
+    if (!eval_expr(ev, e, &v))
+        return false;
+    if (v.kind != V_INT) {
+        ev_error(ev, e->loc, "expected an integer here, but this is %s", kind_name(v.kind));
+        return false;
+    }
+    *out = v.i;
+    return true;
+}
+
+static bool arith(Eval *ev, const Expr *e, long long a, long long b, long long *r)
+{
+    bool overflow = false;
+    switch (e->op) {
+    case TK_PLUS: overflow = __builtin_add_overflow(a, b, r); break;
+    case TK_MINUS: overflow = __builtin_sub_overflow(a, b, r); break;
+    case TK_STAR: overflow = __builtin_mul_overflow(a, b, r); break;
+    case TK_SLASH:
+    case TK_PERCENT:
+        if (b == 0) {
+            ev_error(ev, e->loc, "%s by zero", e->op == TK_SLASH ? "division" : "modulo");
+            return false;
+        }
+        overflow = a == (-0x7fffffffffffffffLL - 1) && b == -1;
+        if (!overflow)
+            *r = e->op == TK_SLASH ? a / b : a % b;
+        break;
+    case TK_EQ: *r = a == b; break;
+    case TK_NE: *r = a != b; break;
+    case TK_LT: *r = a < b; break;
+    case TK_LE: *r = a <= b; break;
+    case TK_GT: *r = a > b; break;
+    case TK_GE: *r = a >= b; break;
+    }
+    if (overflow) {
+        ev_error(ev, e->loc, "integer overflow in %lld and %lld", a, b);
+        return false;
+    }
+    return true;
+}
+
+static bool eval_binary(Eval *ev, const Expr *e, Value *out)
+{
+    long long a, b;
+    if (!eval_int(ev, e->lhs, &a))
+        return false;
+    *out = (Value){V_INT, 0};
+    if (e->op == TK_AND || e->op == TK_OR) {   /* short-circuit, as users expect */
+        if ((e->op == TK_AND) != (a != 0)) {
+            out->i = a != 0;
+            return true;
+        }
+        if (!eval_int(ev, e->rhs, &b))
+            return false;
+        out->i = b != 0;
+        return true;
+    }
+    if (!eval_int(ev, e->rhs, &b))
+        return false;
+    return arith(ev, e, a, b, &out->i);
+}
+
+static bool eval_peer(Eval *ev, const Expr *e, Value *out)
+{
+    long long p;
+    if (!eval_int(ev, e->lhs, &p))
+        return false;
+    if (ev->rank >= 0 && p == ev->rank) {
+        ev_error(ev, e->loc, "peer(%lld) is this rank itself; a rank has no channel to itself", p);
+        return false;
+    }
+    if (p < 0 || p >= ev->ir->nranks) {
+        ev_error(ev, e->loc, "peer(%lld) is outside 0 .. %d (nranks is %d)", p, ev->ir->nranks - 1,
+                 ev->ir->nranks);
+        return false;
+    }
+    *out = (Value){V_PEER, p};
+    return true;
+}
+
+static bool eval_name(Eval *ev, const Expr *e, Value *out)
+{
+    if (lookup(ev, e->name, out))
+        return true;
+    if (!strcmp(e->name, "rank")) {
+        if (ev->rank < 0) {
+            ev_error(ev, e->loc, "'rank' cannot be used here: this value must be the same on every rank");
+            return false;
+        }
+        *out = (Value){V_INT, ev->rank};
+        return true;
+    }
+    ev_error(ev, e->loc, "'%s' has no value here", e->name);
+    return false;
+}
+
+static bool eval_expr(Eval *ev, const Expr *e, Value *out)
+{
+    switch (e->kind) {
+    case E_INT: *out = (Value){V_INT, e->ival}; return true;
+    case E_NAME: return eval_name(ev, e, out);
+    case E_SWITCH: *out = (Value){V_SWITCH, 0}; return true;
+    case E_PEER: return eval_peer(ev, e, out);
+    case E_BINARY: return eval_binary(ev, e, out);
+    case E_UNARY: {
+        long long a;
+        if (!eval_int(ev, e->lhs, &a))
+            return false;
+        if (e->op == TK_NOT) {
+            *out = (Value){V_INT, !a};
+            return true;
+        }
+        if (a == (-0x7fffffffffffffffLL - 1)) {
+            ev_error(ev, e->loc, "integer overflow in -(%lld)", a);
+            return false;
+        }
+        *out = (Value){V_INT, -a};
+        return true;
+    }
+    case E_INDEX:
+        ev_error(ev, e->loc, "a chunk reference is not a value; it can only be an operand of an operation");
+        return false;
+    }
+    return false;
+}
+
+/* ---- chunk references ------------------------------------------------------------------- */
+
+static bool eval_buffer(Eval *ev, const Expr *e, int *buf)
+{
+    Value v;
+    Expr name = {.kind = E_NAME, .loc = e->loc, .name = e->name};
+    if (!eval_name(ev, &name, &v))
+        return false;
+    if (v.kind != V_BUF) {
+        ev_error(ev, e->loc, "'%s' is %s, not a buffer", e->name, kind_name(v.kind));
+        return false;
+    }
+    *buf = (int)v.i;
+    return true;
+}
+
+static bool check_bounds(Eval *ev, const Expr *e, IrRange r, long long lo, long long hi)
+{
+    const IrBuf *b = &ev->ir->bufs[r.buf];
+    if (hi < lo) {
+        ev_error(ev, e->loc, "negative chunk range %s[%lld .. %lld]", b->name, lo, hi);
+        return false;
+    }
+    if (hi == lo) {
+        ev_error(ev, e->loc, "empty chunk range %s[%lld .. %lld]", b->name, lo, hi);
+        return false;
+    }
+    if (lo < 0 || hi > b->nchunks) {
+        if (!e->rhs)
+            ev_error(ev, e->loc, "chunk %s[%lld] is outside the buffer, which has %d chunk%s", b->name, lo,
+                     b->nchunks, b->nchunks == 1 ? "" : "s");
+        else
+            ev_error(ev, e->loc, "chunks %s[%lld .. %lld] reach outside the buffer, which has %d chunk%s", b->name,
+                     lo, hi, b->nchunks, b->nchunks == 1 ? "" : "s");
+        return false;
+    }
+    return true;
+}
+
+/* buf[i], buf[i .. j], or a whole buffer by name. */
+static bool eval_range(Eval *ev, const Expr *e, IrRange *out)
+{
+    if (e->kind == E_NAME) {
+        Value v;
+        if (!eval_expr(ev, e, &v))
+            return false;
+        if (v.kind != V_BUF) {
+            ev_error(ev, e->loc, "expected chunks of a buffer here, but this is %s", kind_name(v.kind));
+            return false;
+        }
+        *out = (IrRange){(int)v.i, 0, ev->ir->bufs[v.i].nchunks};
+        if (out->count == 0) {
+            ev_error(ev, e->loc, "buffer %s has no chunks", e->name);
+            return false;
+        }
+        return true;
+    }
+    if (e->kind != E_INDEX) {
+        ev_error(ev, e->loc, "expected chunks of a buffer here, e.g. output[rank]");
+        return false;
+    }
+    long long lo, hi;
+    if (!eval_buffer(ev, e, &out->buf) || !eval_int(ev, e->lhs, &lo))
+        return false;
+    hi = lo + 1;
+    if (e->rhs && !eval_int(ev, e->rhs, &hi))
+        return false;
+    if (!check_bounds(ev, e, (IrRange){out->buf, 0, 0}, lo, hi))
+        return false;
+    out->first = (int)lo;
+    out->count = (int)(hi - lo);
+    return true;
+}
+
+static bool overlap(IrRange a, IrRange b)
+{
+    return a.buf == b.buf && a.first < b.first + b.count && b.first < a.first + a.count;
+}
+
+static void range_text(Eval *ev, IrRange r, char *buf, size_t n)
+{
+    const char *name = ev->ir->bufs[r.buf].name;
+    if (r.count == 1)
+        snprintf(buf, n, "%s[%d]", name, r.first);
+    else
+        snprintf(buf, n, "%s[%d .. %d]", name, r.first, r.first + r.count);
+}
+
+static bool same_count(Eval *ev, const Stmt *s, const char *what, IrRange dst, IrRange src, int argi)
+{
+    if (dst.count == src.count)
+        return true;
+    ev_error(ev, s->args.items[argi]->loc, "%s: operands have different sizes: the destination has %d chunk%s, this one %d",
+             what, dst.count, dst.count == 1 ? "" : "s", src.count);
+    return false;
+}
+
+/* ---- operations --------------------------------------------------------------------------- */
+
+static void emit(Eval *ev, const Stmt *s, IrOp op)
+{
+    if (op.dst.buf < 0 && op.src.buf < 0)
+        op.dst.buf = op.src.buf = op.src2.buf = -1;
+    op.loc = s->name_loc;
+    op.ctx = context(ev);
+    if (++ev->nops > IR_MAX_OPS_TOTAL) {
+        ev_error(ev, s->name_loc, "the program is too large: more than %d operations over all ranks",
+                 IR_MAX_OPS_TOTAL);
+        return;
+    }
+    ir_append(ev->ir, ev->rank, op);
+}
+
+static IrOp new_op(IrKind k)
+{
+    IrOp op;
+    memset(&op, 0, sizeof op);
+    op.kind = k;
+    op.peer = -1;
+    op.dst.buf = op.src.buf = op.src2.buf = -1;
+    return op;
+}
+
+static bool eval_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op, int n)
+{
+    IrRange *slots[3] = {&op->dst, &op->src, &op->src2};
+    for (int i = 0; i < n; i++)
+        if (!eval_range(ev, s->args.items[i], slots[i]))
+            return false;
+    for (int i = 1; i < n; i++)
+        if (!same_count(ev, s, what, op->dst, *slots[i], i))
+            return false;
+    return true;
+}
+
+static void eval_copy_reduce(Eval *ev, const Stmt *s)
+{
+    bool is_copy = !strcmp(s->name, "copy");
+    IrOp op = new_op(is_copy ? IR_COPY : IR_REDUCE);
+    if (!eval_operands(ev, s, s->name, &op, is_copy ? 2 : 3))
+        return;
+    char a[64], b[64];
+    for (int i = 1; i < (is_copy ? 2 : 3); i++) {
+        IrRange src = i == 1 ? op.src : op.src2;
+        bool in_place = !is_copy && src.first == op.dst.first && src.buf == op.dst.buf;
+        if (overlap(op.dst, src) && !in_place) {
+            range_text(ev, op.dst, a, sizeof a);
+            range_text(ev, src, b, sizeof b);
+            ev_error(ev, s->args.items[i]->loc, "%s: source %s and destination %s overlap", s->name, b, a);
+            return;
+        }
+    }
+    emit(ev, s, op);
+}
+
+static bool eval_channel(Eval *ev, const Expr *e, Value *out)
+{
+    if (!eval_expr(ev, e, out))
+        return false;
+    if (out->kind != V_PEER && out->kind != V_SWITCH) {
+        ev_error(ev, e->loc, "expected a channel (switch or peer(...)), but this is %s", kind_name(out->kind));
+        return false;
+    }
+    return true;
+}
+
+static bool order_relaxed(const Stmt *s)
+{
+    return s->args.n == 1 && !strcmp(s->args.items[0]->name, "relaxed");
+}
+
+static void eval_method(Eval *ev, const Stmt *s)
+{
+    Value ch;
+    if (!eval_channel(ev, s->channel, &ch))
+        return;
+    bool sw = ch.kind == V_SWITCH;
+    const char *m = s->name;
+    IrOp op;
+    if (!strcmp(m, "signal") || !strcmp(m, "wait")) {
+        op = new_op(m[0] == 's' ? (sw ? IR_SW_SIGNAL : IR_SIGNAL) : (sw ? IR_SW_WAIT : IR_WAIT));
+        op.relaxed = order_relaxed(s);
+    } else if (sw) {
+        op = new_op(!strcmp(m, "store") ? IR_SW_STORE : !strcmp(m, "reduce") ? IR_SW_REDUCE : IR_SW_REDUCE_STORE);
+        if (!eval_operands(ev, s, arena_printf(ev->arena, "switch.%s", m), &op, 2))
+            return;
+    } else if (!strcmp(m, "put") || !strcmp(m, "get")) {
+        op = new_op(m[0] == 'p' ? IR_PUT : IR_GET);
+        if (!eval_operands(ev, s, m, &op, 2))
+            return;
+    } else {
+        ev_error(ev, s->name_loc, "%s is not an operation of %s", m, sw ? "the switch" : "a peer channel");
+        return;
+    }
+    if (!sw && (op.kind == IR_SW_STORE || op.kind == IR_SW_REDUCE || op.kind == IR_SW_REDUCE_STORE)) {
+        ev_error(ev, s->name_loc, "%s is an operation of the switch, not of a peer channel", m);
+        return;
+    }
+    if (sw && (!strcmp(m, "put") || !strcmp(m, "get"))) {
+        ev_error(ev, s->name_loc, "%s is an operation of a peer channel, not of the switch", m);
+        return;
+    }
+    op.peer = sw ? -1 : (int)ch.i;
+    emit(ev, s, op);
+}
+
+/* ---- statements --------------------------------------------------------------------------- */
+
+static void eval_stmts(Eval *ev, const StmtList *l);
+
+static bool budget(Eval *ev, const Stmt *s)
+{
+    if (++ev->steps <= EVAL_MAX_STEPS)
+        return true;
+    ev_error(ev, s->loc, "evaluation is too large: more than %d statements evaluated in all (a loop too long?)",
+             EVAL_MAX_STEPS);
+    return false;
+}
+
+static void eval_for(Eval *ev, const Stmt *s)
+{
+    long long lo, hi;
+    if (!eval_int(ev, s->value, &lo) || !eval_int(ev, s->hi, &hi))
+        return;
+    if (hi < lo) {
+        ev_error(ev, s->value->loc, "negative range %lld .. %lld", lo, hi);
+        return;
+    }
+    if (!push_ctx(ev, s->loc, (CtxEntry){s->name, lo, NULL}))
+        return;
+    for (long long i = lo; i < hi && !ev->failed; i++) {
+        int mark = ev->nenv;
+        bind(ev, s->name, (Value){V_INT, i});
+        ev->ctx[ev->nctx - 1].val = i;
+        ev->ctx_dirty = true;
+        eval_stmts(ev, &s->body);
+        ev->nenv = mark;
+        if (!budget(ev, s))
+            break;
+    }
+    pop_ctx(ev);
+}
+
+static void eval_call(Eval *ev, const Stmt *s)
+{
+    const Decl *def = s->target;
+    if (!def) {
+        eval_copy_reduce(ev, s);
+        return;
+    }
+    long long args[64];
+    int n = def->nparams < 64 ? def->nparams : 64;
+    for (int i = 0; i < n; i++)
+        if (!eval_int(ev, s->args.items[i], &args[i]))
+            return;
+    if (!push_ctx(ev, s->loc, (CtxEntry){NULL, 0, s}))
+        return;
+    /* A def sees its parameters and the program's buffers, not the caller's locals: lookups
+     * stop at the floor, then fall back to the base bindings. */
+    int mark = ev->nenv, floor = ev->floor;
+    ev->floor = ev->nenv;
+    for (int i = 0; i < n; i++)
+        bind(ev, def->params[i].name, (Value){V_INT, args[i]});
+    eval_stmts(ev, &def->body);
+    ev->nenv = mark;
+    ev->floor = floor;
+    pop_ctx(ev);
+}
+
+static void eval_stmt(Eval *ev, const Stmt *s)
+{
+    if (!budget(ev, s))
+        return;
+    switch (s->kind) {
+    case S_LET: {
+        Value v;
+        if (eval_expr(ev, s->value, &v))
+            bind(ev, s->name, v);
+        return;
+    }
+    case S_FOR: eval_for(ev, s); return;
+    case S_IF: {
+        long long c;
+        if (!eval_int(ev, s->value, &c))
+            return;
+        int mark = ev->nenv;
+        eval_stmts(ev, c ? &s->body : &s->orelse);
+        ev->nenv = mark;
+        return;
+    }
+    case S_CALL: eval_call(ev, s); return;
+    case S_METHOD: eval_method(ev, s); return;
+    case S_SCRATCH:
+    case S_BUFFER: return;   /* declared before evaluation (declare_buffers) */
+    }
+}
+
+static void eval_stmts(Eval *ev, const StmtList *l)
+{
+    int mark = ev->nenv;
+    for (int i = 0; i < l->n && !ev->failed; i++)
+        eval_stmt(ev, l->items[i]);
+    ev->nenv = mark;
+}
+
+/* ---- declarations: parameters, -D, buffers ------------------------------------------------ */
+
+static bool parse_define(const char *text, const char **name, size_t *len, long long *value)
+{
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text)
+        return false;
+    char *end;
+    errno = 0;
+    *value = strtoll(eq + 1, &end, 0);
+    if (*end || end == eq + 1 || errno)
+        return false;
+    *name = text;
+    *len = (size_t)(eq - text);
+    return true;
+}
+
+/* The -D value for parameter name, if any (the last one given wins). */
+static bool define_for(Eval *ev, const EvalOptions *opt, const char *name, long long *value)
+{
+    bool found = false;
+    for (int i = 0; i < opt->ndefines; i++) {
+        const char *n;
+        size_t len;
+        long long v;
+        if (parse_define(opt->defines[i], &n, &len, &v) && strlen(name) == len && !strncmp(n, name, len)) {
+            *value = v;
+            found = true;
+        }
+    }
+    (void)ev;
+    return found;
+}
+
+static bool check_defines(Eval *ev, const EvalOptions *opt)
+{
+    const Decl *p = ev->program;
+    for (int i = 0; i < opt->ndefines; i++) {
+        const char *n;
+        size_t len;
+        long long v;
+        if (!parse_define(opt->defines[i], &n, &len, &v)) {
+            diag_fatal(ev->diag, "-D %s: expected name=integer", opt->defines[i]);
+            return false;
+        }
+        bool known = false;
+        for (int k = 0; k < p->nparams; k++)
+            known |= strlen(p->params[k].name) == len && !strncmp(p->params[k].name, n, len);
+        if (!known) {
+            diag_fatal(ev->diag, "-D %.*s: program '%s' has no parameter '%.*s'", (int)len, n, p->name, (int)len, n);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Parameters are bound once, for all ranks; a parameter named `chunks` sets C. */
+static bool bind_params(Eval *ev, const EvalOptions *opt)
+{
+    const Decl *p = ev->program;
+    ev->ir->chunks = 1;
+    for (int i = 0; i < p->nparams; i++) {
+        long long v;
+        if (!define_for(ev, opt, p->params[i].name, &v) && !eval_int(ev, p->params[i].init, &v))
+            return false;
+        bind(ev, p->params[i].name, (Value){V_INT, v});
+        if (!strcmp(p->params[i].name, "chunks")) {
+            if (v < 1 || v > IR_MAX_CHUNKS) {
+                ev_error(ev, p->params[i].loc, "chunks must be between 1 and %d, not %lld", IR_MAX_CHUNKS, v);
+                return false;
+            }
+            ev->ir->chunks = (int)v;
+        }
+    }
+    return true;
+}
+
+static bool add_buffer(Eval *ev, const char *name, long long nchunks, Loc at)
+{
+    if (nchunks < 0 || nchunks > IR_MAX_CHUNKS) {
+        ev_error(ev, at, "buffer %s would have %lld chunks; the limit is 0 .. %d", name, nchunks, IR_MAX_CHUNKS);
+        return false;
+    }
+    for (int b = 0; b < ev->ir->nbufs; b++)
+        if (!strcmp(ev->ir->bufs[b].name, name)) {
+            ev_error(ev, at, "buffer '%s' is declared twice", name);
+            diag_note(ev->diag, ev->ir->bufs[b].loc, "first declared here");
+            return false;
+        }
+    if (ev->ir->nbufs == IR_MAX_BUFS) {
+        ev_error(ev, at, "too many buffers: input, output and at most %d scratch buffers", IR_MAX_BUFS - 2);
+        return false;
+    }
+    ev->ir->bufs[ev->ir->nbufs++] = (IrBuf){name, (int)nchunks, at};
+    return true;
+}
+
+/* input and output from the collective's table (or a custom program's declarations), then
+ * scratch buffers; all sizes are the same on every rank. */
+static bool declare_buffers(Eval *ev)
+{
+    IrProgram *ir = ev->ir;
+    long long n = ir->nranks, c = ir->chunks;
+    long long in = 0, out = 0;
+    switch (ir->coll) {
+    case COLL_ALLGATHER: in = c, out = n * c; break;
+    case COLL_REDUCESCATTER: in = n * c, out = c; break;
+    case COLL_ALLREDUCE: in = out = n * c; break;
+    case COLL_BARRIER:
+    case COLL_CUSTOM: break;
+    }
+    const StmtList *body = &ev->program->body;
+    for (int i = 0; i < body->n; i++) {
+        const Stmt *s = body->items[i];
+        if (s->kind != S_BUFFER)
+            continue;
+        bool is_in = !strcmp(s->name, "input");
+        if ((!is_in && strcmp(s->name, "output")) || ir->coll != COLL_CUSTOM) {
+            ev_error(ev, s->name_loc, ir->coll != COLL_CUSTOM
+                                          ? "only a custom program declares input and output; %s fixes their sizes"
+                                          : "a custom program declares only input[N] and output[N] this way; "
+                                            "other buffers are 'scratch %s[N]'",
+                     ir->coll != COLL_CUSTOM ? ir->coll_name : s->name);
+            return false;
+        }
+        if (!eval_int(ev, s->value, is_in ? &in : &out))
+            return false;
+    }
+    if (!add_buffer(ev, "input", in, ev->program->loc) || !add_buffer(ev, "output", out, ev->program->loc))
+        return false;
+    for (int i = 0; i < body->n; i++) {
+        const Stmt *s = body->items[i];
+        long long size;
+        if (s->kind == S_SCRATCH && (!eval_int(ev, s->value, &size) || !add_buffer(ev, s->name, size, s->name_loc)))
+            return false;
+    }
+    for (int b = 0; b < ir->nbufs; b++)
+        bind(ev, ir->bufs[b].name, (Value){V_BUF, b});
+    return true;
+}
+
+static IrProgram *new_ir(Arena *a, const Decl *program, int nranks)
+{
+    IrProgram *ir = ARENA_NEW(a, IrProgram);
+    ir->arena = a;
+    ir->name = program->name;
+    ir->loc = program->loc;
+    ir->nranks = nranks;
+    resolve_collective(program->collective, &ir->coll);
+    ir->coll_name = ir_coll_name(ir->coll);
+    ir->ranks = ARENA_ARRAY(a, IrSeq, (size_t)nranks);
+    return ir;
+}
+
+IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOptions *opt)
+{
+    Eval *ev = ARENA_NEW(a, Eval);
+    ev->arena = a;
+    ev->diag = d;
+    ev->program = program;
+    ev->rank = -1;
+    ev->ir = new_ir(a, program, opt->nranks);
+    if (!check_defines(ev, opt))
+        return NULL;
+    bind(ev, "nranks", (Value){V_INT, opt->nranks});
+    IrProgram *ir = ev->ir;
+    /* Buffers first (their sizes may use parameters), visible everywhere, even inside defs. */
+    int params_at = ev->nenv;
+    if (!bind_params(ev, opt))
+        return NULL;
+    int nparams = ev->nenv - params_at;
+    if (!declare_buffers(ev))
+        return NULL;
+    /* Reorder so that env = [nranks, buffers..., params...]: the base (visible in defs) first. */
+    Binding params[64];
+    int keep = nparams < 64 ? nparams : 64;
+    memcpy(params, ev->env + params_at, sizeof(Binding) * (size_t)keep);
+    memmove(ev->env + params_at, ev->env + params_at + nparams, sizeof(Binding) * (size_t)ir->nbufs);
+    memcpy(ev->env + params_at + ir->nbufs, params, sizeof(Binding) * (size_t)keep);
+    ev->nbase = params_at + ir->nbufs;
+    for (int r = 0; r < ir->nranks && d->nerrors < 10; r++) {
+        ev->rank = r;
+        ev->failed = false;
+        ev->nctx = 0;
+        ev->ctx_dirty = true;
+        eval_stmts(ev, &program->body);
+    }
+    return d->nerrors ? NULL : ir;
+}

@@ -1,0 +1,208 @@
+/*
+ * load.c - files in, AstUnit out: reading, size limits, and imports.
+ *
+ * Files are read whole into the arena with a NUL appended (the lexer's sentinel). Anything
+ * that is not a readable regular file, or larger than LOAD_MAX_BYTES, is refused with a
+ * message before the lexer sees it. Imports are followed depth-first; files are identified by
+ * their real path, so two spellings of one file load it once, and a file that imports itself
+ * (directly or through others) is reported with the whole chain.
+ */
+#include "load.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "parse.h"
+
+#ifndef CDSL_STDLIB_DIR
+#define CDSL_STDLIB_DIR "/usr/local/share/cdsl/stdlib"
+#endif
+
+typedef struct Loader {
+    Arena *arena;
+    Diag *diag;
+    const LoadOptions *opt;
+    AstUnit *unit;
+    const char *real[LOAD_MAX_FILES];   /* real path of each loaded file, by unit index */
+    const char *stack[LOAD_MAX_FILES];  /* real paths being loaded now (for cycles) */
+    const char *shown[LOAD_MAX_FILES];  /* the same files as the user named them */
+    Loc stack_at[LOAD_MAX_FILES];       /* the import that started each */
+    int depth;
+} Loader;
+
+static Source *read_source(Loader *ld, const char *path, Loc from)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const char *why = errno == ENOENT || S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file";
+        if (from.src)
+            diag_error(ld->diag, from, "cannot read '%s': %s", path, why);
+        else
+            diag_fatal(ld->diag, "cannot read '%s': %s", path, why);
+        return NULL;
+    }
+    if (st.st_size > LOAD_MAX_BYTES) {
+        diag_fatal(ld->diag, "'%s' is too large (%lld bytes; the limit is %d MiB)", path, (long long)st.st_size,
+                   LOAD_MAX_BYTES >> 20);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diag_fatal(ld->diag, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    char *text = arena_alloc(ld->arena, (size_t)st.st_size + 1);
+    size_t n = fread(text, 1, (size_t)st.st_size, f);
+    fclose(f);
+    Source *src = ARENA_NEW(ld->arena, Source);
+    src->path = arena_strdup(ld->arena, path);
+    src->text = text;
+    src->len = n;
+    src->arena = ld->arena;
+    return src;
+}
+
+static bool is_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static const char *join(Arena *a, const char *dir, size_t dirlen, const char *name)
+{
+    if (dirlen == 0)
+        return arena_strdup(a, name);
+    return arena_printf(a, "%.*s/%s", (int)dirlen, dir, name);
+}
+
+/* The stdlib/ folder of the checkout the running tool was built in (build/cdslc -> stdlib/). */
+static const char *checkout_stdlib(Arena *a)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = 0;
+    for (int up = 0; up < 3; up++) {
+        const char *cand = arena_printf(a, "%s/stdlib", exe);
+        struct stat st;
+        if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode))
+            return cand;
+        slash = strrchr(exe, '/');
+        if (!slash)
+            break;
+        *slash = 0;
+    }
+    return NULL;
+}
+
+static const char *find_import(Loader *ld, const char *from_path, const char *name)
+{
+    if (name[0] == '/')
+        return is_file(name) ? name : NULL;
+    const char *slash = strrchr(from_path, '/');
+    const char *p = join(ld->arena, from_path, slash ? (size_t)(slash - from_path) : 0, name);
+    if (is_file(p))
+        return p;
+    for (int i = 0; i < ld->opt->ninclude_dirs; i++) {
+        p = join(ld->arena, ld->opt->include_dirs[i], strlen(ld->opt->include_dirs[i]), name);
+        if (is_file(p))
+            return p;
+    }
+    const char *env = getenv("CDSL_PATH");
+    while (env && *env) {
+        size_t len = strcspn(env, ":");
+        p = join(ld->arena, env, len, name);
+        if (len && is_file(p))
+            return p;
+        env += len + (env[len] == ':');
+    }
+    p = join(ld->arena, CDSL_STDLIB_DIR, strlen(CDSL_STDLIB_DIR), name);
+    if (is_file(p))
+        return p;
+    const char *local = checkout_stdlib(ld->arena);
+    if (local) {
+        p = join(ld->arena, local, strlen(local), name);
+        if (is_file(p))
+            return p;
+    }
+    return NULL;
+}
+
+static bool load_file(Loader *ld, const char *path, Loc from);
+
+static bool load_imports(Loader *ld, AstFile *file)
+{
+    for (int i = 0; i < file->ndecls; i++) {
+        Decl *d = file->decls[i];
+        if (d->kind != D_IMPORT)
+            continue;
+        const char *found = find_import(ld, file->src->path, d->name);
+        if (!found) {
+            diag_error(ld->diag, d->name_loc, "cannot find import '%s'", d->name);
+            diag_note(ld->diag, (Loc){0}, "searched beside the importing file, -I folders, $CDSL_PATH and the stdlib");
+            return false;
+        }
+        if (!load_file(ld, found, d->name_loc))
+            return false;
+    }
+    return true;
+}
+
+static bool report_cycle(Loader *ld, int at, Loc from)
+{
+    diag_error(ld->diag, from, "import cycle: '%s' imports itself", ld->shown[at]);
+    for (int k = at + 1; k < ld->depth; k++)
+        diag_note(ld->diag, ld->stack_at[k], "through this import");
+    return false;
+}
+
+static bool load_file(Loader *ld, const char *path, Loc from)
+{
+    char real[PATH_MAX];
+    if (!realpath(path, real))
+        snprintf(real, sizeof real, "%s", path);
+    for (int k = 0; k < ld->depth; k++)
+        if (!strcmp(ld->stack[k], real))
+            return report_cycle(ld, k, from);
+    for (int k = 0; k < ld->unit->nfiles; k++)
+        if (!strcmp(ld->real[k], real))
+            return true;   /* loaded already: imports are idempotent */
+    if (ld->unit->nfiles == LOAD_MAX_FILES || ld->depth == LOAD_MAX_FILES) {
+        diag_error(ld->diag, from, "too many imported files (the limit is %d)", LOAD_MAX_FILES);
+        return false;
+    }
+    Source *src = read_source(ld, path, from);
+    if (!src)
+        return false;
+    AstFile *file = parse_file(ld->arena, ld->diag, src);
+    if (!file)
+        return false;
+    ld->real[ld->unit->nfiles] = arena_strdup(ld->arena, real);
+    ld->unit->files[ld->unit->nfiles++] = file;
+    ld->stack[ld->depth] = ld->real[ld->unit->nfiles - 1];
+    ld->shown[ld->depth] = src->path;
+    ld->stack_at[ld->depth++] = from;
+    bool ok = load_imports(ld, file);
+    ld->depth--;
+    return ok;
+}
+
+AstUnit *load_unit(Arena *a, Diag *d, const char *path, const LoadOptions *opt)
+{
+    Loader *ld = ARENA_NEW(a, Loader);
+    ld->arena = a;
+    ld->diag = d;
+    ld->opt = opt;
+    ld->unit = ARENA_NEW(a, AstUnit);
+    ld->unit->files = ARENA_ARRAY(a, AstFile *, LOAD_MAX_FILES);
+    return load_file(ld, path, (Loc){0}) ? ld->unit : NULL;
+}

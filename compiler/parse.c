@@ -1,0 +1,147 @@
+/*
+ * parse.c - drives the Lemon parser with tokens from the re2c lexer, one file at a time.
+ *
+ * The loop is SQLite's: fetch a token, hand it to the parser, stop at the first error. Around
+ * it sit the two things a good message needs that the grammar cannot give: the bracket stack
+ * (so that a missing '}' at the end of the file names the '{' it should close, and absurd
+ * nesting is refused before it can exhaust any stack), and, for a syntax error, the list of
+ * tokens that would have fit, found by running a copy of the parser on each candidate.
+ */
+#include "parse.h"
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parser.h"
+
+void *cdsl_parseAlloc(void *(*alloc)(size_t), Parser *px);
+void cdsl_parse(void *engine, int kind, Token tok);
+void cdsl_parseFree(void *engine, void (*dealloc)(void *));
+int cdsl_parse_would_accept(void *engine, int kind, Token at);
+int cdsl_parse_ntokens(void);
+
+enum { MAX_EXPECTED = 4 };
+
+static const char *closer_of(int open_kind)
+{
+    switch (open_kind) {
+    case TK_LBRACE: return "'}'";
+    case TK_LPAREN: return "')'";
+    default: return "']'";
+    }
+}
+
+/* "unexpected ')'; expected ';'" when few tokens fit, else just "unexpected ')'". */
+void parse_syntax_error(Parser *px, Token tok, void *engine)
+{
+    px->failed = true;
+    if (px->trial)
+        return;
+    int expected[MAX_EXPECTED], nexp = 0;
+    px->trial = true;
+    for (int k = 1; k < cdsl_parse_ntokens() && nexp <= MAX_EXPECTED; k++)
+        if (cdsl_parse_would_accept(engine, k, tok)) {
+            if (nexp < MAX_EXPECTED)
+                expected[nexp] = k;
+            nexp++;
+        }
+    px->trial = false;
+    char what[64];
+    if (tok.kind == LEX_EOF)
+        snprintf(what, sizeof what, "unexpected end of file");
+    else if (tok.kind == TK_IDENT || tok.kind == TK_INT)
+        snprintf(what, sizeof what, "unexpected %s '%.*s'", lex_spelling(tok.kind), tok.len > 24 ? 24 : tok.len,
+                 tok.start);
+    else
+        snprintf(what, sizeof what, "unexpected %s", lex_spelling(tok.kind));
+    if (nexp >= 1 && nexp <= MAX_EXPECTED) {
+        char list[160] = "";
+        for (int i = 0; i < nexp; i++) {
+            strcat(list, i == 0 ? "" : i == nexp - 1 ? " or " : ", ");
+            strcat(list, lex_spelling(expected[i]));
+        }
+        diag_error(px->diag, tok.loc, "%s; expected %s", what, list);
+    } else {
+        diag_error(px->diag, tok.loc, "%s", what);
+    }
+    if (tok.kind == LEX_EOF && px->depth > 0)
+        diag_note(px->diag, px->open[px->depth - 1], "to close this %s, a %s is missing",
+                  lex_spelling(px->open_kind[px->depth - 1]), closer_of(px->open_kind[px->depth - 1]));
+}
+
+/* Decimal or 0x hex, at most 2^62 so that sums and products of two literals cannot overflow
+ * before eval.c's checked arithmetic sees them. */
+long long parse_int(Parser *px, Token tok)
+{
+    const long long max = (long long)1 << 62;
+    int base = tok.len > 2 && tok.start[0] == '0' && (tok.start[1] == 'x' || tok.start[1] == 'X') ? 16 : 10;
+    long long v = 0;
+    for (int i = base == 16 ? 2 : 0; i < tok.len; i++) {
+        int c = tok.start[i], d = c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+        if (v > (max - d) / base) {
+            if (!px->trial)
+                diag_error(px->diag, tok.loc, "integer literal too large (the limit is 2^62)");
+            px->failed = true;
+            return 0;
+        }
+        v = v * base + d;
+    }
+    return v;
+}
+
+/* Keep the bracket stack; false (after an error) when nesting goes past the limit. */
+static bool track_brackets(Parser *px, const Token *t)
+{
+    switch (t->kind) {
+    case TK_LBRACE:
+    case TK_LPAREN:
+    case TK_LBRACKET:
+        if (px->depth == PARSE_MAX_DEPTH) {
+            diag_error(px->diag, t->loc, "nested too deeply: more than %d open brackets", PARSE_MAX_DEPTH);
+            px->failed = true;
+            return false;
+        }
+        px->open[px->depth] = t->loc;
+        px->open_kind[px->depth++] = t->kind;
+        return true;
+    case TK_RBRACE:
+    case TK_RPAREN:
+    case TK_RBRACKET:
+        if (px->depth > 0)
+            px->depth--;
+        return true;
+    default:
+        return true;
+    }
+}
+
+AstFile *parse_file(Arena *a, Diag *d, Source *src)
+{
+    Parser *px = ARENA_NEW(a, Parser);
+    px->arena = a;
+    px->diag = d;
+    px->file = ARENA_NEW(a, AstFile);
+    px->file->src = src;
+    void *engine = cdsl_parseAlloc(malloc, px);
+    if (!engine) {
+        diag_fatal(d, "out of memory");
+        return NULL;
+    }
+    Lexer lx;
+    lex_init(&lx, src, d);
+    Token t;
+    int kind;
+    do {
+        kind = lex_next(&lx, &t);
+        if (kind == LEX_ERROR || !track_brackets(px, &t)) {
+            px->failed = true;
+            break;
+        }
+        px->at = t.loc;
+        cdsl_parse(engine, kind, t);
+    } while (kind != LEX_EOF && !px->failed);
+    cdsl_parseFree(engine, free);
+    return px->failed ? NULL : px->file;
+}

@@ -1,0 +1,360 @@
+/*
+ * resolve.c - name resolution over the syntax tree.
+ *
+ * Scopes are a simple chain (a stack of names), pushed on `let`, loop variables and
+ * parameters and popped at the end of each block, as the language is lexically scoped. The
+ * names every program sees are rank, nranks, input, output, its parameters and its scratch
+ * buffers (visible in the whole program body, wherever declared at its top level). A def is
+ * inlined at each call, so its body sees its parameters, rank, nranks and the calling program's
+ * buffers; each def is resolved in the context of the chosen program.
+ */
+#include "resolve.h"
+
+#include <string.h>
+
+typedef struct Resolver {
+    Arena *arena;
+    Diag *diag;
+    AstUnit *unit;
+    Decl *program;
+    const char **names;     /* the scope chain */
+    int nnames, cap;
+    Decl **defs;            /* every def of the unit */
+    int ndefs;
+    Decl *calling[64];      /* defs being resolved, for recursion */
+    int ncalling;
+} Resolver;
+
+static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "barrier", "custom"};
+
+bool resolve_collective(const char *name, Collective *out)
+{
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(name, collectives[i])) {
+            *out = (Collective)i;
+            return true;
+        }
+    return false;
+}
+
+static void push_name(Resolver *r, const char *name)
+{
+    if (r->nnames == r->cap) {
+        int cap = r->cap ? r->cap * 2 : 32;
+        r->names = arena_grow(r->arena, r->names, (size_t)r->nnames, (size_t)cap, sizeof *r->names);
+        r->cap = cap;
+    }
+    r->names[r->nnames++] = name;
+}
+
+static bool in_scope(const Resolver *r, const char *name)
+{
+    for (int i = r->nnames - 1; i >= 0; i--)
+        if (!strcmp(r->names[i], name))
+            return true;
+    return false;
+}
+
+static Decl *find_def(const Resolver *r, const char *name)
+{
+    for (int i = 0; i < r->ndefs; i++)
+        if (!strcmp(r->defs[i]->name, name))
+            return r->defs[i];
+    return NULL;
+}
+
+static bool is_order(const char *name)
+{
+    return !strcmp(name, "relaxed") || !strcmp(name, "release") || !strcmp(name, "acquire");
+}
+
+static void resolve_expr(Resolver *r, const Expr *e)
+{
+    if (!e)
+        return;
+    if ((e->kind == E_NAME || e->kind == E_INDEX) && !in_scope(r, e->name)) {
+        if (is_order(e->name))
+            diag_error(r->diag, e->loc, "memory order '%s' can only be the argument of signal or wait", e->name);
+        else
+            diag_error(r->diag, e->loc, "unknown name '%s'", e->name);
+    }
+    resolve_expr(r, e->lhs);
+    resolve_expr(r, e->rhs);
+}
+
+static void resolve_stmts(Resolver *r, const StmtList *l, bool top);
+
+/* signal(order) / wait(order): at most one argument, a memory order valid for the operation. */
+static void check_order_arg(Resolver *r, const Stmt *s)
+{
+    bool is_signal = !strcmp(s->name, "signal");
+    if (s->args.n > 1) {
+        diag_error(r->diag, s->args.items[1]->loc, "%s takes at most one argument (a memory order), not %d", s->name,
+                   s->args.n);
+        return;
+    }
+    if (s->args.n == 0)
+        return;
+    const Expr *e = s->args.items[0];
+    const char *valid = is_signal ? "release" : "acquire";
+    if (e->kind != E_NAME || (strcmp(e->name, valid) && strcmp(e->name, "relaxed"))) {
+        if (e->kind == E_NAME && is_order(e->name))
+            diag_error(r->diag, e->loc, "%s cannot be '%s'; its memory order is '%s' (the default) or 'relaxed'",
+                       s->name, e->name, valid);
+        else
+            diag_error(r->diag, e->loc, "bad memory order for %s; expected '%s' or 'relaxed'", s->name, valid);
+    }
+}
+
+static void check_arity(Resolver *r, const Stmt *s, const char *what, int want)
+{
+    if (s->args.n != want)
+        diag_error(r->diag, s->name_loc, "%s takes %d argument%s, not %d", what, want, want == 1 ? "" : "s",
+                   s->args.n);
+}
+
+static void resolve_method(Resolver *r, Stmt *s)
+{
+    const Expr *ch = s->channel;
+    bool sw = ch->kind == E_SWITCH;
+    if (ch->kind == E_NAME && !in_scope(r, ch->name)) {
+        diag_error(r->diag, ch->loc, "unknown name '%s'", ch->name);
+        return;
+    }
+    resolve_expr(r, ch->lhs);
+    const char *m = s->name;
+    if (!strcmp(m, "signal") || !strcmp(m, "wait")) {
+        check_order_arg(r, s);
+        return;
+    }
+    bool data = sw ? !strcmp(m, "store") || !strcmp(m, "reduce") || !strcmp(m, "reduce_store")
+                   : !strcmp(m, "put") || !strcmp(m, "get");
+    if (!data) {
+        diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m,
+                   sw ? "the switch" : "a peer channel",
+                   sw ? "store, reduce, reduce_store, signal or wait" : "put, get, signal or wait");
+        return;
+    }
+    char *what = arena_printf(r->arena, "%s%s", sw ? "switch." : "", m);
+    check_arity(r, s, what, 2);
+    for (int i = 0; i < s->args.n; i++)
+        resolve_expr(r, s->args.items[i]);
+}
+
+static void resolve_call(Resolver *r, Stmt *s)
+{
+    for (int i = 0; i < s->args.n; i++)
+        resolve_expr(r, s->args.items[i]);
+    if (!strcmp(s->name, "copy")) {
+        check_arity(r, s, "copy", 2);
+        return;
+    }
+    if (!strcmp(s->name, "reduce")) {
+        check_arity(r, s, "reduce", 3);
+        return;
+    }
+    Decl *def = find_def(r, s->name);
+    if (!def) {
+        diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected copy, reduce or a def", s->name);
+        return;
+    }
+    s->target = def;
+    if (s->args.n != def->nparams) {
+        diag_error(r->diag, s->name_loc, "%s takes %d argument%s, not %d", def->name, def->nparams,
+                   def->nparams == 1 ? "" : "s", s->args.n);
+        diag_note(r->diag, def->name_loc, "%s is defined here", def->name);
+    }
+}
+
+static void resolve_stmt(Resolver *r, Stmt *s, bool top)
+{
+    int mark = r->nnames;
+    switch (s->kind) {
+    case S_LET:
+        resolve_expr(r, s->value);
+        push_name(r, s->name);
+        return;   /* visible to the rest of the block */
+    case S_FOR:
+        resolve_expr(r, s->value);
+        resolve_expr(r, s->hi);
+        push_name(r, s->name);
+        resolve_stmts(r, &s->body, false);
+        break;
+    case S_IF:
+        resolve_expr(r, s->value);
+        resolve_stmts(r, &s->body, false);
+        r->nnames = mark;
+        resolve_stmts(r, &s->orelse, false);
+        break;
+    case S_CALL: resolve_call(r, s); break;
+    case S_METHOD: resolve_method(r, s); break;
+    case S_SCRATCH:
+    case S_BUFFER:
+        if (!top)
+            diag_error(r->diag, s->loc, "buffers are declared at the top level of a program");
+        resolve_expr(r, s->value);
+        break;
+    }
+    r->nnames = mark;
+}
+
+static void resolve_stmts(Resolver *r, const StmtList *l, bool top)
+{
+    int mark = r->nnames;
+    for (int i = 0; i < l->n && r->diag->nerrors < 50; i++)
+        resolve_stmt(r, l->items[i], top);
+    r->nnames = mark;
+}
+
+/* Builtins, buffers and parameters of the chosen program: the bottom of every scope chain. */
+static void push_program_names(Resolver *r)
+{
+    push_name(r, "rank");
+    push_name(r, "nranks");
+    push_name(r, "input");
+    push_name(r, "output");
+    for (int i = 0; i < r->program->body.n; i++)
+        if (r->program->body.items[i]->kind == S_SCRATCH)
+            push_name(r, r->program->body.items[i]->name);
+}
+
+static void resolve_def(Resolver *r, Decl *def)
+{
+    int mark = r->nnames;
+    for (int i = 0; i < def->nparams; i++)
+        push_name(r, def->params[i].name);
+    resolve_stmts(r, &def->body, false);
+    r->nnames = mark;
+}
+
+static bool find_recursion(Resolver *r, const StmtList *l);
+
+/* Depth-first over the calls: a def met again while it is being walked is recursive. */
+static bool walk_call(Resolver *r, const Stmt *s)
+{
+    Decl *def = s->target;
+    for (int i = 0; i < r->ncalling; i++)
+        if (r->calling[i] == def) {
+            diag_error(r->diag, s->name_loc, "recursive call of '%s'; defs are inlined, so they cannot recurse",
+                       def->name);
+            diag_note(r->diag, def->name_loc, "%s is defined here", def->name);
+            return true;
+        }
+    if (r->ncalling == 64) {
+        diag_error(r->diag, s->name_loc, "defs nested more than 64 calls deep");
+        return true;
+    }
+    r->calling[r->ncalling++] = def;
+    bool found = find_recursion(r, &def->body);
+    r->ncalling--;
+    return found;
+}
+
+static bool find_recursion(Resolver *r, const StmtList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Stmt *s = l->items[i];
+        if (s->kind == S_CALL && s->target && walk_call(r, s))
+            return true;
+        if (find_recursion(r, &s->body) || find_recursion(r, &s->orelse))
+            return true;
+    }
+    return false;
+}
+
+static void collect_defs(Resolver *r)
+{
+    int n = 0;
+    for (int f = 0; f < r->unit->nfiles; f++)
+        n += r->unit->files[f]->ndecls;
+    r->defs = ARENA_ARRAY(r->arena, Decl *, (size_t)n + 1);
+    for (int f = 0; f < r->unit->nfiles; f++)
+        for (int i = 0; i < r->unit->files[f]->ndecls; i++) {
+            Decl *d = r->unit->files[f]->decls[i];
+            if (d->kind != D_DEF)
+                continue;
+            Decl *prev = find_def(r, d->name);
+            if (prev) {
+                diag_error(r->diag, d->name_loc, "'%s' is defined twice", d->name);
+                diag_note(r->diag, prev->name_loc, "first defined here");
+                continue;
+            }
+            r->defs[r->ndefs++] = d;
+        }
+}
+
+/* The program named want (searching the main file, then the imports), or the main file's only one. */
+static Decl *choose_program(Resolver *r, const char *want)
+{
+    const char *path = r->unit->files[0]->src->path;
+    Decl *only = NULL;
+    int count = 0;
+    for (int f = 0; f < r->unit->nfiles; f++)
+        for (int i = 0; i < r->unit->files[f]->ndecls; i++) {
+            Decl *d = r->unit->files[f]->decls[i];
+            if (d->kind != D_PROGRAM)
+                continue;
+            if (want && !strcmp(d->name, want))
+                return d;
+            if (f == 0) {
+                only = d;
+                count++;
+            }
+        }
+    if (want)
+        diag_fatal(r->diag, "%s has no program named '%s'", path, want);
+    else if (count == 0)
+        diag_fatal(r->diag, "%s holds no program", path);
+    else if (count > 1)
+        diag_fatal(r->diag, "%s holds %d programs; choose one with --program NAME", path, count);
+    return count == 1 ? only : NULL;
+}
+
+static void check_program_header(Resolver *r)
+{
+    Decl *p = r->program;
+    Collective c;
+    if (!resolve_collective(p->collective, &c))
+        diag_error(r->diag, p->coll_loc,
+                   "unknown collective '%s'; expected allgather, reducescatter, allreduce, barrier or custom",
+                   p->collective);
+    for (int i = 0; i < p->nparams; i++) {
+        for (int j = 0; j < i; j++)
+            if (!strcmp(p->params[i].name, p->params[j].name)) {
+                diag_error(r->diag, p->params[i].loc, "parameter '%s' is declared twice", p->params[i].name);
+                break;
+            }
+        resolve_expr(r, p->params[i].init);   /* may use nranks and earlier parameters */
+        push_name(r, p->params[i].name);
+    }
+}
+
+Decl *resolve_unit(Arena *a, Diag *d, AstUnit *u, const char *want)
+{
+    Resolver *r = ARENA_NEW(a, Resolver);
+    r->arena = a;
+    r->diag = d;
+    r->unit = u;
+    collect_defs(r);
+    r->program = choose_program(r, want);
+    if (!r->program)
+        return NULL;
+    push_name(r, "nranks");
+    int base = r->nnames;
+    check_program_header(r);
+    r->nnames = base - 1;
+    push_program_names(r);
+    for (int i = 0; i < r->ndefs; i++)
+        resolve_def(r, r->defs[i]);
+    for (int i = 0; i < r->program->nparams; i++)
+        push_name(r, r->program->params[i].name);
+    resolve_stmts(r, &r->program->body, true);
+    if (!d->nerrors) {
+        for (int i = 0; i < r->ndefs && !d->nerrors; i++) {
+            r->calling[0] = r->defs[i];
+            r->ncalling = 1;
+            find_recursion(r, &r->defs[i]->body);
+        }
+    }
+    return d->nerrors ? NULL : r->program;
+}
