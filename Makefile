@@ -43,7 +43,7 @@ $(GEN)/lexer.c: grammar/lexer.re | $(GEN)
 	$(RE2C) -W -Werror --no-generation-date --no-version -o $@ $<
 
 # Lemon writes parser.c, parser.h and the parser.out report (kept for reading conflicts).
-$(GEN)/parser.c $(GEN)/parser.h &: grammar/parser.y $(LEMPAR) | $(GEN)
+$(GEN)/parser.c $(GEN)/parser.h &: grammar/parser.y $(wildcard $(LEMPAR)) | $(GEN)
 	cp grammar/parser.y $(GEN)/parser.y
 	$(LEMON) -s -T$(LEMPAR) -d$(GEN) $(GEN)/parser.y
 
