@@ -91,6 +91,89 @@ int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype,
 /* ---- Running (runtime/api.c) ---------------------------------------------------------- */
 /* CDSL-RUNTIME-API: the runtime's declarations follow this line. */
 
+/* A communicator: nranks ranks on one backend, each with its own copy of a program's
+ * symmetric buffers (input, output, scratch). Typical use, as cdslrun does it:
+ *
+ *     cdsl_comm_opts o;  cdsl_comm_opts_init(&o);  o.nranks = 8;
+ *     cdsl_comm_create(&o, &comm);
+ *     cdsl_chunk_bytes(prog, 64 << 20, &chunk, NULL);     // a 64 MiB collective
+ *     cdsl_comm_alloc(comm, prog, chunk);
+ *     cdsl_fill(comm, prog, CDSL_F32);                      // or cdsl_comm_write() your data
+ *     cdsl_run(comm, prog, CDSL_F32, 1, NULL);
+ *     cdsl_check(comm, prog, CDSL_F32, &wrong);             // or cdsl_comm_read() it back
+ *     cdsl_comm_destroy(comm);
+ *
+ * Messages (why a backend cannot run here, a wait that ran out, the first wrong element) go
+ * to opts.log as "cdsl: error: ..." lines; the functions return a cdsl_status. */
+typedef struct cdsl_comm cdsl_comm;
+
+/* cdsl_comm_opts.backend: p2p when this machine's GPUs can run the communicator, else sim.
+ * nvls is never chosen by default. */
+enum { CDSL_BACKEND_AUTO = -1 };
+
+typedef struct cdsl_comm_opts {
+    int backend;                    /* a cdsl_backend, or CDSL_BACKEND_AUTO */
+    int nranks;
+    int ranks_per_gpu;              /* p2p/nvls: ranks sharing one GPU (0 means 1) */
+    int first_device;               /* p2p/nvls: the first device ordinal used */
+    unsigned seed;                  /* sim: schedule jitter seed; 0 = no jitter */
+    int jitter_us;                  /* sim: most microseconds of random delay between
+                                       operations (0: 20 when a seed is set) */
+    unsigned long long spin_limit;  /* polls before a wait gives up; 0 = the backend's default
+                                       (sim: 5 seconds in which no rank makes progress) */
+    FILE *log;                      /* messages; NULL means stderr */
+} cdsl_comm_opts;
+
+/* Defaults: CDSL_BACKEND_AUTO, one rank per GPU, no jitter, default wait bound, stderr. */
+void cdsl_comm_opts_init(cdsl_comm_opts *opts);
+/* Returns CDSL_ERR_SYSTEM, with a message, when the backend cannot run here (no GPU, too
+ * few GPUs, no multicast); *out is NULL then. */
+int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out);
+void cdsl_comm_destroy(cdsl_comm *comm);
+cdsl_backend cdsl_comm_backend(const cdsl_comm *comm);
+int cdsl_comm_nranks(const cdsl_comm *comm);
+
+/* Buffers of a program, by index: input, output, then the scratch buffers in declaration
+ * order. Sizes are in chunks; one chunk's bytes are chosen at allocation. */
+enum { CDSL_BUF_INPUT = 0, CDSL_BUF_OUTPUT = 1 };
+int cdsl_program_nbufs(const cdsl_program *p);
+int cdsl_program_buf_chunks(const cdsl_program *p, int buf);    /* -1 when there is none */
+const char *cdsl_program_buf_name(const cdsl_program *p, int buf);
+
+/* The chunk size for a collective of `size` bytes, nccl-tests' convention: the size of the
+ * larger of one rank's input and output buffers (allgather: the whole output; reducescatter:
+ * the whole input; allreduce: either). A program without input or output chunks (barrier)
+ * takes `size` as its chunk size. Returns CDSL_ERR_USAGE when size is not a positive multiple
+ * of *granule = 4 bytes times that buffer's chunk count (granule may be NULL). */
+int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, size_t *granule);
+
+/* Symmetric buffers for p's layout on every rank, chunk_bytes (a multiple of 4) per chunk;
+ * replaces any earlier allocation. Contents start zeroed. */
+int cdsl_comm_alloc(cdsl_comm *comm, const cdsl_program *p, size_t chunk_bytes);
+size_t cdsl_comm_chunk_bytes(const cdsl_comm *comm);
+size_t cdsl_comm_buf_bytes(const cdsl_comm *comm, int buf);
+
+/* Host <-> rank `rank`'s buffer `buf`: the first `bytes` bytes of it. */
+int cdsl_comm_write(cdsl_comm *comm, int rank, int buf, const void *src, size_t bytes);
+int cdsl_comm_read(cdsl_comm *comm, int rank, int buf, void *dst, size_t bytes);
+
+/* Run p (compiled for this communicator's rank count, on a layout cdsl_comm_alloc() made
+ * for it) `iters` times back to back, elements of type dtype. When us_per_iter is not NULL
+ * it receives the mean time of one run in microseconds. Returns CDSL_ERR_RUNTIME when a wait
+ * ran out of its bound (each stuck rank is reported with its .cdsl location). */
+int cdsl_run(cdsl_comm *comm, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter);
+
+/* Verification (runtime/verify.c; the pattern is described in runtime/verify.h).
+ * cdsl_fill writes every rank's input with a pattern in which elements are distinct as far
+ * as dtype allows exactly (small integers for the summing collectives, so that f16/bf16 sums
+ * are exact) and sets output and scratch buffers to all-ones bytes. cdsl_check reads every
+ * rank's output back and compares it with the collective's postcondition; it reports the
+ * first wrong rank, chunk and element (expected vs got) to the log, stores the number of
+ * wrong elements in *wrong (may be NULL) and returns CDSL_ERR_VERIFY when there are any.
+ * barrier and custom programs have no postcondition on data: cdsl_check returns CDSL_OK. */
+int cdsl_fill(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype);
+int cdsl_check(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype, unsigned long long *wrong);
+
 #ifdef __cplusplus
 }
 #endif
