@@ -1,0 +1,904 @@
+/*
+ * gpu_common.c - devices, ranks, launches, timing and the error record for p2p.c and nvls.c.
+ *
+ * Set-up (gpu_create): open the driver, place the ranks on devices, retain each device's
+ * primary context, enable peer access between every pair of devices used, and give every
+ * rank a stream, state words and an error record, and every device its peer tables.
+ *
+ * A run (gpu_run) launches cdsl_main once per rank per iteration. The ranks of one device
+ * spin on each other, so all of them must be resident at once: the grid is at most
+ * occupancy x SMs / ranks-on-the-device blocks (and at most GPU_MAX_BLOCKS, fewer for small
+ * chunks), and every rank's kernel is launched before the host waits for any. Rank 0's
+ * stream is the origin: it records the start event and a fork event that every other stream
+ * waits on, and waits on every other stream's join event before recording the stop event, so
+ * one pair of events on one device times all ranks. For iters > 1 those launches (a chain of
+ * up to GPU_GRAPH_MAX_CHAIN per rank) are captured once into a CUDA graph spanning all
+ * devices and replayed, which cuts the per-launch cost from microseconds to under one
+ * (NVLS.md, launch costs). CDSL_NO_GRAPH=1 in the environment launches directly instead.
+ *
+ * A wait in the kernel polls at most spin_limit times; when the bound runs out it fills the
+ * rank's error record (rank, .cdsl line, counter) and the kernel returns, so a hang becomes a
+ * report ("rank 2 gave up waiting at ring.cdsl:7 (peer 1's semaphore)") instead of a stuck
+ * process. After a failed run every counter is zeroed (nothing is in flight then), so the
+ * next run starts as on a fresh communicator.
+ */
+#include "gpu_common.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+/* ---- Reporting ----------------------------------------------------------------------------- */
+
+int gpu_fail(GpuComm *g, int d, CUresult r, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (d >= 0 && g->devs)
+        rt_error(g->cfg.log, "GPU %d: %s failed: %s", g->devs[d].ordinal, what,
+                 cu_error_string(g->cu, r));
+    else
+        rt_error(g->cfg.log, "%s failed: %s", what, cu_error_string(g->cu, r));
+    return CDSL_ERR_SYSTEM;
+}
+
+size_t gpu_round_up(size_t n, size_t align)
+{
+    return (n + align - 1) & ~(align - 1);
+}
+
+int gpu_use(GpuComm *g, int d)
+{
+    GPU_TRY(g, d, g->cu->CtxSetCurrent(g->devs[d].ctx), "making its context current");
+    return CDSL_OK;
+}
+
+/* A positive integer from the environment, or def when unset or not a number. */
+static long gpu_env_long(const char *name, long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return def;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return (*end == '\0' && n > 0) ? n : def;
+}
+
+/* ---- Placement ----------------------------------------------------------------------------- */
+
+/* "-n 8 needs 8 GPUs at 1 rank per GPU; this machine has 2 (try --ranks-per-gpu 4)" */
+static int gpu_too_few(const GpuComm *g, int count, int needed)
+{
+    int n = g->nranks, rpg = g->cfg.ranks_per_gpu, first = g->cfg.first_device;
+    int avail = count - first > 0 ? count - first : 0;
+    char where[64] = "";
+    if (first > 0)
+        snprintf(where, sizeof where, " from GPU %d on", first);
+    if (g->flavour == CDSL_BACKEND_NVLS || avail == 0) {
+        rt_error(g->cfg.log, "-n %d needs %d GPUs at %d rank%s per GPU; this machine has %d%s",
+                 n, needed, rpg, rpg == 1 ? "" : "s", avail, where);
+    } else {
+        int try_rpg = (n + avail - 1) / avail;
+        rt_error(g->cfg.log, "-n %d needs %d GPUs at %d rank%s per GPU; this machine has %d%s "
+                 "(try --ranks-per-gpu %d)", n, needed, rpg, rpg == 1 ? "" : "s", avail, where,
+                 try_rpg);
+    }
+    return CDSL_ERR_SYSTEM;
+}
+
+static int gpu_place(GpuComm *g)
+{
+    int count = 0;
+    CUresult r = g->cu->DeviceGetCount(&count);
+    if (r != CUDA_SUCCESS)
+        return gpu_fail(g, -1, r, "counting the GPUs");
+    if (count == 0) {
+        rt_error(g->cfg.log, "no CUDA device on this machine (use --backend sim)");
+        return CDSL_ERR_SYSTEM;
+    }
+    int rpg = g->cfg.ranks_per_gpu;
+    int needed = (g->nranks + rpg - 1) / rpg;
+    if (g->cfg.first_device < 0 || g->cfg.first_device + needed > count)
+        return gpu_too_few(g, count, needed);
+    g->ndev = needed;
+    g->devs = calloc((size_t)needed, sizeof *g->devs);
+    g->ranks = calloc((size_t)g->nranks, sizeof *g->ranks);
+    if (!g->devs || !g->ranks) {
+        rt_error(g->cfg.log, "out of memory");
+        return CDSL_ERR_SYSTEM;
+    }
+    for (int q = 0; q < g->nranks; q++) {
+        g->ranks[q].device = q / rpg;
+        g->devs[q / rpg].nranks++;
+    }
+    return CDSL_OK;
+}
+
+/* Name, SM count and "sm_XY" of device d, and its primary context. */
+static int gpu_open_device(GpuComm *g, int d)
+{
+    GpuDevice *dv = &g->devs[d];
+    CuDrv *cu = g->cu;
+    dv->ordinal = g->cfg.first_device + d;
+    GPU_TRY(g, d, cu->DeviceGet(&dv->dev, dv->ordinal), "cuDeviceGet");
+    if (cu->DeviceGetName(dv->name, (int)sizeof dv->name, dv->dev) != CUDA_SUCCESS)
+        snprintf(dv->name, sizeof dv->name, "GPU %d", dv->ordinal);
+    int major = 0, minor = 0, uva = 0;
+    GPU_TRY(g, d, cu->DeviceGetAttribute(&dv->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                         dv->dev), "reading the SM count");
+    GPU_TRY(g, d, cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                         dv->dev), "reading the compute capability");
+    GPU_TRY(g, d, cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                         dv->dev), "reading the compute capability");
+    GPU_TRY(g, d, cu->DeviceGetAttribute(&uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, dv->dev),
+            "reading unified addressing");
+    if (!uva) {
+        rt_error(g->cfg.log, "GPU %d (%s) has no unified addressing; peer pointers need it",
+                 dv->ordinal, dv->name);
+        return CDSL_ERR_SYSTEM;
+    }
+    snprintf(dv->arch, sizeof dv->arch, "sm_%d%d", major, minor);
+    GPU_TRY(g, d, cu->DevicePrimaryCtxRetain(&dv->ctx, dv->dev), "retaining its context");
+    return CDSL_OK;
+}
+
+/* Every device reads and writes every other device's memory directly. */
+static int gpu_enable_peers(GpuComm *g)
+{
+    for (int i = 0; i < g->ndev; i++) {
+        int st = gpu_use(g, i);
+        if (st)
+            return st;
+        for (int j = 0; j < g->ndev; j++) {
+            if (i == j)
+                continue;
+            int can = 0;
+            GPU_TRY(g, i, g->cu->DeviceCanAccessPeer(&can, g->devs[i].dev, g->devs[j].dev),
+                    "cuDeviceCanAccessPeer");
+            if (!can) {
+                rt_error(g->cfg.log, "GPU %d cannot access GPU %d's memory (no peer access); "
+                         "every pair of GPUs used needs NVLink or PCIe peer access",
+                         g->devs[i].ordinal, g->devs[j].ordinal);
+                return CDSL_ERR_SYSTEM;
+            }
+            CUresult r = g->cu->CtxEnablePeerAccess(g->devs[j].ctx, 0);
+            if (r != CUDA_SUCCESS && r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+                return gpu_fail(g, i, r, "enabling peer access to GPU %d", g->devs[j].ordinal);
+        }
+    }
+    return CDSL_OK;
+}
+
+/* ---- Per-rank and per-device memory ------------------------------------------------------- */
+
+/* cuMemAlloc + zero, on the current context. */
+static int gpu_alloc_zeroed(GpuComm *g, int d, CUdeviceptr *p, size_t bytes, const char *what)
+{
+    GPU_TRY(g, d, g->cu->MemAlloc(p, bytes), "allocating %zu bytes for %s", bytes, what);
+    GPU_TRY(g, d, g->cu->MemsetD8(*p, 0, bytes), "zeroing %s", what);
+    return CDSL_OK;
+}
+
+static int gpu_make_rank(GpuComm *g, int q)
+{
+    GpuRank *rk = &g->ranks[q];
+    int d = rk->device, st;
+    if ((st = gpu_use(g, d)))
+        return st;
+    GPU_TRY(g, d, g->cu->StreamCreate(&rk->stream, CU_STREAM_NON_BLOCKING),
+            "creating rank %d's stream", q);
+    GPU_TRY(g, d, g->cu->EventCreate(&rk->joined, CU_EVENT_DISABLE_TIMING),
+            "creating rank %d's event", q);
+    if ((st = gpu_alloc_zeroed(g, d, &rk->state, CDSL_STATE_WORDS(g->nranks) * 8, "state words")))
+        return st;
+    return gpu_alloc_zeroed(g, d, &rk->error, CDSL_ERROR_WORDS * 4, "the error record");
+}
+
+static int gpu_make_device_tables(GpuComm *g, int d)
+{
+    int st = gpu_use(g, d);
+    if (st)
+        return st;
+    size_t n = (size_t)g->nranks;
+    GpuDevice *dv = &g->devs[d];
+    if ((st = gpu_alloc_zeroed(g, d, &dv->peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf")))
+        return st;
+    return gpu_alloc_zeroed(g, d, &dv->peer_sync, n * 8, "peer_sync");
+}
+
+static int gpu_make_timing(GpuComm *g)
+{
+    int st = gpu_use(g, 0);
+    if (st)
+        return st;
+    GPU_TRY(g, 0, g->cu->EventCreate(&g->start, CU_EVENT_DEFAULT), "creating an event");
+    GPU_TRY(g, 0, g->cu->EventCreate(&g->stop, CU_EVENT_DEFAULT), "creating an event");
+    GPU_TRY(g, 0, g->cu->EventCreate(&g->fork, CU_EVENT_DISABLE_TIMING), "creating an event");
+    return CDSL_OK;
+}
+
+static int gpu_build(GpuComm *g)
+{
+    int st = cu_open(&g->cu, g->cfg.log);
+    if (!st)
+        st = gpu_place(g);
+    for (int d = 0; !st && d < g->ndev; d++)
+        st = gpu_open_device(g, d);
+    if (!st)
+        st = gpu_enable_peers(g);
+    for (int q = 0; !st && q < g->nranks; q++)
+        st = gpu_make_rank(g, q);
+    for (int d = 0; !st && d < g->ndev; d++)
+        st = gpu_make_device_tables(g, d);
+    if (!st)
+        st = gpu_make_timing(g);
+    if (!st)
+        st = gpu_sync_all(g);     /* the memsets above are done before anyone relies on them */
+    return st;
+}
+
+int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out)
+{
+    *out = NULL;
+    GpuComm *g = calloc(1, sizeof *g);
+    if (!g) {
+        rt_error(cfg->log, "out of memory");
+        return CDSL_ERR_SYSTEM;
+    }
+    g->cfg = *cfg;
+    if (g->cfg.ranks_per_gpu < 1)
+        g->cfg.ranks_per_gpu = 1;
+    g->flavour = flavour;
+    g->nranks = cfg->nranks;
+    g->spin_limit = cfg->spin_limit ? cfg->spin_limit : GPU_DEFAULT_SPIN_LIMIT;
+    if (g->nranks < 1) {
+        rt_error(cfg->log, "-n %d: a communicator needs at least one rank", g->nranks);
+        free(g);
+        return CDSL_ERR_USAGE;
+    }
+    int st = gpu_build(g);
+    if (st) {
+        gpu_destroy(g);
+        return st;
+    }
+    *out = g;
+    return CDSL_OK;
+}
+
+/* ---- Teardown ------------------------------------------------------------------------------ */
+
+static void gpu_drop_graph(GpuComm *g)
+{
+    if (g->graph.exec)
+        g->cu->GraphExecDestroy(g->graph.exec);
+    if (g->graph.graph)
+        g->cu->GraphDestroy(g->graph.graph);
+    memset(&g->graph, 0, sizeof g->graph);
+}
+
+static void gpu_free_ptr(GpuComm *g, CUdeviceptr *p)
+{
+    if (*p)
+        g->cu->MemFree(*p);
+    *p = 0;
+}
+
+static void gpu_free_rank(GpuComm *g, GpuRank *rk)
+{
+    gpu_free_ptr(g, &rk->state);
+    gpu_free_ptr(g, &rk->error);
+    if (rk->joined)
+        g->cu->EventDestroy(rk->joined);
+    if (rk->stream)
+        g->cu->StreamDestroy(rk->stream);
+    rk->joined = NULL;
+    rk->stream = NULL;
+}
+
+static void gpu_free_device(GpuComm *g, GpuDevice *dv)
+{
+    gpu_free_ptr(g, &dv->peer_buf);
+    gpu_free_ptr(g, &dv->peer_sync);
+    if (dv->module)
+        g->cu->ModuleUnload(dv->module);
+    dv->module = NULL;
+    dv->fn = NULL;
+}
+
+void gpu_destroy(GpuComm *g)
+{
+    if (!g)
+        return;
+    if (g->cu && g->devs && g->ranks) {
+        gpu_sync_all(g);    /* nothing may be running on what we free */
+        gpu_drop_graph(g);
+        for (int d = 0; d < g->ndev; d++) {
+            if (!g->devs[d].ctx)
+                continue;
+            g->cu->CtxSetCurrent(g->devs[d].ctx);
+            for (int q = 0; q < g->nranks; q++)
+                if (g->ranks[q].device == d)
+                    gpu_free_rank(g, &g->ranks[q]);
+            gpu_free_device(g, &g->devs[d]);
+            if (d == 0) {
+                if (g->start) g->cu->EventDestroy(g->start);
+                if (g->stop) g->cu->EventDestroy(g->stop);
+                if (g->fork) g->cu->EventDestroy(g->fork);
+            }
+        }
+        /* Peer access stays enabled: the primary contexts belong to the whole process. */
+        g->cu->CtxSetCurrent(NULL);
+        for (int d = 0; d < g->ndev; d++)
+            if (g->devs[d].ctx)
+                g->cu->DevicePrimaryCtxRelease(g->devs[d].dev);
+    }
+    cu_close(g->cu);
+    free(g->loaded_src);
+    free(g->devs);
+    free(g->ranks);
+    free(g);
+}
+
+/* ---- Shared helpers for the backends ------------------------------------------------------ */
+
+int gpu_sync_all(GpuComm *g)
+{
+    int st = CDSL_OK;
+    for (int d = 0; d < g->ndev; d++) {
+        if (!g->devs[d].ctx || g->cu->CtxSetCurrent(g->devs[d].ctx) != CUDA_SUCCESS)
+            continue;
+        CUresult r = g->cu->CtxSynchronize();
+        if (r != CUDA_SUCCESS && st == CDSL_OK) {
+            gpu_fail(g, d, r, "waiting for the GPU");
+            st = CDSL_ERR_RUNTIME;
+        }
+    }
+    return st;
+}
+
+int gpu_publish(GpuComm *g)
+{
+    size_t n = (size_t)g->nranks;
+    CUdeviceptr *bufs = calloc(n * CDSL_ABI_MAX_BUFS, sizeof *bufs);
+    CUdeviceptr *syncs = calloc(n, sizeof *syncs);
+    int st = CDSL_OK;
+    if (!bufs || !syncs) {
+        rt_error(g->cfg.log, "out of memory");
+        st = CDSL_ERR_SYSTEM;
+    }
+    for (size_t q = 0; !st && q < n; q++) {
+        memcpy(&bufs[q * CDSL_ABI_MAX_BUFS], g->ranks[q].buf, sizeof g->ranks[q].buf);
+        syncs[q] = g->ranks[q].sync;
+    }
+    for (int d = 0; !st && d < g->ndev; d++) {
+        CuDrv *cu = g->cu;
+        if ((st = gpu_use(g, d)))
+            break;
+        CUresult r = cu->MemcpyHtoD(g->devs[d].peer_buf, bufs, n * CDSL_ABI_MAX_BUFS * 8);
+        if (r == CUDA_SUCCESS)
+            r = cu->MemcpyHtoD(g->devs[d].peer_sync, syncs, n * 8);
+        if (r != CUDA_SUCCESS)
+            st = gpu_fail(g, d, r, "writing the peer tables");
+    }
+    free(bufs);
+    free(syncs);
+    g->generation++;
+    return st ? st : gpu_sync_all(g);
+}
+
+int gpu_reset_words(GpuComm *g)
+{
+    for (int q = 0; q < g->nranks; q++) {
+        GpuRank *rk = &g->ranks[q];
+        int d = rk->device, st = gpu_use(g, d);
+        if (st)
+            return st;
+        if (rk->sync)
+            GPU_TRY(g, d, g->cu->MemsetD8(rk->sync, 0, CDSL_SYNC_WORDS(g->nranks) * 8),
+                    "zeroing rank %d's sync words", q);
+        GPU_TRY(g, d, g->cu->MemsetD8(rk->state, 0, CDSL_STATE_WORDS(g->nranks) * 8),
+                "zeroing rank %d's state words", q);
+        GPU_TRY(g, d, g->cu->MemsetD8(rk->error, 0, CDSL_ERROR_WORDS * 4),
+                "zeroing rank %d's error record", q);
+    }
+    return gpu_sync_all(g);
+}
+
+/* ---- Host <-> device ----------------------------------------------------------------------- */
+
+static int gpu_check_buf(GpuComm *g, int rank, int buf, size_t bytes)
+{
+    if (rank < 0 || rank >= g->nranks || buf < 0 || buf >= g->nbufs || bytes > g->bytes[buf]) {
+        rt_error(g->cfg.log, "internal: rank %d buffer %d: %zu bytes requested, %zu allocated",
+                 rank, buf, bytes, (buf >= 0 && buf < g->nbufs) ? g->bytes[buf] : (size_t)0);
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+int gpu_write(void *state, int rank, int buf, const void *src, size_t bytes)
+{
+    GpuComm *g = state;
+    int st = gpu_check_buf(g, rank, buf, bytes);
+    if (st || bytes == 0)
+        return st;
+    int d = g->ranks[rank].device;
+    if ((st = gpu_use(g, d)))
+        return st;
+    GPU_TRY(g, d, g->cu->MemcpyHtoD(g->ranks[rank].buf[buf], src, bytes),
+            "copying %zu bytes to rank %d's buffer %d", bytes, rank, buf);
+    /* A copy from pageable memory may still be in flight when cuMemcpyHtoD returns, and our
+     * streams do not wait for the legacy stream: finish it before any kernel reads it. */
+    GPU_TRY(g, d, g->cu->CtxSynchronize(), "finishing the copy to rank %d", rank);
+    return CDSL_OK;
+}
+
+int gpu_read(void *state, int rank, int buf, void *dst, size_t bytes)
+{
+    GpuComm *g = state;
+    int st = gpu_check_buf(g, rank, buf, bytes);
+    if (st || bytes == 0)
+        return st;
+    int d = g->ranks[rank].device;
+    if ((st = gpu_use(g, d)))
+        return st;
+    GPU_TRY(g, d, g->cu->MemcpyDtoH(dst, g->ranks[rank].buf[buf], bytes),
+            "copying %zu bytes from rank %d's buffer %d", bytes, rank, buf);
+    return CDSL_OK;
+}
+
+/* ---- Loading the device code --------------------------------------------------------------- */
+
+/* Block size and occupancy of cdsl_main on device d; refuse when the ranks placed there
+ * cannot all be resident at once (they would wait on each other forever). */
+static int gpu_launch_shape(GpuComm *g, int d)
+{
+    GpuDevice *dv = &g->devs[d];
+    int maxt = 0;
+    GPU_TRY(g, d, g->cu->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dv->fn),
+            "reading cdsl_main's thread limit");
+    int want = (int)gpu_env_long("CDSL_GPU_THREADS", GPU_MAX_THREADS);
+    dv->threads = (want < maxt ? want : maxt) / 32 * 32;
+    if (dv->threads < 32)
+        dv->threads = 32;
+    GPU_TRY(g, d, g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(&dv->blocks_per_sm, dv->fn,
+                                                                   dv->threads, 0),
+            "computing cdsl_main's occupancy");
+    if ((long)dv->blocks_per_sm * dv->sm_count < dv->nranks) {
+        rt_error(g->cfg.log, "GPU %d (%s) cannot keep %d ranks' kernels resident at once "
+                 "(%d blocks of %d threads fit); use fewer --ranks-per-gpu", dv->ordinal,
+                 dv->name, dv->nranks, dv->blocks_per_sm * dv->sm_count, dv->threads);
+        return CDSL_ERR_SYSTEM;
+    }
+    return CDSL_OK;
+}
+
+/* The cubin for one architecture, compiled once per load for all devices that share it. */
+typedef struct GpuCubin {
+    char arch[16];
+    void *data;
+    size_t len;
+} GpuCubin;
+
+static int gpu_cubin_for(GpuComm *g, cdsl_program *p, cdsl_dtype dtype, int d, GpuCubin *c)
+{
+    const char *arch = g->devs[d].arch;
+    if (c->data && strcmp(c->arch, arch) == 0)
+        return CDSL_OK;
+    free(c->data);
+    c->data = NULL;
+    snprintf(c->arch, sizeof c->arch, "%s", arch);
+    int st = cdsl_compile_device(p, g->flavour, dtype, arch, CDSL_CUBIN, &c->data, &c->len);
+    if (st) {
+        free(c->data);
+        c->data = NULL;
+        rt_error(g->cfg.log, "could not build the %s device code for GPU %d (%s, %s)",
+                 cdsl_backend_name(g->flavour), g->devs[d].ordinal, g->devs[d].name, arch);
+    }
+    return st;
+}
+
+static int gpu_load_device(GpuComm *g, int d, const GpuCubin *c)
+{
+    GpuDevice *dv = &g->devs[d];
+    int st = gpu_use(g, d);
+    if (st)
+        return st;
+    CUresult r = g->cu->ModuleLoadData(&dv->module, c->data);
+    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
+        rt_error(g->cfg.log, "GPU %d (%s) cannot run code built for %s", dv->ordinal, dv->name,
+                 c->arch);
+    if (r != CUDA_SUCCESS) {
+        dv->module = NULL;
+        return gpu_fail(g, d, r, "loading the cubin");
+    }
+    GPU_TRY(g, d, g->cu->ModuleGetFunction(&dv->fn, dv->module, "cdsl_main"),
+            "finding cdsl_main in the cubin");
+    return gpu_launch_shape(g, d);
+}
+
+/* Forget the loaded program (its graph must be gone already). */
+static void gpu_unload(GpuComm *g)
+{
+    for (int d = 0; d < g->ndev; d++) {
+        GpuDevice *dv = &g->devs[d];
+        if (dv->module && g->cu->CtxSetCurrent(dv->ctx) == CUDA_SUCCESS)
+            g->cu->ModuleUnload(dv->module);
+        dv->module = NULL;
+        dv->fn = NULL;
+    }
+    free(g->loaded_src);
+    g->loaded_src = NULL;
+    g->ir = NULL;
+}
+
+/* api.c loads before every run; the same source (same program, rank count, flavour and
+ * dtype) keeps the loaded module and the captured graph. */
+static int gpu_same_code(const GpuComm *g, const char *src)
+{
+    return g->ir && g->loaded_src && strcmp(g->loaded_src, src) == 0;
+}
+
+int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
+{
+    GpuComm *g = state;
+    if (!p || !p->ir || p->ir->nranks != g->nranks) {
+        rt_error(g->cfg.log, "internal: loading a program that was not evaluated for %d ranks",
+                 g->nranks);
+        return CDSL_ERR_USAGE;
+    }
+    const char *src = cdsl_emit_cuda(p, g->flavour, dtype);
+    if (!src)
+        return CDSL_ERR_USAGE;  /* the emitter said why (e.g. a sum multimem cannot do) */
+    if (gpu_same_code(g, src)) {
+        g->ir = p->ir;
+        return CDSL_OK;
+    }
+    int st = gpu_sync_all(g);
+    gpu_drop_graph(g);
+    gpu_unload(g);
+    g->generation++;
+    GpuCubin c = {{0}, NULL, 0};
+    for (int d = 0; !st && d < g->ndev; d++) {
+        st = gpu_cubin_for(g, p, dtype, d, &c);
+        if (!st)
+            st = gpu_load_device(g, d, &c);
+    }
+    free(c.data);
+    if (!st && !(g->loaded_src = strdup(src))) {
+        rt_error(g->cfg.log, "out of memory");
+        st = CDSL_ERR_SYSTEM;
+    }
+    if (st)
+        gpu_unload(g);
+    else
+        g->ir = p->ir;
+    return st;
+}
+
+/* ---- Running ------------------------------------------------------------------------------- */
+
+/* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
+ * overrides it for tuning), and never more than each rank's share of its device, so that all
+ * ranks placed on a device are resident together (they spin on each other). */
+static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+{
+    long cap = gpu_env_long("CDSL_GPU_BLOCKS", GPU_MAX_BLOCKS);
+    for (int d = 0; d < g->ndev; d++) {
+        const GpuDevice *dv = &g->devs[d];
+        long share = (long)dv->blocks_per_sm * dv->sm_count / dv->nranks;
+        if (share < cap)
+            cap = share;
+    }
+    size_t want = (chunk_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
+    if (want < (size_t)cap)
+        cap = (long)want;
+    return cap < 1 ? 1u : (unsigned)cap;
+}
+
+static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
+{
+    for (int q = 0; q < g->nranks; q++) {
+        const GpuRank *rk = &g->ranks[q];
+        const GpuDevice *dv = &g->devs[rk->device];
+        CdslArgs *a = &args[q];
+        memset(a, 0, sizeof *a);
+        a->chunk_bytes = chunk_bytes;
+        a->spin_limit = g->spin_limit;
+        a->rank = q;
+        a->nranks = g->nranks;
+        for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++) {
+            a->buf[b] = (char *)(uintptr_t)rk->buf[b];
+            a->mc_buf[b] = (char *)(uintptr_t)rk->mc_buf[b];
+        }
+        a->peer_buf = (char *const *)(uintptr_t)dv->peer_buf;
+        a->sync = (unsigned long long *)(uintptr_t)rk->sync;
+        a->peer_sync = (unsigned long long *const *)(uintptr_t)dv->peer_sync;
+        a->mc_sync = (unsigned long long *)(uintptr_t)rk->mc_sync;
+        a->state = (unsigned long long *)(uintptr_t)rk->state;
+        a->error = (unsigned int *)(uintptr_t)rk->error;
+    }
+}
+
+/* Every other stream starts after what the origin (rank 0's stream) has queued so far. */
+static int gpu_fork(GpuComm *g)
+{
+    int st = gpu_use(g, 0);
+    if (st)
+        return st;
+    GPU_TRY(g, 0, g->cu->EventRecord(g->fork, g->ranks[0].stream), "recording the fork event");
+    for (int q = 1; q < g->nranks; q++) {
+        int d = g->ranks[q].device;
+        if ((st = gpu_use(g, d)))
+            return st;
+        GPU_TRY(g, d, g->cu->StreamWaitEvent(g->ranks[q].stream, g->fork, 0),
+                "ordering rank %d after the fork", q);
+    }
+    return CDSL_OK;
+}
+
+/* The origin continues only after everything queued on the other streams. */
+static int gpu_join(GpuComm *g)
+{
+    for (int q = 1; q < g->nranks; q++) {
+        GpuRank *rk = &g->ranks[q];
+        int st = gpu_use(g, rk->device);
+        if (st)
+            return st;
+        GPU_TRY(g, rk->device, g->cu->EventRecord(rk->joined, rk->stream),
+                "recording rank %d's join event", q);
+        if ((st = gpu_use(g, 0)))
+            return st;
+        GPU_TRY(g, 0, g->cu->StreamWaitEvent(g->ranks[0].stream, rk->joined, 0),
+                "joining rank %d", q);
+    }
+    return CDSL_OK;
+}
+
+/* iters launches per rank, iteration by iteration, each rank on its own stream: no rank's
+ * kernel waits behind another rank's in a queue, so all of them run together. */
+static int gpu_launch_all(GpuComm *g, CdslArgs *args, unsigned blocks, int iters)
+{
+    int st = gpu_fork(g);
+    for (int k = 0; !st && k < iters; k++) {
+        for (int q = 0; !st && q < g->nranks; q++) {
+            GpuRank *rk = &g->ranks[q];
+            GpuDevice *dv = &g->devs[rk->device];
+            void *params[] = {&args[q]};
+            if ((st = gpu_use(g, rk->device)))
+                break;
+            CUresult r = g->cu->LaunchKernel(dv->fn, blocks, 1, 1, (unsigned)dv->threads, 1, 1,
+                                             0, rk->stream, params, NULL);
+            if (r != CUDA_SUCCESS)
+                st = gpu_fail(g, rk->device, r, "launching rank %d's kernel (%u blocks of %d "
+                              "threads)", q, blocks, dv->threads);
+        }
+    }
+    return st ? st : gpu_join(g);
+}
+
+/* A graph that cannot be built is not an error: the run goes on with direct launches. */
+static int gpu_graph_warn(GpuComm *g, CUresult r, const char *what)
+{
+    fprintf(g->cfg.log, "cdsl: warning: GPU %d: %s failed: %s; launching kernels directly from "
+            "now on\n", g->devs[0].ordinal, what, cu_error_string(g->cu, r));
+    g->no_graphs = 1;
+    gpu_drop_graph(g);
+    return CDSL_ERR_SYSTEM;
+}
+
+/* Capture `chain` launches per rank into one graph (kept until the buffers, the module, the
+ * chunk size or the grid change), instantiate and upload it outside the timed region. */
+static int gpu_graph_ready(GpuComm *g, CdslArgs *args, size_t chunk_bytes, unsigned blocks,
+                           int chain)
+{
+    GpuGraph *gr = &g->graph;
+    if (gr->exec && gr->chunk_bytes == chunk_bytes && gr->chain == chain &&
+        gr->blocks == blocks && gr->generation == g->generation)
+        return CDSL_OK;
+    gpu_drop_graph(g);
+    CUstream origin = g->ranks[0].stream;
+    int st = gpu_use(g, 0);
+    if (st)
+        return st;
+    CUresult r = g->cu->StreamBeginCapture(origin, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    if (r != CUDA_SUCCESS)
+        return gpu_graph_warn(g, r, "starting a graph capture");
+    st = gpu_launch_all(g, args, blocks, chain);
+    gpu_use(g, 0);
+    r = g->cu->StreamEndCapture(origin, &gr->graph);   /* always end what began */
+    if (st) {
+        gpu_drop_graph(g);
+        return st;      /* a launch failed: reported, and not a graph problem */
+    }
+    if (r != CUDA_SUCCESS)
+        return gpu_graph_warn(g, r, "capturing the launches into a graph");
+    if ((r = g->cu->GraphInstantiate(&gr->exec, gr->graph, 0)) != CUDA_SUCCESS)
+        return gpu_graph_warn(g, r, "instantiating the graph");
+    if ((r = g->cu->GraphUpload(gr->exec, origin)) != CUDA_SUCCESS)
+        return gpu_graph_warn(g, r, "uploading the graph");
+    gr->chunk_bytes = chunk_bytes;
+    gr->chain = chain;
+    gr->blocks = blocks;
+    gr->generation = g->generation;
+    return CDSL_OK;
+}
+
+static int gpu_use_graphs(const GpuComm *g, int iters)
+{
+    const char *off = getenv("CDSL_NO_GRAPH");
+    return iters > 1 && !g->no_graphs && cu_has_graphs(g->cu) &&
+           !(off && *off && strcmp(off, "0") != 0);
+}
+
+/* Launch iters runs of every rank between the start and stop events on the origin. */
+static int gpu_timed(GpuComm *g, CdslArgs *args, unsigned blocks, size_t chunk_bytes, int iters,
+                     float *ms)
+{
+    int chain = 0, st;
+    if (gpu_use_graphs(g, iters)) {
+        chain = iters < GPU_GRAPH_MAX_CHAIN ? iters : GPU_GRAPH_MAX_CHAIN;
+        if ((st = gpu_graph_ready(g, args, chunk_bytes, blocks, chain))) {
+            if (!g->no_graphs)
+                return st;      /* a launch failed */
+            chain = 0;          /* the graph did: launch directly */
+        }
+    }
+    CUstream origin = g->ranks[0].stream;
+    if ((st = gpu_use(g, 0)))
+        return st;
+    GPU_TRY(g, 0, g->cu->EventRecord(g->start, origin), "recording the start event");
+    int done = 0;
+    for (; chain > 0 && done + chain <= iters; done += chain)
+        GPU_TRY(g, 0, g->cu->GraphLaunch(g->graph.exec, origin), "launching the graph");
+    if (done < iters && (st = gpu_launch_all(g, args, blocks, iters - done)))
+        return st;
+    if ((st = gpu_use(g, 0)))
+        return st;
+    GPU_TRY(g, 0, g->cu->EventRecord(g->stop, origin), "recording the stop event");
+    CUresult r = g->cu->EventSynchronize(g->stop);
+    if (r == CUDA_SUCCESS)
+        r = g->cu->EventElapsedTime(ms, g->start, g->stop);
+    if (r != CUDA_SUCCESS) {
+        gpu_fail(g, 0, r, "running the kernels");
+        return CDSL_ERR_RUNTIME;
+    }
+    return CDSL_OK;
+}
+
+/* Wait for every rank's stream; a fault (bad address, ...) is sticky in its context. */
+static int gpu_finish(GpuComm *g)
+{
+    int st = CDSL_OK, last_dev = -1;
+    for (int q = 0; q < g->nranks; q++) {
+        GpuRank *rk = &g->ranks[q];
+        if (gpu_use(g, rk->device))
+            return CDSL_ERR_RUNTIME;
+        CUresult r = g->cu->StreamSynchronize(rk->stream);
+        if (r != CUDA_SUCCESS && rk->device != last_dev) {
+            gpu_fail(g, rk->device, r, "rank %d's kernel", q);
+            last_dev = rk->device;      /* the ranks after it on this device say the same */
+            st = CDSL_ERR_RUNTIME;
+        }
+    }
+    return st;
+}
+
+/* "ring.cdsl:7:9" for the wait of `rank` at `line` on counter ctr, else "line 7". */
+static void gpu_wait_site(const GpuComm *g, int rank, int line, unsigned ctr, char *out,
+                          size_t n)
+{
+    snprintf(out, n, "line %d", line);
+    if (!g->ir || rank < 0 || rank >= g->ir->nranks)
+        return;
+    const IrSeq *seq = &g->ir->ranks[rank];
+    for (int i = 0; i < seq->nops; i++) {
+        const IrOp *op = &seq->ops[i];
+        int match = (op->kind == IR_SW_WAIT && ctr == CDSL_SYNC_SWITCH) ||
+                    (op->kind == IR_WAIT && ctr == (unsigned)(CDSL_SYNC_PEER + op->peer)) ||
+                    ctr == GPU_GRID_COUNTER;    /* a convergence before any operation */
+        if (match && op->loc.line == line && op->loc.src) {
+            snprintf(out, n, "%s:%d:%d", op->loc.src->path, line, op->loc.col);
+            return;
+        }
+    }
+}
+
+/* One line per rank whose wait ran out of its bound. */
+static void gpu_report_gave_up(const GpuComm *g, int q, const unsigned *rec)
+{
+    int rank = rec[1] < (unsigned)g->nranks ? (int)rec[1] : q;
+    unsigned ctr = rec[3];
+    char what[64], where[512];
+    if (ctr == CDSL_SYNC_SWITCH)
+        snprintf(what, sizeof what, "the switch barrier");
+    else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + g->nranks))
+        snprintf(what, sizeof what, "peer %u's semaphore", ctr - CDSL_SYNC_PEER);
+    else if (ctr == GPU_GRID_COUNTER)
+        snprintf(what, sizeof what, "its own thread blocks, which were not all resident");
+    else
+        snprintf(what, sizeof what, "sync word %u", ctr);
+    gpu_wait_site(g, rank, (int)rec[2], ctr, where, sizeof where);
+    rt_error(g->cfg.log, "rank %d gave up waiting at %s (%s): no arrival after %llu polls",
+             rank, where, what, g->spin_limit);
+}
+
+/* Read every rank's error record; after a report, zero all counters for the next run. */
+static int gpu_check_records(GpuComm *g)
+{
+    int bad = 0;
+    for (int q = 0; q < g->nranks; q++) {
+        unsigned rec[CDSL_ERROR_WORDS];
+        int d = g->ranks[q].device;
+        if (gpu_use(g, d))
+            return CDSL_ERR_RUNTIME;
+        CUresult r = g->cu->MemcpyDtoH(rec, g->ranks[q].error, sizeof rec);
+        if (r != CUDA_SUCCESS) {
+            gpu_fail(g, d, r, "reading rank %d's error record", q);
+            return CDSL_ERR_RUNTIME;
+        }
+        if (rec[0]) {
+            gpu_report_gave_up(g, q, rec);
+            bad++;
+        }
+    }
+    if (!bad)
+        return CDSL_OK;
+    gpu_reset_words(g);
+    return CDSL_ERR_RUNTIME;
+}
+
+static int gpu_run_ready(GpuComm *g, size_t chunk_bytes, int iters)
+{
+    const IrProgram *ir = g->ir;
+    if (!ir || ir->nranks != g->nranks) {
+        rt_error(g->cfg.log, "internal: no program for %d ranks is loaded", g->nranks);
+        return CDSL_ERR_USAGE;
+    }
+    if (iters < 1 || chunk_bytes % 4 != 0 || !g->have_sync || g->nbufs < ir->nbufs) {
+        rt_error(g->cfg.log, "internal: run with %d iterations, chunks of %zu bytes, %d of %d "
+                 "buffers allocated", iters, chunk_bytes, g->nbufs, ir->nbufs);
+        return CDSL_ERR_USAGE;
+    }
+    for (int b = 0; b < ir->nbufs; b++) {
+        size_t need = (size_t)ir->bufs[b].nchunks * chunk_bytes;
+        if (need > g->bytes[b]) {
+            rt_error(g->cfg.log, "internal: buffer %s holds %zu bytes; %d chunks of %zu bytes "
+                     "need %zu", ir->bufs[b].name, g->bytes[b], ir->bufs[b].nchunks,
+                     chunk_bytes, need);
+            return CDSL_ERR_USAGE;
+        }
+    }
+    return CDSL_OK;
+}
+
+int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
+{
+    GpuComm *g = state;
+    int st = gpu_run_ready(g, chunk_bytes, iters);
+    if (st)
+        return st;
+    CdslArgs *args = calloc((size_t)g->nranks, sizeof *args);
+    if (!args) {
+        rt_error(g->cfg.log, "out of memory");
+        return CDSL_ERR_SYSTEM;
+    }
+    gpu_fill_args(g, chunk_bytes, args);
+    float ms = 0;
+    st = gpu_timed(g, args, gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
+    free(args);
+    int fin = gpu_finish(g);    /* also after a failed launch: nothing may stay in flight */
+    if (!st)
+        st = fin;
+    if (!st)
+        st = gpu_check_records(g);
+    if (!st && us_per_iter)
+        *us_per_iter = (double)ms * 1000.0 / iters;
+    return st;
+}

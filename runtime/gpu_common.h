@@ -1,0 +1,137 @@
+/*
+ * gpu_common.h - what the p2p and nvls backends share: devices, ranks, launches, timing and
+ * the error record.
+ *
+ * One process drives every local GPU it uses. Ranks are placed `ranks_per_gpu` per device from
+ * `first_device` on; each rank has a stream, private state words and an error record, and each
+ * device holds the pointer tables peer_buf[nranks*8] and peer_sync[nranks] that the kernel
+ * indexes (the same addresses on every device: with unified addressing and peer access a
+ * pointer is valid in every peer-enabled context). The two backends differ only in where the
+ * sync words and symmetric buffers live: p2p.c takes them from cuMemAlloc, nvls.c carves them
+ * out of memory bound to a multicast object. Everything else - loading the cubin, choosing a
+ * grid that keeps all ranks of a device co-resident, launching every rank before waiting for
+ * any, CUDA graphs for repeated runs, event timing and reading the error records - is here.
+ *
+ * Ownership: gpu_create makes everything below except sync words and buffers; gpu_destroy
+ * frees everything it made and is safe on a half-built GpuComm (each handle is 0 until made),
+ * so every error path is "report, return, let destroy clean up".
+ */
+#ifndef CDSL_GPU_COMMON_H
+#define CDSL_GPU_COMMON_H
+
+#include <stddef.h>
+
+#include "abi.h"
+#include "backend.h"
+#include "cuda_drv.h"
+#include "ir.h"
+
+/* Polls before a wait gives up when the caller gives no limit. One poll is an acquire load
+ * of a local word (a few hundred ns on H100/H200), so 2^22 polls report a true hang after
+ * roughly one to four seconds, while the longest legitimate wait (a peer's 128 MiB put, or a
+ * peer kernel launched a few ms later) takes a few thousand polls. */
+#define GPU_DEFAULT_SPIN_LIMIT (1ULL << 22)
+#define GPU_MAX_BLOCKS 32           /* per rank: enough to fill NVLink, leaves SMs to others */
+#define GPU_MAX_THREADS 512
+#define GPU_BYTES_PER_BLOCK (32u * 1024) /* chunk bytes that justify one more block */
+#define GPU_GRAPH_MAX_CHAIN 256     /* launches per rank captured in one graph */
+#define GPU_GRID_COUNTER 0xffffffffu /* error[3] when a rank's own grid barrier ran out
+                                        (emit_prelude.c's CDSL_GRID_COUNTER) */
+
+typedef struct GpuDevice {
+    int ordinal;                    /* CUDA device ordinal */
+    CUdevice dev;
+    CUcontext ctx;                  /* the primary context, retained */
+    char name[96];
+    int sm_count;
+    char arch[16];                  /* "sm_90" */
+    int nranks;                     /* ranks placed here */
+    CUdeviceptr peer_buf;           /* [nranks*8]: rank q's buffer b at q*8+b */
+    CUdeviceptr peer_sync;          /* [nranks]: every rank's sync words */
+    CUmodule module;
+    CUfunction fn;                  /* cdsl_main */
+    int threads;                    /* block size for fn */
+    int blocks_per_sm;              /* occupancy of fn at that block size */
+} GpuDevice;
+
+typedef struct GpuRank {
+    int device;                     /* index into GpuComm.devs */
+    CUstream stream;
+    CUevent joined;                 /* recorded at the end of a run; the origin waits on it */
+    CUdeviceptr sync;               /* CDSL_SYNC_WORDS(n) u64, made by the backend */
+    CUdeviceptr state;              /* CDSL_STATE_WORDS(n) u64 */
+    CUdeviceptr error;              /* CDSL_ERROR_WORDS u32 */
+    CUdeviceptr buf[CDSL_ABI_MAX_BUFS];
+    CUdeviceptr mc_buf[CDSL_ABI_MAX_BUFS];  /* nvls: multicast addresses; 0 for p2p */
+    CUdeviceptr mc_sync;
+} GpuRank;
+
+/* A captured run: for every rank a chain of `chain` launches, forked from and joined to the
+ * origin stream, replayed with one cuGraphLaunch. Valid while `key` matches. */
+typedef struct GpuGraph {
+    CUgraph graph;
+    CUgraphExec exec;
+    size_t chunk_bytes;
+    int chain;
+    unsigned blocks;
+    unsigned long long generation;
+} GpuGraph;
+
+typedef struct GpuComm {
+    RtConfig cfg;
+    cdsl_backend flavour;           /* CDSL_BACKEND_P2P or CDSL_BACKEND_NVLS: the device code */
+    CuDrv *cu;
+    int ndev;
+    GpuDevice *devs;
+    int nranks;
+    GpuRank *ranks;
+    CUevent start, stop;            /* timing, on the origin (rank 0's stream) */
+    CUevent fork;                   /* the other streams wait on it before launching */
+    int nbufs;                      /* buffers allocated by the backend (0: none yet) */
+    size_t bytes[CDSL_ABI_MAX_BUFS];
+    int have_sync;                  /* every rank's sync words exist */
+    const IrProgram *ir;            /* the loaded program, to name a wait that gave up */
+    char *loaded_src;               /* its CUDA source: the same source needs no reload */
+    unsigned long long generation;  /* bumped when buffers or the module change */
+    GpuGraph graph;
+    int no_graphs;                  /* a graph could not be built here: launch directly */
+    unsigned long long spin_limit;
+    void *priv;                     /* the backend's own state (nvls: the multicast group) */
+} GpuComm;
+
+/* Common set-up and teardown (the backends add their memory around these). */
+int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out);
+void gpu_destroy(GpuComm *g);
+
+/* Make device d's context current; 0 or a reported CDSL_ERR_SYSTEM. */
+int gpu_use(GpuComm *g, int d);
+/* Wait for everything on every device; CDSL_ERR_RUNTIME (reported) on a kernel fault. */
+int gpu_sync_all(GpuComm *g);
+/* Report a failed driver call on device d ("GPU 1: ..."), return CDSL_ERR_SYSTEM. */
+int gpu_fail(GpuComm *g, int d, CUresult r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* Copy every rank's buffer and sync addresses into each device's peer tables. */
+int gpu_publish(GpuComm *g);
+/* Zero every rank's sync words, state words and error record. Only with no kernel in flight:
+ * then all counters restart together, which is the same as a fresh communicator. */
+int gpu_reset_words(GpuComm *g);
+/* Round n up to a multiple of a power of two. */
+size_t gpu_round_up(size_t n, size_t align);
+
+/* RtBackendOps entries both backends use as they are. */
+int gpu_write(void *state, int rank, int buf, const void *src, size_t bytes);
+int gpu_read(void *state, int rank, int buf, void *dst, size_t bytes);
+int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype);
+int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter);
+
+#define GPU_TRY(g, d, call, ...)                                                               \
+    do {                                                                                       \
+        CUresult gpu_r_ = (call);                                                              \
+        if (gpu_r_ != CUDA_SUCCESS)                                                            \
+            return gpu_fail((g), (d), gpu_r_, __VA_ARGS__);                                    \
+    } while (0)
+
+#endif
