@@ -1,0 +1,95 @@
+/*
+ * check.c - the checker's entry point and the wording its messages share.
+ *
+ * check_program runs the passes in dependency order: order.c (intra-rank ordering for the code
+ * generator, independent of the rest), hb_match (which signal each wait consumes), sync.c's
+ * simulation and rule 2, race.c's replay with vector clocks (rule 1), and post.c (rule 4)
+ * only when rules 1 and 2 passed, since with a race or a deadlock the final values depend on
+ * the schedule. The helpers below keep ranks, chunks and loop contexts worded alike in every
+ * message.
+ */
+#include "check.h"
+
+#include "hb.h"
+
+struct CheckResult *check_program(IrProgram *p, Diag *d)
+{
+    CheckResult *r = ARENA_NEW(p->arena, CheckResult);
+    r->p = p;
+    order_program(p);
+    hb_match(p, &r->hb);
+    sync_simulate(&r->hb, p->arena, &r->run);
+    int before = d->nerrors;
+    /* A deadlock comes first (it is why later ops never ran); leftovers after the races. */
+    if (!r->run.all_ended)
+        sync_report(r, d);
+    race_check(r, d);
+    if (r->run.all_ended)
+        sync_report(r, d);
+    if (d->nerrors == before)
+        post_check(r, d);
+    return r;
+}
+
+const char *check_nth(Arena *a, int k)
+{
+    const char *suffix = "th";
+    if (k % 100 < 11 || k % 100 > 13) {
+        if (k % 10 == 1)
+            suffix = "st";
+        else if (k % 10 == 2)
+            suffix = "nd";
+        else if (k % 10 == 3)
+            suffix = "rd";
+    }
+    return arena_printf(a, "%d%s", k, suffix);
+}
+
+const char *check_times(Arena *a, int k)
+{
+    if (k == 1)
+        return "once";
+    if (k == 2)
+        return "twice";
+    return arena_printf(a, "%d times", k);
+}
+
+const char *check_op_tag(Arena *a, const IrOp *op)
+{
+    if (op->ctx)
+        return arena_printf(a, "(%s, %s)", ir_kind_name(op->kind), op->ctx);
+    return arena_printf(a, "(%s)", ir_kind_name(op->kind));
+}
+
+const char *check_ctx(Arena *a, const IrOp *op)
+{
+    return op->ctx ? arena_printf(a, " (%s)", op->ctx) : "";
+}
+
+const char *check_chunks(const IrProgram *p, int buf, int first, int count)
+{
+    if (count == 1)
+        return arena_printf(p->arena, "%s[%d]", p->bufs[buf].name, first);
+    return arena_printf(p->arena, "%s[%d..%d]", p->bufs[buf].name, first, first + count);
+}
+
+const char *check_access(const IrProgram *p, int rank, bool write, int owner, int buf, int first, int count)
+{
+    const char *chunks = check_chunks(p, buf, first, count);
+    const char *verb = write ? "writes" : "reads";
+    if (owner == rank)
+        return arena_printf(p->arena, "rank %d %s its %s", rank, verb, chunks);
+    return arena_printf(p->arena, "rank %d %s %s of rank %d", rank, verb, chunks, owner);
+}
+
+const char *check_rank_list(Arena *a, const int *ranks, int n)
+{
+    if (n == 1)
+        return arena_printf(a, "rank %d", ranks[0]);
+    if (n > 6)
+        return arena_printf(a, "%d ranks (%d, %d, %d, ..., %d)", n, ranks[0], ranks[1], ranks[2], ranks[n - 1]);
+    const char *s = arena_printf(a, "ranks %d", ranks[0]);
+    for (int i = 1; i < n; i++)
+        s = arena_printf(a, "%s%s%d", s, i == n - 1 ? " and " : ", ", ranks[i]);
+    return s;
+}

@@ -1,0 +1,36 @@
+/*
+ * check.h - the checker: proves an evaluated program free of cross-rank races and deadlocks,
+ * checks that it computes its collective, and orders each rank's data operations for the code
+ * generator.
+ *
+ * The checking model (docs/language.md has the user's version): every rank's operations run in
+ * program order between two boundary events, its start (the work before the collective is
+ * complete and visible) and its end (the work after it reads and writes all the rank's
+ * buffers). The k-th p.wait() on rank r matches the k-th peer(r).signal() on rank p; the k-th
+ * switch.wait() on a rank follows the k-th switch.signal() of every rank. Execution order
+ * (EXEC) is program order plus every matched edge; visibility order (SYNC) is program order
+ * plus the release -> acquire edges only. The rules (LANGUAGE.md, "What the checker must
+ * reject"): 1 data races (race.c), 2 unmatched synchronisation and deadlocks (sync.c),
+ * 4 the collective's postcondition (post.c). Rule 3 (bounds and shapes) is eval.c's.
+ */
+#ifndef CDSL_CHECK_H
+#define CDSL_CHECK_H
+
+#include <stdio.h>
+
+#include "diag.h"
+#include "ir.h"
+
+struct CheckResult; /* the checker's facts and findings (hb.h), allocated in p->arena */
+
+/* Rules 1, 2 and 4 of LANGUAGE.md on an evaluated program (rule 3, bounds/shapes, is already
+   done by eval.c). Reports through d (diag_error + diag_note). Also sets IrOp.sync_before
+   (order.c). Returns the result (never NULL); d->nerrors tells whether it passed. */
+struct CheckResult *check_program(IrProgram *p, Diag *d);
+
+/* Graphviz for --emit-dot: ranks as columns (clusters), ops as nodes in program order,
+   start/end nodes per rank, signal->wait edges (dashed when relaxed), races and deadlock-cycle
+   edges in red. r may be NULL (then only the program's structure is drawn). */
+void check_emit_dot(const IrProgram *p, const struct CheckResult *r, FILE *out);
+
+#endif

@@ -1,0 +1,166 @@
+/*
+ * hb.h - happens-before facts shared by the checker's passes (hb.c, sync.c, race.c, post.c,
+ * order.c, dot.c) and the CheckResult that check_program returns.
+ *
+ * Events: rank r's start (index -1), its ops 0..nops-1 in program order, its end (index nops).
+ * hb_match pairs every wait with its signal (the k-th p.wait() on r with the k-th
+ * peer(r).signal() on p; switch ops by round). sync.c simulates all ranks and records one
+ * schedule consistent with those edges. hb.c replays that schedule with two vector clocks per
+ * rank: EXEC (program order plus every edge) and SYNC (program order plus release -> acquire
+ * edges). A clock component is a time: 0 = nothing of that rank known, 1 = its start,
+ * op i = i + 2. Clocks only change at waits, so a rank shares one clock between waits and a
+ * signal just points at it (copy on write, reference counted, recycled through a free list).
+ */
+#ifndef CDSL_HB_H
+#define CDSL_HB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "check.h"
+#include "ir.h"
+
+typedef struct HbEv {
+    int rank, idx; /* idx -1: the rank's start; nops: its end */
+} HbEv;
+
+/* splitmix64's finaliser: every key bit reaches the low bits (hash tables take those). */
+static inline uint64_t hb_mix64(uint64_t h)
+{
+    h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;
+    return h ^ (h >> 31);
+}
+
+static inline uint32_t hb_time(int idx) { return (uint32_t)(idx + 2); }
+enum { HB_START_TIME = 1, HB_MAX_REPORTS = 10 };
+
+typedef struct HbFacts {
+    const IrProgram *p;
+    int n;
+    int **partner;  /* [r][i] SIGNAL: index of the matching WAIT on rank peer; WAIT: of the
+                       matching SIGNAL; -1 when there is none. Unused for other ops. */
+    int **ordinal;  /* [r][i] SIGNAL/WAIT: 0-based position among r's ops of that kind and
+                       peer; SW_SIGNAL/SW_WAIT: the switch round */
+    int **sw_sig, *nsw_sig;   /* [r][k]: index of rank r's k-th switch signal */
+    int **sw_wait, *nsw_wait; /* [r][k]: index of rank r's k-th switch wait */
+    int nrounds;              /* the most switch signals any rank makes */
+    size_t nops_total;
+} HbFacts;
+
+/* sync.c's simulation: one schedule that respects every matched edge. */
+typedef struct HbRun {
+    HbEv *sched;
+    size_t nsched;
+    int *pc;         /* [r] ops of r that ran: nops when r ended, else r is blocked at ops[pc] */
+    bool all_ended;
+} HbRun;
+
+/* A vector clock; `refs` while in use, `next` while on the free list. */
+typedef struct HbClock {
+    union {
+        int refs;
+        struct HbClock *next;
+    } u;
+    uint32_t v[];
+} HbClock;
+
+/* A rank's clock as seen at one moment: its own component is `now`. */
+typedef struct HbView {
+    const uint32_t *v;
+    int rank;
+    uint32_t now;
+} HbView;
+
+static inline uint32_t hb_get(HbView w, int q) { return q == w.rank ? w.now : w.v[q]; }
+
+typedef struct HbReplay {
+    const HbFacts *f;
+    Arena *arena;
+    int n;
+    HbClock **exec, **sync; /* [r] current clocks */
+    uint32_t *now;          /* [r] time of r's last event */
+    HbClock ***sig_exec, ***sig_sync; /* [r][i] clocks carried by a peer signal until consumed */
+    HbClock **rnd_exec, **rnd_sync;   /* [k] join over the round's signals (release ones) */
+    int *rnd_waits;                   /* [k] waits done for round k, to recycle its clocks */
+    HbClock *free_list;
+} HbReplay;
+
+typedef enum RaceKind {
+    RACE_WW,     /* a write, then a write not SYNC-ordered after it */
+    RACE_WR,     /* a write, then a read not SYNC-ordered after it */
+    RACE_RW,     /* a read, then a write not EXEC-ordered after it */
+    RACE_START,  /* a remote access not EXEC-ordered after the owner's start */
+    RACE_END_W,  /* a remote write not SYNC-ordered before the owner's end */
+    RACE_END_R,  /* a remote read not EXEC-ordered before the owner's end */
+} RaceKind;
+
+typedef struct CheckRace {
+    RaceKind kind;
+    HbEv a, b;            /* a before b in the schedule; boundaries as start/end events */
+    bool a_write, b_write;
+    int owner, buf, first, count; /* the chunks both touch */
+    bool exec_ordered;    /* an execution path exists, only visibility is missing */
+} CheckRace;
+
+typedef struct CheckCycle {
+    HbEv *waits; /* waits[j] waits for waits[j+1]'s rank (cyclically) */
+    int len;
+} CheckCycle;
+
+struct CheckResult {
+    IrProgram *p;
+    HbFacts hb;
+    HbRun run;
+    HbReplay replay;     /* final clocks after the race pass (valid when replayed) */
+    bool replayed;
+    CheckRace *races;
+    int nraces;
+    CheckCycle *cycles;
+    int ncycles;
+    int *bfs_dist, *bfs_parent, *bfs_queue; /* scratch for hb_relaxed_edge, made on demand */
+    size_t *bfs_base;
+};
+typedef struct CheckResult CheckResult;
+
+/* hb.c */
+void hb_match(const IrProgram *p, HbFacts *f);
+void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a);
+void hb_replay_step(HbReplay *rp, int rank, int idx); /* after op idx of rank ran */
+HbView hb_exec_view(const HbReplay *rp, int rank);
+HbView hb_sync_view(const HbReplay *rp, int rank);
+bool hb_strong(const IrOp *sig, const IrOp *wait);
+/* A path from `from` to `to` (program order and signal -> wait edges) with as few relaxed
+   edges as possible. Returns how many it has (-1: no path) and its first relaxed edge. */
+int hb_relaxed_edge(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *wait);
+
+/* sync.c: rule 2 */
+void sync_simulate(const HbFacts *f, Arena *a, HbRun *run);
+void sync_report(CheckResult *r, Diag *d);
+
+/* race.c: rule 1 */
+void race_check(CheckResult *r, Diag *d);
+
+/* post.c: rule 4 */
+void post_check(CheckResult *r, Diag *d);
+
+/* order.c */
+void order_program(IrProgram *p);
+
+/* check.c: shared wording */
+const char *check_nth(Arena *a, int k);     /* 1 -> "1st", 2 -> "2nd", 11 -> "11th" */
+const char *check_times(Arena *a, int k);   /* 1 -> "once", 2 -> "twice", 3 -> "3 times" */
+/* "(put, step=2)" or "(put)": the op's kind and loop context. */
+const char *check_op_tag(Arena *a, const IrOp *op);
+/* " (step=2)" or "": the op's loop context, with its leading space. */
+const char *check_ctx(Arena *a, const IrOp *op);
+/* "output[3]", "output[3..5]" */
+const char *check_chunks(const IrProgram *p, int buf, int first, int count);
+/* "rank 0 writes output[1] of rank 1" / "rank 1 reads its output[1]" */
+const char *check_access(const IrProgram *p, int rank, bool write, int owner, int buf, int first,
+                         int count);
+/* "ranks 0, 1 and 2" for a list of ranks */
+const char *check_rank_list(Arena *a, const int *ranks, int n);
+
+#endif

@@ -1,0 +1,414 @@
+/*
+ * sync.c - rule 2: unmatched synchronisation and deadlocks, by simulating every rank.
+ *
+ * The simulation runs ranks from a ready queue; a rank runs until it reaches a wait whose
+ * signal has not been made (a peer wait) or whose round not every rank has reached (a switch
+ * wait), and is woken by exactly the signal it needs. Every op that runs is appended to the
+ * schedule, which is therefore consistent with program order and every matched edge: the
+ * race pass replays it with vector clocks and post.c follows values along it.
+ *
+ * Afterwards: if a rank is stuck, either its wait can never be satisfied (the signal does not
+ * exist) or it waits for a rank that is itself stuck; following "waits for" edges from stuck
+ * ranks ends in such a root cause or in a cycle, which is reported step by step. If every
+ * rank ended, leftover signals and uneven switch arrivals are reported: the runtime's
+ * counters persist across launches, so either would put the next launch out of step.
+ */
+#include "hb.h"
+
+#include <string.h>
+
+typedef struct Sim {
+    const HbFacts *f;
+    HbRun *run;
+    int *queue, qhead, qlen; /* ready ranks, a ring of n */
+    bool *queued;
+    int *sw_made;            /* [r] switch signals made so far */
+    int *round_count;        /* [k] ranks that made their k-th switch signal */
+} Sim;
+
+static void sim_ready(Sim *s, int r)
+{
+    if (s->queued[r])
+        return;
+    s->queued[r] = true;
+    s->queue[(s->qhead + s->qlen++) % s->f->n] = r;
+}
+
+static bool wait_ready(const Sim *s, int r, const IrOp *op, int i)
+{
+    if (op->kind == IR_WAIT) {
+        int sig = s->f->partner[r][i];
+        return sig >= 0 && s->run->pc[op->peer] > sig;
+    }
+    int k = s->f->ordinal[r][i];
+    return k < s->f->nrounds && s->round_count[k] == s->f->n;
+}
+
+/* Wakes whoever waits for the signal that rank r just made at op i. */
+static void wake(Sim *s, int r, const IrOp *op, int i)
+{
+    const HbFacts *f = s->f;
+    if (op->kind == IR_SIGNAL) {
+        int w = f->partner[r][i];
+        if (w >= 0 && s->run->pc[op->peer] == w)
+            sim_ready(s, op->peer);
+        return;
+    }
+    int k = f->ordinal[r][i];
+    s->sw_made[r]++;
+    if (++s->round_count[k] < f->n)
+        return;
+    for (int q = 0; q < f->n; q++) {
+        int pc = s->run->pc[q];
+        if (pc < f->p->ranks[q].nops && f->p->ranks[q].ops[pc].kind == IR_SW_WAIT && f->ordinal[q][pc] == k)
+            sim_ready(s, q);
+    }
+}
+
+static void sim_rank(Sim *s, int r)
+{
+    const IrSeq *seq = &s->f->p->ranks[r];
+    int *pc = &s->run->pc[r];
+    while (*pc < seq->nops) {
+        const IrOp *op = &seq->ops[*pc];
+        if ((op->kind == IR_WAIT || op->kind == IR_SW_WAIT) && !wait_ready(s, r, op, *pc))
+            return;
+        s->run->sched[s->run->nsched++] = (HbEv){r, *pc};
+        ++*pc;
+        if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
+            wake(s, r, op, *pc - 1);
+    }
+}
+
+void sync_simulate(const HbFacts *f, Arena *a, HbRun *run)
+{
+    size_t n = (size_t)f->n;
+    memset(run, 0, sizeof *run);
+    run->sched = ARENA_ARRAY(a, HbEv, f->nops_total + 1);
+    run->pc = ARENA_ARRAY(a, int, n);
+    Sim s = {f, run, ARENA_ARRAY(a, int, n), 0, 0, ARENA_ARRAY(a, bool, n), ARENA_ARRAY(a, int, n),
+             ARENA_ARRAY(a, int, (size_t)f->nrounds + 1)};
+    for (int r = 0; r < f->n; r++)
+        sim_ready(&s, r);
+    while (s.qlen) {
+        int r = s.queue[s.qhead];
+        s.qhead = (s.qhead + 1) % f->n;
+        s.qlen--;
+        s.queued[r] = false;
+        sim_rank(&s, r);
+    }
+    run->all_ended = true;
+    for (int r = 0; r < f->n; r++)
+        if (run->pc[r] < f->p->ranks[r].nops)
+            run->all_ended = false;
+}
+
+/* ---- Reporting ------------------------------------------------------------------------- */
+
+typedef struct Reporter {
+    CheckResult *r;
+    Diag *d;
+    Arena *a;
+    const Loc **seen; /* locations already reported, to say each thing once */
+    int nseen, nreports;
+} Reporter;
+
+static bool same_loc(Loc x, Loc y)
+{
+    return x.src == y.src && x.line == y.line && x.col == y.col;
+}
+
+/* True the first time a location is reported (and while there is room for more). */
+static bool first_report(Reporter *rep, const Loc *at)
+{
+    if (rep->nreports >= HB_MAX_REPORTS)
+        return false;
+    for (int i = 0; i < rep->nseen; i++)
+        if (same_loc(*rep->seen[i], *at))
+            return false;
+    rep->seen = arena_grow(rep->a, rep->seen, (size_t)rep->nseen, (size_t)rep->nseen + 1, sizeof *rep->seen);
+    rep->seen[rep->nseen++] = at;
+    rep->nreports++;
+    return true;
+}
+
+static const char *arrivals(Arena *a, int k)
+{
+    return k == 1 ? "1 switch arrival" : arena_printf(a, "%d switch arrivals", k);
+}
+
+static const IrOp *op_at(const CheckResult *r, HbEv e)
+{
+    return &r->p->ranks[e.rank].ops[e.idx];
+}
+
+/* The last op of `rank` of the given kind (and peer, for peer ops), or -1. */
+static int last_op(const IrProgram *p, int rank, IrKind kind, int peer)
+{
+    const IrSeq *s = &p->ranks[rank];
+    for (int i = s->nops - 1; i >= 0; i--)
+        if (s->ops[i].kind == kind && (peer < 0 || s->ops[i].peer == peer))
+            return i;
+    return -1;
+}
+
+/* Points at the rank's last op of this kind; without one, at where the rank ends or is stuck:
+   "rank 3 leaves here without ever <none>" / "rank 3 is stuck here itself, without ever <none>". */
+static void note_last(Reporter *rep, int rank, IrKind kind, int peer, const char *what, const char *none)
+{
+    const CheckResult *r = rep->r;
+    int i = last_op(r->p, rank, kind, peer), pc = r->run.pc[rank];
+    if (i >= 0) {
+        const IrOp *op = &r->p->ranks[rank].ops[i];
+        diag_note(rep->d, op->loc, "%s is here%s", what, check_ctx(rep->a, op));
+    } else if (pc < r->p->ranks[rank].nops) {
+        const IrOp *op = &r->p->ranks[rank].ops[pc];
+        diag_note(rep->d, op->loc, "rank %d is stuck here itself%s, without ever %s", rank, check_ctx(rep->a, op),
+                  none);
+    } else {
+        diag_note(rep->d, r->p->loc, "rank %d leaves here without ever %s", rank, none);
+    }
+}
+
+/* A peer wait with no matching signal anywhere. */
+static void report_peer_forever(Reporter *rep, HbEv w)
+{
+    const IrOp *op = op_at(rep->r, w);
+    int k = rep->r->hb.ordinal[w.rank][w.idx], p = op->peer;
+    if (!first_report(rep, &op->loc))
+        return;
+    const char *supply = k ? arena_printf(rep->a, "rank %d signals rank %d only %s", p, w.rank, check_times(rep->a, k))
+                           : arena_printf(rep->a, "rank %d never signals rank %d", p, w.rank);
+    diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s wait for rank %d, but %s", w.rank,
+               check_ctx(rep->a, op), check_nth(rep->a, k + 1), p, supply);
+    note_last(rep, p, IR_SIGNAL, w.rank, arena_printf(rep->a, "rank %d's last signal to rank %d", p, w.rank),
+              arena_printf(rep->a, "signalling rank %d", w.rank));
+}
+
+/* The first rank that never makes switch arrival k, or -1. */
+static int missing_arrival(const HbFacts *f, int k)
+{
+    for (int q = 0; q < f->n; q++)
+        if (f->nsw_sig[q] <= k)
+            return q;
+    return -1;
+}
+
+static void report_switch_forever(Reporter *rep, HbEv w, int q)
+{
+    const IrOp *op = op_at(rep->r, w);
+    int k = rep->r->hb.ordinal[w.rank][w.idx];
+    if (!first_report(rep, &op->loc))
+        return;
+    int made = rep->r->hb.nsw_sig[q];
+    const char *supply = made ? arena_printf(rep->a, "rank %d makes only %d", q, made)
+                              : arena_printf(rep->a, "rank %d makes none", q);
+    diag_error(rep->d, op->loc, "rank %d waits forever here%s: it waits for every rank's %s switch arrival, but %s",
+               w.rank, check_ctx(rep->a, op), check_nth(rep->a, k + 1), supply);
+    note_last(rep, q, IR_SW_SIGNAL, -1, arena_printf(rep->a, "rank %d's last switch arrival", q),
+              "signalling the switch");
+}
+
+/* A stuck rank's wait: the rank it waits for, or -1 when the wait can never be satisfied. */
+static int waits_for(Reporter *rep, int rank)
+{
+    const CheckResult *r = rep->r;
+    HbEv w = {rank, r->run.pc[rank]};
+    const IrOp *op = op_at(r, w);
+    if (op->kind == IR_WAIT) {
+        if (r->hb.partner[rank][w.idx] >= 0)
+            return op->peer;
+        report_peer_forever(rep, w);
+        return -1;
+    }
+    int k = r->hb.ordinal[rank][w.idx], q = missing_arrival(&r->hb, k);
+    if (q >= 0) {
+        report_switch_forever(rep, w, q);
+        return -1;
+    }
+    /* The first other rank that has not arrived yet; else the rank itself. */
+    for (q = 0; q < r->hb.n; q++)
+        if (q != rank && r->hb.sw_sig[q][k] >= r->run.pc[q])
+            return q;
+    return rank;
+}
+
+/* "rank 1's 1st signal to rank 0, which rank 1 sends at 9:5" */
+static const char *awaited(Reporter *rep, HbEv w, int target)
+{
+    const CheckResult *r = rep->r;
+    const IrOp *op = op_at(r, w);
+    int k = r->hb.ordinal[w.rank][w.idx];
+    if (op->kind == IR_WAIT) {
+        const IrOp *sig = &r->p->ranks[target].ops[r->hb.partner[w.rank][w.idx]];
+        return arena_printf(rep->a, "rank %d's %s signal to rank %d, which rank %d sends at %d:%d", target,
+                            check_nth(rep->a, k + 1), w.rank, target, sig->loc.line, sig->loc.col);
+    }
+    const IrOp *sig = &r->p->ranks[target].ops[r->hb.sw_sig[target][k]];
+    return arena_printf(rep->a, "rank %d's %s switch arrival, which rank %d makes at %d:%d", target,
+                        check_nth(rep->a, k + 1), target, sig->loc.line, sig->loc.col);
+}
+
+static void record_cycle(Reporter *rep, const int *ranks, int len, CheckCycle *c)
+{
+    CheckResult *r = rep->r;
+    int start = 0; /* begin the story at the lowest rank */
+    for (int j = 1; j < len; j++)
+        if (ranks[j] < ranks[start])
+            start = j;
+    c->waits = ARENA_ARRAY(rep->a, HbEv, (size_t)len);
+    c->len = len;
+    for (int j = 0; j < len; j++) {
+        int q = ranks[(start + j) % len];
+        c->waits[j] = (HbEv){q, r->run.pc[q]};
+    }
+    r->cycles = arena_grow(rep->a, r->cycles, (size_t)r->ncycles, (size_t)r->ncycles + 1, sizeof *c);
+    r->cycles[r->ncycles++] = *c;
+}
+
+/* One error at the first wait, then one note per step of the cycle. */
+static void report_cycle(Reporter *rep, const int *ranks, int len)
+{
+    enum { MAX_STEPS = 16 };
+    CheckCycle c;
+    record_cycle(rep, ranks, len, &c);
+    const IrOp *first = op_at(rep->r, c.waits[0]);
+    if (!first_report(rep, &first->loc))
+        return;
+    int *order = ARENA_ARRAY(rep->a, int, (size_t)len);
+    for (int j = 0; j < len; j++)
+        order[j] = c.waits[j].rank;
+    if (len == 1)
+        diag_error(rep->d, first->loc, "deadlock: rank %d waits for its own switch arrival", order[0]);
+    else
+        diag_error(rep->d, first->loc, "deadlock: %s wait for each other in a cycle",
+                   check_rank_list(rep->a, order, len));
+    for (int j = 0; j < len && j < MAX_STEPS; j++) {
+        HbEv w = c.waits[j];
+        diag_note(rep->d, op_at(rep->r, w)->loc, "rank %d waits here%s for %s", w.rank,
+                  check_ctx(rep->a, op_at(rep->r, w)), awaited(rep, w, c.waits[(j + 1) % len].rank));
+    }
+    if (len > MAX_STEPS)
+        diag_note(rep->d, (Loc){0}, "... and %d more steps, back to rank %d", len - MAX_STEPS, order[0]);
+}
+
+/* Follows "waits for" from every stuck rank; reports each cycle once. */
+static void find_cycles(Reporter *rep, const int *succ)
+{
+    const CheckResult *r = rep->r;
+    int n = r->hb.n;
+    char *color = ARENA_ARRAY(rep->a, char, (size_t)n); /* 0 new, 1 on the path, 2 done */
+    int *path = ARENA_ARRAY(rep->a, int, (size_t)n + 1);
+    for (int s = 0; s < n; s++) {
+        int len = 0, q = s;
+        while (q >= 0 && color[q] == 0) {
+            color[q] = 1;
+            path[len++] = q;
+            q = succ[q];
+        }
+        if (q >= 0 && color[q] == 1) {
+            int from = 0;
+            while (path[from] != q)
+                from++;
+            report_cycle(rep, path + from, len - from);
+        }
+        for (int j = 0; j < len; j++)
+            color[path[j]] = 2;
+    }
+}
+
+static void report_stuck(Reporter *rep)
+{
+    const CheckResult *r = rep->r;
+    int n = r->hb.n;
+    int *succ = ARENA_ARRAY(rep->a, int, (size_t)n);
+    for (int q = 0; q < n; q++)
+        succ[q] = r->run.pc[q] < r->p->ranks[q].nops ? waits_for(rep, q) : -1;
+    find_cycles(rep, succ);
+}
+
+/* Signal i of rank q has no wait: say how often its peer does wait for q. */
+static void report_leftover(Reporter *rep, int q, int i)
+{
+    const IrOp *op = &rep->r->p->ranks[q].ops[i];
+    int k = rep->r->hb.ordinal[q][i], p = op->peer;
+    const char *waits = k ? arena_printf(rep->a, "rank %d waits for rank %d only %s", p, q, check_times(rep->a, k))
+                          : arena_printf(rep->a, "rank %d never waits for rank %d", p, q);
+    diag_error(rep->d, op->loc, "signal never consumed: rank %d's %s signal to rank %d%s has no matching wait: %s", q,
+               check_nth(rep->a, k + 1), p, check_ctx(rep->a, op), waits);
+    note_last(rep, p, IR_WAIT, q, arena_printf(rep->a, "rank %d's last wait for rank %d", p, q),
+              arena_printf(rep->a, "waiting for rank %d", q));
+}
+
+static void report_leftover_signals(Reporter *rep)
+{
+    const CheckResult *r = rep->r;
+    for (int q = 0; q < r->hb.n; q++) {
+        const IrSeq *s = &r->p->ranks[q];
+        for (int i = 0; i < s->nops; i++)
+            if (s->ops[i].kind == IR_SIGNAL && r->hb.partner[q][i] < 0 && first_report(rep, &s->ops[i].loc))
+                report_leftover(rep, q, i);
+    }
+}
+
+/* Ranks that make different numbers of switch arrivals: some round never completes. */
+static bool report_uneven_switch(Reporter *rep)
+{
+    const HbFacts *f = &rep->r->hb;
+    int lo = 0, hi = 0;
+    for (int q = 1; q < f->n; q++) {
+        if (f->nsw_sig[q] < f->nsw_sig[lo])
+            lo = q;
+        if (f->nsw_sig[q] > f->nsw_sig[hi])
+            hi = q;
+    }
+    if (f->nsw_sig[lo] == f->nsw_sig[hi])
+        return false;
+    HbEv extra = {hi, f->sw_sig[hi][f->nsw_sig[lo]]};
+    const IrOp *op = op_at(rep->r, extra);
+    if (!first_report(rep, &op->loc))
+        return true;
+    diag_error(rep->d, op->loc,
+               "uneven switch arrivals: rank %d makes %s but rank %d makes %d; this %s arrival of rank %d%s is "
+               "never matched",
+               hi, arrivals(rep->a, f->nsw_sig[hi]), lo, f->nsw_sig[lo], check_nth(rep->a, f->nsw_sig[lo] + 1), hi,
+               check_ctx(rep->a, op));
+    note_last(rep, lo, IR_SW_SIGNAL, -1, arena_printf(rep->a, "rank %d's last switch arrival", lo),
+              "signalling the switch");
+    return true;
+}
+
+/* Every rank arrives equally often, but a rank waits for fewer rounds than there are. */
+static void report_unwaited_rounds(Reporter *rep)
+{
+    const HbFacts *f = &rep->r->hb;
+    for (int q = 0; q < f->n; q++) {
+        if (f->nsw_wait[q] >= f->nsw_sig[q])
+            continue;
+        HbEv sig = {q, f->sw_sig[q][f->nsw_wait[q]]};
+        const IrOp *op = op_at(rep->r, sig);
+        if (!first_report(rep, &op->loc))
+            continue;
+        const char *waits = f->nsw_wait[q] ? arena_printf(rep->a, "waits on the switch only %s",
+                                                          check_times(rep->a, f->nsw_wait[q]))
+                                           : "never waits on the switch";
+        diag_error(rep->d, op->loc,
+                   "switch arrival never consumed: rank %d makes %s but %s; nothing waits for this %s arrival%s",
+                   q, arrivals(rep->a, f->nsw_sig[q]), waits, check_nth(rep->a, f->nsw_wait[q] + 1),
+                   check_ctx(rep->a, op));
+        note_last(rep, q, IR_SW_WAIT, -1, arena_printf(rep->a, "rank %d's last switch.wait", q),
+                  "waiting on the switch");
+    }
+}
+
+void sync_report(CheckResult *r, Diag *d)
+{
+    Reporter rep = {r, d, r->p->arena, NULL, 0, 0};
+    if (!r->run.all_ended) {
+        report_stuck(&rep);
+        return;
+    }
+    report_leftover_signals(&rep);
+    if (!report_uneven_switch(&rep))
+        report_unwaited_rounds(&rep);
+}
