@@ -114,7 +114,8 @@ enum { CDSL_BACKEND_AUTO = -1 };
 typedef struct cdsl_comm_opts {
     int backend;                    /* a cdsl_backend, or CDSL_BACKEND_AUTO */
     int nranks;
-    int ranks_per_gpu;              /* p2p/nvls: ranks sharing one GPU (0 means 1) */
+    int ranks_per_gpu;              /* p2p/nvls: ranks sharing one GPU; 0: one, or with
+                                       CDSL_BACKEND_AUTO the fewest that the GPUs allow */
     int first_device;               /* p2p/nvls: the first device ordinal used */
     unsigned seed;                  /* sim: schedule jitter seed; 0 = no jitter */
     int jitter_us;                  /* sim: most microseconds of random delay between
@@ -124,7 +125,8 @@ typedef struct cdsl_comm_opts {
     FILE *log;                      /* messages; NULL means stderr */
 } cdsl_comm_opts;
 
-/* Defaults: CDSL_BACKEND_AUTO, one rank per GPU, no jitter, default wait bound, stderr. */
+/* Defaults: CDSL_BACKEND_AUTO, ranks per GPU as the GPUs allow, no jitter, the default wait
+ * bound, stderr. */
 void cdsl_comm_opts_init(cdsl_comm_opts *opts);
 /* Returns CDSL_ERR_SYSTEM, with a message, when the backend cannot run here (no GPU, too
  * few GPUs, no multicast); *out is NULL then. */

@@ -1,0 +1,346 @@
+/*
+ * api.c - communicators and runs: the running half of cdsl.h, over runtime/backend.h.
+ *
+ * A communicator is a backend's state plus what the API checks before handing a call down:
+ * the rank count, the buffer layout of the last allocation (so a program is only run on
+ * buffers made for its layout), and bounds of every host <-> buffer transfer. Backends get a
+ * message stream of their own (a stdio cookie that forwards to the user's log), which lets
+ * the default choice probe p2p quietly: on a machine without GPUs, p2p's refusal is not
+ * shown, and the communicator silently becomes a sim one; on fewer GPUs than ranks, p2p is
+ * tried with several ranks per GPU. nvls is never chosen by default.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "backend.h"
+#include "cdsl.h"
+#include "driver.h"
+#include "ir.h"
+#include "verify.h"
+
+struct cdsl_comm {
+    const RtBackendOps *ops;
+    void *state;
+    cdsl_backend backend;
+    RtConfig cfg;                   /* cfg.log is `log` below */
+    FILE *user_log;                 /* where messages end up */
+    FILE *log;                      /* the backends' stream: forwards to user_log unless muted */
+    bool muted;
+    /* The last allocation: */
+    bool allocated;
+    int nbufs;
+    int chunks[IR_MAX_BUFS];
+    size_t bytes[IR_MAX_BUFS];
+    size_t chunk_bytes;
+};
+
+/* ---- the backends' message stream ---------------------------------------------------------- */
+
+static ssize_t comm_log_write(void *cookie, const char *buf, size_t len)
+{
+    cdsl_comm *c = cookie;
+    if (!c->muted) {
+        fwrite(buf, 1, len, c->user_log);
+        fflush(c->user_log);
+    }
+    return (ssize_t)len;
+}
+
+static FILE *comm_log_open(cdsl_comm *c)
+{
+    cookie_io_functions_t fns = {.write = comm_log_write};
+    FILE *f = fopencookie(c, "w", fns);
+    if (f)
+        setvbuf(f, NULL, _IOLBF, BUFSIZ);
+    return f;
+}
+
+FILE *rt_comm_log(const cdsl_comm *c)
+{
+    return c ? c->user_log : stderr;
+}
+
+/* ---- create / destroy ---------------------------------------------------------------------- */
+
+void cdsl_comm_opts_init(cdsl_comm_opts *opts)
+{
+    memset(opts, 0, sizeof *opts);
+    opts->backend = CDSL_BACKEND_AUTO;
+}
+
+static const RtBackendOps *comm_ops(int backend)
+{
+    switch (backend) {
+    case CDSL_BACKEND_SIM: return &rt_backend_sim;
+    case CDSL_BACKEND_P2P: return &rt_backend_p2p;
+    case CDSL_BACKEND_NVLS: return &rt_backend_nvls;
+    }
+    return NULL;
+}
+
+static int comm_opts_ok(const cdsl_comm_opts *o, FILE *log)
+{
+    if (o->backend != CDSL_BACKEND_AUTO && !comm_ops(o->backend)) {
+        rt_error(log, "unknown backend %d", o->backend);
+        return CDSL_ERR_USAGE;
+    }
+    if (o->nranks < 1 || o->nranks > IR_MAX_RANKS) {
+        rt_error(log, "a communicator has 1 to %d ranks, not %d", IR_MAX_RANKS, o->nranks);
+        return CDSL_ERR_USAGE;
+    }
+    if (o->ranks_per_gpu < 0 || o->first_device < 0 || o->jitter_us < 0) {
+        rt_error(log, "ranks per GPU, first device and jitter cannot be negative");
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+static int comm_create_on(cdsl_comm *c, cdsl_backend b)
+{
+    if (c->cfg.ranks_per_gpu < 1)
+        c->cfg.ranks_per_gpu = 1;
+    c->ops = comm_ops(b);
+    c->backend = b;
+    c->state = NULL;
+    int rc = c->ops->create(&c->cfg, &c->state);
+    if (rc)
+        c->state = NULL; /* a failed create owns nothing */
+    return rc;
+}
+
+/* p2p when it can run here, else sim. Unless the caller fixed the ranks per GPU, p2p is tried
+ * with 1, 2, 4, ... ranks per GPU up to all of them on one, so that a machine with fewer GPUs
+ * than ranks still runs on them. p2p's reasons for refusing are not shown: not having a GPU
+ * is the normal case on a CPU machine, and the caller can ask which backend was chosen. */
+static int comm_create_default(cdsl_comm *c)
+{
+    int n = c->cfg.nranks, fixed = c->cfg.ranks_per_gpu, rc = CDSL_ERR_SYSTEM;
+    c->muted = true;
+    for (int rpg = fixed ? fixed : 1; rc != CDSL_OK; rpg = rpg * 2 < n ? rpg * 2 : n) {
+        c->cfg.ranks_per_gpu = rpg;
+        rc = comm_create_on(c, CDSL_BACKEND_P2P);
+        if (fixed || rpg >= n)
+            break;
+    }
+    fflush(c->log);
+    c->muted = false;
+    if (rc == CDSL_OK)
+        return CDSL_OK;
+    c->cfg.ranks_per_gpu = 1;
+    return comm_create_on(c, CDSL_BACKEND_SIM);
+}
+
+static void comm_free(cdsl_comm *c)
+{
+    if (c->state)
+        c->ops->destroy(c->state);
+    if (c->log)
+        fclose(c->log);
+    free(c);
+}
+
+int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out)
+{
+    FILE *user = opts && opts->log ? opts->log : stderr;
+    if (out)
+        *out = NULL;
+    if (!opts || !out) {
+        rt_error(user, "cdsl_comm_create needs options and a place for the communicator");
+        return CDSL_ERR_USAGE;
+    }
+    int rc = comm_opts_ok(opts, user);
+    if (rc)
+        return rc;
+    cdsl_comm *c = calloc(1, sizeof *c);
+    if (c) {
+        c->user_log = user;
+        c->log = comm_log_open(c);
+    }
+    if (!c || !c->log) {
+        free(c);
+        rt_error(user, "out of memory creating a communicator");
+        return CDSL_ERR_SYSTEM;
+    }
+    c->cfg = (RtConfig){
+        .nranks = opts->nranks,
+        .ranks_per_gpu = opts->ranks_per_gpu,
+        .first_device = opts->first_device,
+        .seed = opts->seed,
+        .jitter_us = opts->jitter_us,
+        .spin_limit = opts->spin_limit,
+        .log = c->log,
+    };
+    rc = opts->backend == CDSL_BACKEND_AUTO ? comm_create_default(c) : comm_create_on(c, opts->backend);
+    if (rc) {
+        comm_free(c);
+        return rc;
+    }
+    *out = c;
+    return CDSL_OK;
+}
+
+void cdsl_comm_destroy(cdsl_comm *c)
+{
+    if (c)
+        comm_free(c);
+}
+
+cdsl_backend cdsl_comm_backend(const cdsl_comm *c)
+{
+    return c->backend;
+}
+
+int cdsl_comm_nranks(const cdsl_comm *c)
+{
+    return c->cfg.nranks;
+}
+
+/* ---- a program's buffers ------------------------------------------------------------------- */
+
+int cdsl_program_nbufs(const cdsl_program *p)
+{
+    return p && p->ir ? p->ir->nbufs : 0;
+}
+
+int cdsl_program_buf_chunks(const cdsl_program *p, int buf)
+{
+    if (!p || !p->ir || buf < 0 || buf >= p->ir->nbufs)
+        return -1;
+    return p->ir->bufs[buf].nchunks;
+}
+
+const char *cdsl_program_buf_name(const cdsl_program *p, int buf)
+{
+    if (!p || !p->ir || buf < 0 || buf >= p->ir->nbufs)
+        return NULL;
+    return p->ir->bufs[buf].name;
+}
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
+{
+    if (!p || !p->ir) {
+        rt_error(c->user_log, "the program was not evaluated; there is nothing to run");
+        return NULL;
+    }
+    return p->ir;
+}
+
+int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
+{
+    const IrProgram *ir = comm_ir(c, p);
+    if (!ir)
+        return CDSL_ERR_USAGE;
+    if (chunk_bytes % 4) {
+        rt_error(c->user_log, "a chunk of %zu bytes: chunks are a multiple of 4 bytes", chunk_bytes);
+        return CDSL_ERR_USAGE;
+    }
+    size_t bytes[IR_MAX_BUFS] = {0};
+    for (int b = 0; b < ir->nbufs; b++) {
+        size_t n = (size_t)ir->bufs[b].nchunks;
+        if (n && chunk_bytes > SIZE_MAX / n) {
+            rt_error(c->user_log, "out of memory: buffer %s of %zu chunks of %zu bytes", ir->bufs[b].name, n,
+                     chunk_bytes);
+            return CDSL_ERR_SYSTEM;
+        }
+        bytes[b] = n * chunk_bytes;
+    }
+    c->allocated = false;
+    int rc = c->ops->alloc(c->state, bytes, ir->nbufs);
+    if (rc)
+        return rc;
+    c->allocated = true;
+    c->nbufs = ir->nbufs;
+    c->chunk_bytes = chunk_bytes;
+    for (int b = 0; b < ir->nbufs; b++) {
+        c->chunks[b] = ir->bufs[b].nchunks;
+        c->bytes[b] = bytes[b];
+    }
+    return CDSL_OK;
+}
+
+size_t cdsl_comm_chunk_bytes(const cdsl_comm *c)
+{
+    return c->allocated ? c->chunk_bytes : 0;
+}
+
+size_t cdsl_comm_buf_bytes(const cdsl_comm *c, int buf)
+{
+    return c->allocated && buf >= 0 && buf < c->nbufs ? c->bytes[buf] : 0;
+}
+
+static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, size_t bytes)
+{
+    if (!c->allocated) {
+        rt_error(c->user_log, "cannot %s a buffer before cdsl_comm_alloc", what);
+        return CDSL_ERR_USAGE;
+    }
+    if (rank < 0 || rank >= c->cfg.nranks || buf < 0 || buf >= c->nbufs || bytes > c->bytes[buf]) {
+        rt_error(c->user_log, "cannot %s %zu bytes of rank %d's buffer %d: out of range", what, bytes, rank, buf);
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+int cdsl_comm_write(cdsl_comm *c, int rank, int buf, const void *src, size_t bytes)
+{
+    int rc = comm_transfer_ok(c, "write", rank, buf, bytes);
+    return rc ? rc : c->ops->write(c->state, rank, buf, src, bytes);
+}
+
+int cdsl_comm_read(cdsl_comm *c, int rank, int buf, void *dst, size_t bytes)
+{
+    int rc = comm_transfer_ok(c, "read", rank, buf, bytes);
+    return rc ? rc : c->ops->read(c->state, rank, buf, dst, bytes);
+}
+
+/* ---- runs ------------------------------------------------------------------------------------ */
+
+static bool comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
+{
+    if (!c->allocated || c->nbufs != ir->nbufs)
+        return false;
+    for (int b = 0; b < ir->nbufs; b++)
+        if (c->chunks[b] != ir->bufs[b].nchunks)
+            return false;
+    return true;
+}
+
+static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir, cdsl_dtype t, int iters)
+{
+    if (!p->ok) {
+        rt_error(c->user_log, "%s has errors; it cannot run", ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    if (ir->nranks != c->cfg.nranks) {
+        rt_error(c->user_log, "%s was compiled for %d ranks; the communicator has %d", ir->name, ir->nranks,
+                 c->cfg.nranks);
+        return CDSL_ERR_USAGE;
+    }
+    if (!comm_layout_matches(c, ir)) {
+        rt_error(c->user_log, "the communicator's buffers were not allocated for %s's layout", ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    if (iters < 1 || (unsigned)t > CDSL_S32) {
+        rt_error(c->user_log, "a run needs at least one iteration and a known element type");
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter)
+{
+    const IrProgram *ir = comm_ir(c, p);
+    if (!ir)
+        return CDSL_ERR_USAGE;
+    int rc = comm_run_ok(c, p, ir, dtype, iters);
+    if (!rc)
+        rc = c->ops->load(c->state, p, dtype);
+    if (!rc)
+        rc = c->ops->run(c->state, c->chunk_bytes, iters, us_per_iter);
+    return rc;
+}

@@ -1,0 +1,868 @@
+/*
+ * sim.c - the sim backend: every rank a CPU thread, every buffer host memory.
+ *
+ * Each rank's thread executes exactly the operations the checker saw, p->ir->ranks[r], in
+ * order ("what you check is what you run"): copy/reduce on its own buffers, put/get into and
+ * from a peer's, signal/wait on per-pair arrival counters, and the switch operations as
+ * loops over every rank's buffers (store to all, sum over all, both) and a counting barrier.
+ * Counters follow abi.h: they only grow, across iterations and runs, and the k-th wait
+ * completes once the k-th arrival is there.
+ *
+ * Data operations proceed in blocks of SIM_BLOCK_BYTES; between blocks a rank checks whether
+ * the run was stopped, counts progress, and (with a seed) may sleep or yield, which shakes the
+ * interleaving of ranks so that a race shows up as a wrong result. Waits spin, then yield,
+ * then sleep; a wait gives up once no rank has made progress for the bound (5 s, or
+ * spin_limit polls), which stops every rank. After the threads are joined, every rank still
+ * stuck in a wait is reported with the .cdsl location of the wait and the counter's state.
+ *
+ * The start and end of a rank's program stand for the work before and after the collective
+ * (LANGUAGE.md), and the sim plays both parts. With a seed, every rank starts each iteration
+ * by rewriting its output and scratch buffers with all-ones bytes (the work before may write
+ * them), after a random delay: a peer that writes into a rank before that rank has started
+ * then loses its data, and a program that reads scratch it has not written reads all-ones.
+ * A rank's end is where the work after the collective reads its buffers, so when a rank
+ * finishes its last operation it copies its output aside, and reading the output back after
+ * a run returns that copy: what the rank's caller would have seen. A program that lets a rank
+ * leave before a peer's write into it has landed (a race the checker reports) then gives a
+ * wrong result here too, when the schedule (or jitter) lets the rank leave early.
+ *
+ * Memory order: signals are release increments and waits acquire loads, also for `relaxed`
+ * ones. C11 has no order that is "execution only": a read on one rank followed by a relaxed
+ * signal, and a peer's write after the matching relaxed wait (which the language allows,
+ * rule 1) would be a data race in C11 and a report under ThreadSanitizer. On the host the
+ * difference is not observable anyway; the checker is what holds programs to acquire/release.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "driver.h"
+#include "ir.h"
+#include "verify.h"
+
+enum {
+    SIM_BLOCK_BYTES = 256 * 1024,   /* unit of a data operation between checks */
+    SIM_BLOCK_ELEMS = SIM_BLOCK_BYTES / 4,
+    SIM_SPIN_POLLS = 64,            /* polls that only spin, then ... */
+    SIM_YIELD_POLLS = 1024,         /* ... polls that yield, then polls that sleep */
+    SIM_SLEEP_US = 50,
+    SIM_DEFAULT_JITTER_US = 20,
+    SIM_STALL_SECONDS = 5,          /* default bound: no progress anywhere for this long */
+    SIM_STACK_BYTES = 1 << 20,
+};
+
+typedef struct SimRank {
+    char *buf[IR_MAX_BUFS];
+    _Atomic uint64_t *arrivals;     /* [n]: arrivals[p] = signals rank p made for this rank */
+    uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
+    _Atomic uint64_t sw_arrivals;   /* this rank's switch-barrier arrivals */
+    uint64_t sw_waited;             /* switch waits this rank completed (private) */
+    char *final_out;                /* the output as it stood at this rank's end */
+    bool final_valid;               /* final_out holds the last run's end state */
+    int stuck_op;                   /* a wait this rank was stopped in, or -1 */
+    int stuck_iter;
+    uint64_t stuck_want;            /* the arrivals that wait needed */
+} SimRank;
+
+typedef struct Sim {
+    RtConfig cfg;
+    int n;
+    SimRank *ranks;
+    int nbufs;
+    size_t bytes[IR_MAX_BUFS];
+    const IrProgram *ir;            /* the loaded program (borrowed) */
+    cdsl_dtype dtype;
+    int jitter_us;                  /* 0: no jitter */
+    /* The current run: */
+    size_t chunk;
+    int iters;
+    atomic_int stop;                /* set when a wait gives up: every rank stops */
+    _Atomic uint64_t progress;      /* operations and blocks completed by any rank */
+    pthread_mutex_t gate_mu;        /* the start gate, so that timing starts with all ranks */
+    pthread_cond_t gate_cv;
+    bool gate_open;
+} Sim;
+
+typedef struct SimWorker {
+    Sim *s;
+    int rank;
+    uint64_t rng;
+    void *acc;                      /* a block of sums in f32 or u32 */
+    char *out;                      /* the same block converted back to the dtype */
+    const char **srcs;              /* [n] operand pointers of the current operation */
+    char **dsts;                    /* [n] */
+    uint64_t want;                  /* arrivals the current wait needs */
+    pthread_t thread;
+} SimWorker;
+
+/* ---- small helpers ------------------------------------------------------------------------ */
+
+static double sim_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void sim_sleep_us(unsigned us)
+{
+    struct timespec ts = {us / 1000000u, (long)(us % 1000000u) * 1000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void sim_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* splitmix64: a tiny generator per rank, so jitter needs no shared state. */
+static uint64_t sim_rand(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* With a seed: one time in `odds` sleep up to jitter_us, one time in `odds` yield. */
+static void sim_jitter(SimWorker *w, unsigned odds)
+{
+    if (!w->s->jitter_us)
+        return;
+    uint64_t r = sim_rand(&w->rng);
+    unsigned pick = (unsigned)(r % odds);
+    if (pick == 0)
+        sim_sleep_us((unsigned)((r >> 32) % ((uint64_t)w->s->jitter_us + 1)));
+    else if (pick == 1)
+        sched_yield();
+}
+
+static bool sim_stopped(Sim *s)
+{
+    return atomic_load_explicit(&s->stop, memory_order_relaxed) != 0;
+}
+
+/* One block or operation done: progress for the wait bound, a chance of jitter. */
+static void sim_advance(SimWorker *w, unsigned odds)
+{
+    atomic_fetch_add_explicit(&w->s->progress, 1, memory_order_relaxed);
+    sim_jitter(w, odds);
+}
+
+static char *sim_ptr(const Sim *s, int rank, IrRange r)
+{
+    return s->ranks[rank].buf[r.buf] + (size_t)r.first * s->chunk;
+}
+
+static void sim_fmt_bytes(size_t b, char *out, size_t len)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double v = (double)b;
+    int u = 0;
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(out, len, u ? "%.1f %s" : "%.0f %s", v, unit[u]);
+}
+
+static void sim_note(const Sim *s, const char *msg)
+{
+    FILE *out = s->cfg.log ? s->cfg.log : stderr;
+    fprintf(out, "cdsl: note: %s\n", msg);
+    fflush(out);
+}
+
+/* ---- element arithmetic: sums in f32 for the float types, wrapping u32 otherwise ---------- */
+
+static void sim_acc(cdsl_dtype t, void *acc, const char *src, size_t n, bool first)
+{
+    if (t == CDSL_U32 || t == CDSL_S32) {
+        uint32_t *a = acc;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t v;
+            memcpy(&v, src + 4 * i, 4);
+            a[i] = first ? v : a[i] + v; /* s32 wraps as two's complement, like u32 */
+        }
+        return;
+    }
+    float *a = acc;
+    if (t == CDSL_F32) {
+        for (size_t i = 0; i < n; i++) {
+            float v;
+            memcpy(&v, src + 4 * i, 4);
+            a[i] = first ? v : a[i] + v;
+        }
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, src + 2 * i, 2);
+        float v = t == CDSL_F16 ? rt_f16_to_f32(h) : rt_bf16_to_f32(h);
+        a[i] = first ? v : a[i] + v;
+    }
+}
+
+static void sim_acc_store(cdsl_dtype t, char *dst, const void *acc, size_t n)
+{
+    if (t == CDSL_F32 || t == CDSL_U32 || t == CDSL_S32) {
+        memcpy(dst, acc, 4 * n);
+        return;
+    }
+    const float *a = acc;
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h = t == CDSL_F16 ? rt_f32_to_f16(a[i]) : rt_f32_to_bf16(a[i]);
+        memcpy(dst + 2 * i, &h, 2);
+    }
+}
+
+/* ---- data operations ------------------------------------------------------------------------ */
+
+/* dsts[k] = src for every k, len bytes, block by block. memmove: an unchecked program may
+ * overlap a local copy's operands. */
+static bool sim_move(SimWorker *w, char *const *dsts, int ndst, const char *src, size_t len)
+{
+    for (size_t off = 0; off < len; off += SIM_BLOCK_BYTES) {
+        if (sim_stopped(w->s))
+            return false;
+        size_t n = len - off < SIM_BLOCK_BYTES ? len - off : SIM_BLOCK_BYTES;
+        for (int k = 0; k < ndst; k++)
+            memmove(dsts[k] + off, src + off, n);
+        sim_advance(w, 16);
+    }
+    return true;
+}
+
+/* dsts[k] = srcs[0] + ... + srcs[nsrc-1] element-wise, summed in that order. Every source of
+ * a block is read before any destination of it is written, so dst may equal a source. */
+static bool sim_combine(SimWorker *w, const char *const *srcs, int nsrc, char *const *dsts, int ndst,
+                        size_t len)
+{
+    cdsl_dtype t = w->s->dtype;
+    size_t es = cdsl_dtype_size(t), total = len / es;
+    for (size_t e = 0; e < total; e += SIM_BLOCK_ELEMS) {
+        if (sim_stopped(w->s))
+            return false;
+        size_t n = total - e < SIM_BLOCK_ELEMS ? total - e : SIM_BLOCK_ELEMS;
+        for (int k = 0; k < nsrc; k++)
+            sim_acc(t, w->acc, srcs[k] + e * es, n, k == 0);
+        if (ndst == 1) {
+            sim_acc_store(t, dsts[0] + e * es, w->acc, n);
+        } else {
+            sim_acc_store(t, w->out, w->acc, n);
+            for (int k = 0; k < ndst; k++)
+                memcpy(dsts[k] + e * es, w->out, n * es);
+        }
+        sim_advance(w, 16);
+    }
+    return true;
+}
+
+/* ---- synchronisation --------------------------------------------------------------------- */
+
+static void sim_backoff(unsigned long long polls)
+{
+    if (polls < SIM_SPIN_POLLS)
+        sim_cpu_relax();
+    else if (polls < SIM_YIELD_POLLS)
+        sched_yield();
+    else
+        sim_sleep_us(SIM_SLEEP_US);
+}
+
+/* Whether a wait that has seen no progress for `idle` polls, since `since_us`, gives up. */
+static bool sim_bound_reached(const Sim *s, unsigned long long idle, double since_us)
+{
+    if (s->cfg.spin_limit)
+        return idle >= s->cfg.spin_limit;
+    return sim_now_us() - since_us >= SIM_STALL_SECONDS * 1e6;
+}
+
+/* Wait until *ctr >= want. False when the run stopped, or when this wait reached the bound
+ * (then it stops the run). Progress by any rank restarts the bound, so a slow rank in a long
+ * reduction never makes its peers give up. */
+static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
+{
+    Sim *s = w->s;
+    uint64_t seen = atomic_load_explicit(&s->progress, memory_order_relaxed);
+    unsigned long long idle = 0;
+    double since = 0;
+    for (unsigned long long polls = 0;; polls++) {
+        if (atomic_load_explicit(ctr, memory_order_acquire) >= want)
+            return true;
+        if (sim_stopped(s))
+            return false;
+        sim_backoff(polls);
+        uint64_t now = atomic_load_explicit(&s->progress, memory_order_relaxed);
+        if (now != seen) {
+            seen = now;
+            idle = 0;
+            continue;
+        }
+        if (idle++ == 0 && !s->cfg.spin_limit)
+            since = sim_now_us();
+        if (sim_bound_reached(s, idle, since)) {
+            atomic_store_explicit(&s->stop, 1, memory_order_relaxed);
+            return false;
+        }
+    }
+}
+
+static bool sim_switch_wait(SimWorker *w)
+{
+    Sim *s = w->s;
+    w->want = ++s->ranks[w->rank].sw_waited;
+    for (int q = 0; q < s->n; q++)
+        if (!sim_wait(w, &s->ranks[q].sw_arrivals, w->want))
+            return false;
+    return true;
+}
+
+/* ---- one operation ------------------------------------------------------------------------ */
+
+static bool sim_switch_data(SimWorker *w, const IrOp *op, size_t len)
+{
+    Sim *s = w->s;
+    for (int q = 0; q < s->n; q++) {
+        w->srcs[q] = sim_ptr(s, q, op->src);
+        w->dsts[q] = sim_ptr(s, q, op->dst);
+    }
+    char *local = sim_ptr(s, w->rank, op->dst);
+    switch (op->kind) {
+    case IR_SW_STORE: return sim_move(w, w->dsts, s->n, sim_ptr(s, w->rank, op->src), len);
+    case IR_SW_REDUCE: return sim_combine(w, w->srcs, s->n, &local, 1, len);
+    default: return sim_combine(w, w->srcs, s->n, w->dsts, s->n, len);
+    }
+}
+
+static bool sim_exec(SimWorker *w, const IrOp *op)
+{
+    Sim *s = w->s;
+    int me = w->rank;
+    SimRank *self = &s->ranks[me];
+    size_t len = op->dst.buf >= 0 ? (size_t)op->dst.count * s->chunk : 0;
+    char *dst;
+    switch (op->kind) {
+    case IR_COPY:
+        dst = sim_ptr(s, me, op->dst);
+        return sim_move(w, &dst, 1, sim_ptr(s, me, op->src), len);
+    case IR_PUT:
+        dst = sim_ptr(s, op->peer, op->dst);
+        return sim_move(w, &dst, 1, sim_ptr(s, me, op->src), len);
+    case IR_GET:
+        dst = sim_ptr(s, me, op->dst);
+        return sim_move(w, &dst, 1, sim_ptr(s, op->peer, op->src), len);
+    case IR_REDUCE: {
+        const char *ab[2] = {sim_ptr(s, me, op->src), sim_ptr(s, me, op->src2)};
+        dst = sim_ptr(s, me, op->dst);
+        return sim_combine(w, ab, 2, &dst, 1, len);
+    }
+    case IR_SIGNAL:
+        atomic_fetch_add_explicit(&s->ranks[op->peer].arrivals[me], 1, memory_order_release);
+        return true;
+    case IR_WAIT:
+        w->want = ++self->consumed[op->peer];
+        return sim_wait(w, &self->arrivals[op->peer], w->want);
+    case IR_SW_SIGNAL:
+        atomic_fetch_add_explicit(&self->sw_arrivals, 1, memory_order_release);
+        return true;
+    case IR_SW_WAIT:
+        return sim_switch_wait(w);
+    case IR_SW_STORE:
+    case IR_SW_REDUCE:
+    case IR_SW_REDUCE_STORE:
+        return sim_switch_data(w, op, len);
+    }
+    return true;
+}
+
+/* ---- a rank's thread --------------------------------------------------------------------- */
+
+/* With a seed: the work before the collective, which may write this rank's output and scratch
+ * buffers, happens now. A correct program never has a peer write into them before this. */
+static void sim_start_rank(SimWorker *w)
+{
+    Sim *s = w->s;
+    if (!s->jitter_us)
+        return;
+    sim_jitter(w, 2);
+    for (int b = IR_OUTPUT; b < s->nbufs; b++)
+        memset(s->ranks[w->rank].buf[b], VF_POISON_BYTE, s->bytes[b]);
+}
+
+static void sim_gate_wait(Sim *s)
+{
+    pthread_mutex_lock(&s->gate_mu);
+    while (!s->gate_open)
+        pthread_cond_wait(&s->gate_cv, &s->gate_mu);
+    pthread_mutex_unlock(&s->gate_mu);
+}
+
+static void sim_gate_open(Sim *s)
+{
+    pthread_mutex_lock(&s->gate_mu);
+    s->gate_open = true;
+    pthread_cond_broadcast(&s->gate_cv);
+    pthread_mutex_unlock(&s->gate_mu);
+}
+
+static void *sim_rank_main(void *arg)
+{
+    SimWorker *w = arg;
+    Sim *s = w->s;
+    SimRank *self = &s->ranks[w->rank];
+    const IrSeq *seq = &s->ir->ranks[w->rank];
+    sim_gate_wait(s);
+    for (int it = 0; it < s->iters; it++) {
+        sim_start_rank(w);
+        for (int i = 0; i < seq->nops; i++) {
+            if (sim_stopped(s))
+                return NULL;
+            sim_jitter(w, 4);
+            if (!sim_exec(w, &seq->ops[i])) {
+                IrKind k = seq->ops[i].kind;
+                if (k == IR_WAIT || k == IR_SW_WAIT) {
+                    self->stuck_op = i;
+                    self->stuck_iter = it;
+                    self->stuck_want = w->want;
+                }
+                return NULL;
+            }
+            atomic_fetch_add_explicit(&s->progress, 1, memory_order_relaxed);
+        }
+    }
+    if (self->final_out) {
+        memcpy(self->final_out, self->buf[IR_OUTPUT], s->bytes[IR_OUTPUT]);
+        self->final_valid = true;
+    }
+    return NULL;
+}
+
+/* ---- after a stop: who was stuck where ----------------------------------------------------- */
+
+static void sim_where(const Sim *s, const IrOp *op, int iter, char *out, size_t len)
+{
+    const char *path = op->loc.src ? op->loc.src->path : "<program>";
+    int n = snprintf(out, len, "%s:%d:%d", path, op->loc.line, op->loc.col);
+    if (n < 0 || (size_t)n >= len)
+        return;
+    if (op->ctx)
+        n += snprintf(out + n, len - (size_t)n, " (%s)", op->ctx);
+    if (s->iters > 1 && n >= 0 && (size_t)n < len)
+        snprintf(out + n, len - (size_t)n, " in iteration %d", iter + 1);
+}
+
+/* Reports rank r if its wait is still unsatisfied now that every thread has stopped. */
+static bool sim_report_rank(const Sim *s, int r)
+{
+    const SimRank *rk = &s->ranks[r];
+    const IrOp *op = &s->ir->ranks[r].ops[rk->stuck_op];
+    char where[512];
+    sim_where(s, op, rk->stuck_iter, where, sizeof where);
+    unsigned long long want = rk->stuck_want;
+    if (op->kind == IR_WAIT) {
+        unsigned long long have = atomic_load(&rk->arrivals[op->peer]);
+        if (have >= want)
+            return false;
+        rt_error(s->cfg.log, "rank %d gave up waiting at %s for rank %d's signal (counter peer %d: %llu of %llu arrivals)",
+                 r, where, op->peer, op->peer, have, want);
+        return true;
+    }
+    for (int q = 0; q < s->n; q++) {
+        unsigned long long have = atomic_load(&s->ranks[q].sw_arrivals);
+        if (have < want) {
+            rt_error(s->cfg.log,
+                     "rank %d gave up waiting at %s for rank %d's switch arrival (counter switch: %llu of %llu arrivals)",
+                     r, where, q, have, want);
+            return true;
+        }
+    }
+    return false;
+}
+
+static void sim_report_stuck(const Sim *s)
+{
+    int reported = 0;
+    for (int r = 0; r < s->n; r++)
+        if (s->ranks[r].stuck_op >= 0)
+            reported += sim_report_rank(s, r);
+    if (!reported)
+        rt_error(s->cfg.log, "a wait ran out of its bound, then was satisfied as the ranks stopped");
+    char msg[160];
+    if (s->cfg.spin_limit)
+        snprintf(msg, sizeof msg, "no rank made progress for %llu polls, the spin limit", s->cfg.spin_limit);
+    else
+        snprintf(msg, sizeof msg, "no rank made progress for %d seconds, the sim's wait bound", SIM_STALL_SECONDS);
+    sim_note(s, msg);
+}
+
+/* Counters start over after a stopped run: what they held no longer matches any program point. */
+static void sim_reset_counters(Sim *s)
+{
+    for (int r = 0; r < s->n; r++) {
+        SimRank *rk = &s->ranks[r];
+        for (int p = 0; p < s->n; p++) {
+            atomic_store(&rk->arrivals[p], 0);
+            rk->consumed[p] = 0;
+        }
+        atomic_store(&rk->sw_arrivals, 0);
+        rk->sw_waited = 0;
+    }
+}
+
+/* ---- the backend's entry points ------------------------------------------------------------ */
+
+static void sim_free_bufs(Sim *s)
+{
+    for (int r = 0; r < s->n; r++) {
+        for (int b = 0; b < IR_MAX_BUFS; b++) {
+            free(s->ranks[r].buf[b]);
+            s->ranks[r].buf[b] = NULL;
+        }
+        free(s->ranks[r].final_out);
+        s->ranks[r].final_out = NULL;
+        s->ranks[r].final_valid = false;
+    }
+    s->nbufs = 0;
+    memset(s->bytes, 0, sizeof s->bytes);
+}
+
+static void sim_destroy(void *state)
+{
+    Sim *s = state;
+    if (!s)
+        return;
+    if (s->ranks) {
+        sim_free_bufs(s);
+        for (int r = 0; r < s->n; r++) {
+            free(s->ranks[r].arrivals);
+            free(s->ranks[r].consumed);
+        }
+    }
+    free(s->ranks);
+    pthread_cond_destroy(&s->gate_cv);
+    pthread_mutex_destroy(&s->gate_mu);
+    free(s);
+}
+
+static int sim_create(const RtConfig *cfg, void **state)
+{
+    *state = NULL;
+    if (cfg->nranks < 1 || cfg->nranks > IR_MAX_RANKS) {
+        rt_error(cfg->log, "the sim runs 1 to %d ranks, not %d", IR_MAX_RANKS, cfg->nranks);
+        return CDSL_ERR_USAGE;
+    }
+    Sim *s = calloc(1, sizeof *s);
+    if (!s || pthread_mutex_init(&s->gate_mu, NULL) || pthread_cond_init(&s->gate_cv, NULL)) {
+        free(s);
+        rt_error(cfg->log, "out of memory setting up the sim");
+        return CDSL_ERR_SYSTEM;
+    }
+    s->cfg = *cfg;
+    s->n = cfg->nranks;
+    s->jitter_us = cfg->seed ? (cfg->jitter_us > 0 ? cfg->jitter_us : SIM_DEFAULT_JITTER_US) : 0;
+    s->ranks = calloc((size_t)s->n, sizeof *s->ranks);
+    bool ok = s->ranks != NULL;
+    for (int r = 0; ok && r < s->n; r++) {
+        SimRank *rk = &s->ranks[r];
+        rk->arrivals = malloc((size_t)s->n * sizeof *rk->arrivals);
+        rk->consumed = calloc((size_t)s->n, sizeof *rk->consumed);
+        ok = rk->arrivals && rk->consumed;
+        for (int p = 0; ok && p < s->n; p++)
+            atomic_init(&rk->arrivals[p], 0);
+        atomic_init(&rk->sw_arrivals, 0);
+    }
+    if (!ok) {
+        sim_destroy(s);
+        rt_error(cfg->log, "out of memory setting up the sim for %d ranks", cfg->nranks);
+        return CDSL_ERR_SYSTEM;
+    }
+    *state = s;
+    return CDSL_OK;
+}
+
+/* What the sim may take for buffers: three quarters of the machine's memory. Beyond that,
+ * calloc might still succeed (overcommit) and the run be killed when the pages are touched. */
+static size_t sim_memory_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || page <= 0)
+        return SIZE_MAX;
+    return (size_t)pages / 4 * 3 * (size_t)page;
+}
+
+static int sim_out_of_memory(Sim *s, size_t total)
+{
+    char need[32], have[32];
+    sim_fmt_bytes(total, need, sizeof need);
+    sim_fmt_bytes(sim_memory_budget(), have, sizeof have);
+    rt_error(s->cfg.log, "out of memory: the sim's buffers for %d ranks need %s; it may use %s here", s->n,
+             need, have);
+    return CDSL_ERR_SYSTEM;
+}
+
+static int sim_alloc(void *state, const size_t *bytes, int nbufs)
+{
+    Sim *s = state;
+    if (nbufs < 0 || nbufs > IR_MAX_BUFS) {
+        rt_error(s->cfg.log, "the sim allocates 0 to %d buffers, not %d", IR_MAX_BUFS, nbufs);
+        return CDSL_ERR_USAGE;
+    }
+    sim_free_bufs(s);
+    size_t per_rank = 0, total;
+    for (int b = 0; b <= nbufs; b++) { /* and once more for the output's end-state copy */
+        size_t add = b < nbufs ? bytes[b] : nbufs > IR_OUTPUT ? bytes[IR_OUTPUT] : 0;
+        if (add > SIZE_MAX - per_rank)
+            return sim_out_of_memory(s, SIZE_MAX);
+        per_rank += add;
+    }
+    if (per_rank > SIZE_MAX / (size_t)s->n)
+        return sim_out_of_memory(s, SIZE_MAX);
+    total = per_rank * (size_t)s->n;
+    if (total > sim_memory_budget())
+        return sim_out_of_memory(s, total);
+    for (int r = 0; r < s->n; r++) {
+        SimRank *rk = &s->ranks[r];
+        bool ok = true;
+        /* At least one byte, so that every buffer has an address (offset 0 of nothing). */
+        for (int b = 0; b < nbufs; b++)
+            ok &= (rk->buf[b] = calloc(1, bytes[b] ? bytes[b] : 1)) != NULL;
+        if (nbufs > IR_OUTPUT)
+            ok &= (rk->final_out = malloc(bytes[IR_OUTPUT] ? bytes[IR_OUTPUT] : 1)) != NULL;
+        if (!ok) {
+            sim_free_bufs(s);
+            return sim_out_of_memory(s, total);
+        }
+    }
+    s->nbufs = nbufs;
+    memcpy(s->bytes, bytes, (size_t)nbufs * sizeof *bytes);
+    return CDSL_OK;
+}
+
+static int sim_bad_access(Sim *s, const char *what, int rank, int buf, size_t bytes)
+{
+    rt_error(s->cfg.log, "cannot %s %zu bytes of rank %d's buffer %d: out of range", what, bytes, rank, buf);
+    return CDSL_ERR_USAGE;
+}
+
+static bool sim_access_ok(const Sim *s, int rank, int buf, size_t bytes)
+{
+    return rank >= 0 && rank < s->n && buf >= 0 && buf < s->nbufs && bytes <= s->bytes[buf];
+}
+
+static int sim_write(void *state, int rank, int buf, const void *src, size_t bytes)
+{
+    Sim *s = state;
+    if (!sim_access_ok(s, rank, buf, bytes))
+        return sim_bad_access(s, "write", rank, buf, bytes);
+    if (bytes)
+        memcpy(s->ranks[rank].buf[buf], src, bytes);
+    if (buf == IR_OUTPUT)
+        s->ranks[rank].final_valid = false;
+    return CDSL_OK;
+}
+
+static int sim_read(void *state, int rank, int buf, void *dst, size_t bytes)
+{
+    Sim *s = state;
+    if (!sim_access_ok(s, rank, buf, bytes))
+        return sim_bad_access(s, "read", rank, buf, bytes);
+    const SimRank *rk = &s->ranks[rank];
+    const char *from = buf == IR_OUTPUT && rk->final_valid ? rk->final_out : rk->buf[buf];
+    if (bytes)
+        memcpy(dst, from, bytes);
+    return CDSL_OK;
+}
+
+static bool sim_range_ok(const IrProgram *ir, IrRange r)
+{
+    return r.buf >= 0 && r.buf < ir->nbufs && r.first >= 0 && r.count >= 0 &&
+           r.first <= ir->bufs[r.buf].nchunks - r.count;
+}
+
+/* The IR is trusted to come from evaluation, which checks bounds (rule 3); this re-check
+ * keeps a hand-made or corrupt IrProgram from writing outside the sim's buffers. */
+static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
+{
+    bool peer_ok = op->peer >= 0 && op->peer < ir->nranks && op->peer != rank;
+    switch (op->kind) {
+    case IR_COPY:
+        return sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) && op->dst.count == op->src.count;
+    case IR_REDUCE:
+        return sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) && sim_range_ok(ir, op->src2) &&
+               op->dst.count == op->src.count && op->dst.count == op->src2.count;
+    case IR_PUT:
+    case IR_GET:
+        return peer_ok && sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) &&
+               op->dst.count == op->src.count;
+    case IR_SIGNAL:
+    case IR_WAIT:
+        return peer_ok;
+    case IR_SW_STORE:
+    case IR_SW_REDUCE:
+    case IR_SW_REDUCE_STORE:
+        return sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) && op->dst.count == op->src.count;
+    case IR_SW_SIGNAL:
+    case IR_SW_WAIT:
+        return true;
+    }
+    return false;
+}
+
+static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
+{
+    Sim *s = state;
+    const IrProgram *ir = p ? p->ir : NULL;
+    if (!ir) {
+        rt_error(s->cfg.log, "the program was not evaluated; there is nothing to run");
+        return CDSL_ERR_USAGE;
+    }
+    if (ir->nranks != s->n) {
+        rt_error(s->cfg.log, "%s was compiled for %d ranks; the sim has %d", ir->name, ir->nranks, s->n);
+        return CDSL_ERR_USAGE;
+    }
+    for (int r = 0; r < ir->nranks; r++)
+        for (int i = 0; i < ir->ranks[r].nops; i++)
+            if (!sim_op_ok(ir, r, &ir->ranks[r].ops[i])) {
+                rt_error(s->cfg.log, "internal error: rank %d's operation %d (%s) is malformed", r, i,
+                         ir_kind_name(ir->ranks[r].ops[i].kind));
+                return CDSL_ERR_USAGE;
+            }
+    s->ir = ir;
+    s->dtype = dtype;
+    return CDSL_OK;
+}
+
+/* The loaded program's buffers fit the allocation at this chunk size. */
+static bool sim_layout_fits(const Sim *s, size_t chunk)
+{
+    if (s->ir->nbufs > s->nbufs)
+        return false;
+    for (int b = 0; b < s->ir->nbufs; b++) {
+        size_t c = (size_t)s->ir->bufs[b].nchunks;
+        if (c && chunk > s->bytes[b] / c)
+            return false;
+    }
+    return true;
+}
+
+static void sim_workers_free(SimWorker *ws, int n)
+{
+    for (int r = 0; ws && r < n; r++) {
+        free(ws[r].acc);
+        free(ws[r].out);
+        free(ws[r].srcs);
+        free(ws[r].dsts);
+    }
+    free(ws);
+}
+
+static SimWorker *sim_workers_new(Sim *s)
+{
+    SimWorker *ws = calloc((size_t)s->n, sizeof *ws);
+    bool ok = ws != NULL;
+    for (int r = 0; ok && r < s->n; r++) {
+        SimWorker *w = &ws[r];
+        w->s = s;
+        w->rank = r;
+        w->rng = s->cfg.seed * 0x100000001B3ull + (uint64_t)r * 0x9E3779B97F4A7C15ull;
+        w->acc = malloc(SIM_BLOCK_ELEMS * 4);
+        w->out = malloc(SIM_BLOCK_ELEMS * 4);
+        w->srcs = malloc((size_t)s->n * sizeof *w->srcs);
+        w->dsts = malloc((size_t)s->n * sizeof *w->dsts);
+        ok = w->acc && w->out && w->srcs && w->dsts;
+    }
+    if (!ok) {
+        sim_workers_free(ws, ws ? s->n : 0);
+        return NULL;
+    }
+    return ws;
+}
+
+static void sim_run_reset(Sim *s, size_t chunk, int iters)
+{
+    s->chunk = chunk;
+    s->iters = iters;
+    s->gate_open = false;
+    atomic_store(&s->stop, 0);
+    atomic_store(&s->progress, 0);
+    for (int r = 0; r < s->n; r++) {
+        s->ranks[r].stuck_op = -1;
+        s->ranks[r].final_valid = false;
+    }
+}
+
+/* Starts every rank's thread, opens the gate, joins them. Returns the threads started. */
+static int sim_run_threads(Sim *s, SimWorker *ws, int *err, double *elapsed_us)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, SIM_STACK_BYTES);
+    int started = 0;
+    *err = 0;
+    while (started < s->n && !(*err = pthread_create(&ws[started].thread, &attr, sim_rank_main, &ws[started])))
+        started++;
+    pthread_attr_destroy(&attr);
+    if (*err)
+        atomic_store(&s->stop, 1); /* the started ones leave at their first operation */
+    sim_gate_open(s);
+    double t0 = sim_now_us();
+    for (int r = 0; r < started; r++)
+        pthread_join(ws[r].thread, NULL);
+    *elapsed_us = sim_now_us() - t0;
+    return started;
+}
+
+static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
+{
+    Sim *s = state;
+    if (!s->ir || iters < 1 || chunk_bytes % 4 || !sim_layout_fits(s, chunk_bytes)) {
+        rt_error(s->cfg.log, "internal error: sim run without a loaded program that fits the buffers");
+        return CDSL_ERR_USAGE;
+    }
+    SimWorker *ws = sim_workers_new(s);
+    if (!ws) {
+        rt_error(s->cfg.log, "out of memory starting the sim's %d ranks", s->n);
+        return CDSL_ERR_SYSTEM;
+    }
+    sim_run_reset(s, chunk_bytes, iters);
+    int err;
+    double us;
+    int started = sim_run_threads(s, ws, &err, &us);
+    sim_workers_free(ws, s->n);
+    if (err) {
+        rt_error(s->cfg.log, "cannot start the sim's %d rank threads (started %d): %s", s->n, started, strerror(err));
+        sim_reset_counters(s);
+        return CDSL_ERR_SYSTEM;
+    }
+    if (atomic_load(&s->stop)) {
+        sim_report_stuck(s);
+        sim_reset_counters(s);
+        return CDSL_ERR_RUNTIME;
+    }
+    if (us_per_iter)
+        *us_per_iter = us / iters;
+    return CDSL_OK;
+}
+
+const RtBackendOps rt_backend_sim = {
+    .name = "sim",
+    .create = sim_create,
+    .alloc = sim_alloc,
+    .write = sim_write,
+    .read = sim_read,
+    .load = sim_load,
+    .run = sim_run,
+    .destroy = sim_destroy,
+};

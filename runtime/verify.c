@@ -1,0 +1,431 @@
+/*
+ * verify.c - what inputs are filled with and what outputs must hold afterwards.
+ *
+ * cdsl_fill() writes every rank's input with the pattern of verify.h and sets outputs and
+ * scratch buffers to all-ones bytes; cdsl_check() reads each rank's output back and compares
+ * every element with the collective's postcondition (LANGUAGE.md's table):
+ *   allgather      output[p*C + i] == input@p[i]
+ *   reducescatter  output[i] == sum over p of input@p[r*C + i]
+ *   allreduce      output[i] == sum over p of input@p[i]
+ * It counts the wrong elements and reports the first one: rank, chunk, element, expected,
+ * got, and where the expected value comes from. Barrier and custom programs have nothing to
+ * compare. cdsl_chunk_bytes() holds the size convention (nccl-tests': the larger of one rank's
+ * input and output) so that every tool turns a size into a chunk size the same way.
+ */
+#include "verify.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend.h"
+#include "driver.h"
+
+/* Normal finite values the 16-bit types have: 2 signs x 30 (f16) or 254 (bf16) exponents. */
+enum { F16_NORMALS = 2 * 30 * 1024, BF16_NORMALS = 2 * 254 * 128 };
+
+VfMode vf_mode(Collective c)
+{
+    return c == COLL_REDUCESCATTER || c == COLL_ALLREDUCE ? VF_SUM : VF_MOVE;
+}
+
+/* Fibonacci hashing: the top half of u times 2^64/phi. One multiply per element, and
+ * neighbouring elements (and ranks) get values far apart. */
+static uint32_t vf_hash(uint64_t u)
+{
+    return (uint32_t)((u * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+/* Distinct values for distinct u, as far as the dtype has them (see verify.h). Counting of the
+ * 16-bit types starts at exponent 0 so that the first values read as 1, 1.0009765625, ... */
+static uint32_t vf_move_value(cdsl_dtype t, uint64_t u)
+{
+    switch (t) {
+    case CDSL_U32:
+    case CDSL_S32: {
+        uint32_t h = (uint32_t)u * 0x9E3779B1u; /* odd multiplier and xorshift: a bijection */
+        h ^= h >> 16;
+        return h == 0xFFFFFFFFu ? 0xFFFFFFFEu : h; /* never the poison */
+    }
+    case CDSL_F32:
+        if (u < (1u << 24))
+            return rt_f32_bits((float)(u + 1));
+        u -= 1u << 24; /* then normal values below 1, disjoint from the integers */
+        return (uint32_t)((u >> 29) & 1u) << 31 | (uint32_t)(126 - ((u >> 23) & 63u)) << 23 |
+               (uint32_t)(u & 0x7FFFFFu);
+    case CDSL_F16: {
+        uint32_t i = (uint32_t)(u % F16_NORMALS), half = F16_NORMALS / 2, rest = i % half;
+        return (i / half) << 15 | (1 + (rest / 1024 + 14) % 30) << 10 | rest % 1024;
+    }
+    case CDSL_BF16: {
+        uint32_t i = (uint32_t)(u % BF16_NORMALS), half = BF16_NORMALS / 2, rest = i % half;
+        return (i / half) << 15 | (1 + (rest / 128 + 126) % 254) << 7 | rest % 128;
+    }
+    }
+    return 0;
+}
+
+/* M = L / nranks: any sum over the ranks of values in [-M, M] stays within +-L, exact. */
+static int64_t vf_small_limit(cdsl_dtype t, int nranks)
+{
+    int64_t limit = t == CDSL_F32 ? 1 << 24 : t == CDSL_F16 ? 2048 : 256;
+    return limit / nranks;
+}
+
+/* An integer in [-m, m] from the hash (multiply-high instead of a slow modulo). */
+static int64_t vf_small(int64_t m, uint64_t u)
+{
+    return (int64_t)(((uint64_t)vf_hash(u) * (uint64_t)(2 * m + 1)) >> 32) - m;
+}
+
+static uint32_t vf_int_bits(cdsl_dtype t, int64_t v)
+{
+    switch (t) {
+    case CDSL_F32: return rt_f32_bits((float)v);
+    case CDSL_F16: return rt_f32_to_f16((float)v);
+    case CDSL_BF16: return rt_f32_to_bf16((float)v);
+    default: return (uint32_t)v;
+    }
+}
+
+uint32_t vf_value(cdsl_dtype t, VfMode m, int nranks, int rank, uint64_t elem)
+{
+    uint64_t u = elem * (uint64_t)nranks + (uint64_t)rank;
+    if (m == VF_MOVE)
+        return vf_move_value(t, u);
+    if (t == CDSL_U32 || t == CDSL_S32)
+        return vf_hash(u);
+    return vf_int_bits(t, vf_small(vf_small_limit(t, nranks), u));
+}
+
+uint32_t vf_sum(cdsl_dtype t, int nranks, uint64_t elem)
+{
+    if (t == CDSL_U32 || t == CDSL_S32) {
+        uint32_t s = 0;
+        for (int p = 0; p < nranks; p++)
+            s += vf_hash(elem * (uint64_t)nranks + (uint64_t)p);
+        return s;
+    }
+    int64_t s = 0, m = vf_small_limit(t, nranks);
+    for (int p = 0; p < nranks; p++)
+        s += vf_small(m, elem * (uint64_t)nranks + (uint64_t)p);
+    return vf_int_bits(t, s);
+}
+
+/* ---- the same, a block at a time (the dtype switch outside the loops) ---------------------- */
+
+enum { VF_BLOCK = 4096 };
+
+/* out[i] = vf_value(t, m, nranks, rank, first + i) */
+static void vf_values(cdsl_dtype t, VfMode m, int nranks, int rank, uint64_t first, size_t count, uint32_t *out)
+{
+    uint64_t n = (uint64_t)nranks, u = first * n + (uint64_t)rank;
+    if (m == VF_MOVE) {
+        for (size_t i = 0; i < count; i++, u += n)
+            out[i] = vf_move_value(t, u);
+    } else if (t == CDSL_U32 || t == CDSL_S32) {
+        for (size_t i = 0; i < count; i++, u += n)
+            out[i] = vf_hash(u);
+    } else {
+        int64_t lim = vf_small_limit(t, nranks);
+        for (size_t i = 0; i < count; i++, u += n)
+            out[i] = vf_int_bits(t, vf_small(lim, u));
+    }
+}
+
+/* out[i] = vf_sum(t, nranks, first + i) */
+static void vf_sums(cdsl_dtype t, int nranks, uint64_t first, size_t count, uint32_t *out)
+{
+    uint64_t n = (uint64_t)nranks;
+    if (t == CDSL_U32 || t == CDSL_S32) {
+        for (size_t i = 0; i < count; i++) {
+            uint32_t s = 0;
+            for (uint64_t p = 0, u = (first + i) * n; p < n; p++)
+                s += vf_hash(u + p);
+            out[i] = s;
+        }
+        return;
+    }
+    int64_t lim = vf_small_limit(t, nranks);
+    for (size_t i = 0; i < count; i++) {
+        int64_t s = 0;
+        for (uint64_t p = 0, u = (first + i) * n; p < n; p++)
+            s += vf_small(lim, u + p);
+        out[i] = vf_int_bits(t, s);
+    }
+}
+
+static void vf_store_block(cdsl_dtype t, char *dst, const uint32_t *v, size_t count)
+{
+    if (cdsl_dtype_size(t) == 4) {
+        memcpy(dst, v, 4 * count);
+        return;
+    }
+    for (size_t i = 0; i < count; i++) {
+        uint16_t h = (uint16_t)v[i];
+        memcpy(dst + 2 * i, &h, 2);
+    }
+}
+
+static float vf_float(cdsl_dtype t, uint32_t bits)
+{
+    switch (t) {
+    case CDSL_F16: return rt_f16_to_f32((uint16_t)bits);
+    case CDSL_BF16: return rt_bf16_to_f32((uint16_t)bits);
+    default: return rt_bits_f32(bits);
+    }
+}
+
+bool vf_equal(cdsl_dtype t, VfMode m, uint32_t want, uint32_t got)
+{
+    if (m == VF_MOVE || t == CDSL_U32 || t == CDSL_S32)
+        return want == got;
+    return vf_float(t, want) == vf_float(t, got); /* sums: by value, so -0 == +0 */
+}
+
+void vf_format(cdsl_dtype t, uint32_t bits, char *out, size_t len)
+{
+    if (t == CDSL_U32) {
+        snprintf(out, len, "%u", bits);
+    } else if (t == CDSL_S32) {
+        int32_t v;
+        memcpy(&v, &bits, sizeof v);
+        snprintf(out, len, "%d", v);
+    } else {
+        float f = vf_float(t, bits);
+        if (isnan(f))
+            snprintf(out, len, "nan");
+        else
+            snprintf(out, len, "%.9g", (double)f);
+    }
+}
+
+uint32_t vf_poison(cdsl_dtype t)
+{
+    return cdsl_dtype_size(t) == 2 ? 0xFFFFu : 0xFFFFFFFFu;
+}
+
+/* ---- the size convention ------------------------------------------------------------------- */
+
+int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, size_t *granule)
+{
+    int in = cdsl_program_buf_chunks(p, CDSL_BUF_INPUT), out = cdsl_program_buf_chunks(p, CDSL_BUF_OUTPUT);
+    int most = in > out ? in : out;
+    size_t chunks = most > 0 ? (size_t)most : 1;
+    if (granule)
+        *granule = 4 * chunks;
+    if (!p || !p->ir || size == 0 || size % (4 * chunks))
+        return CDSL_ERR_USAGE;
+    *chunk_bytes = size / chunks;
+    return CDSL_OK;
+}
+
+/* ---- fill ------------------------------------------------------------------------------------ */
+
+static const IrProgram *vf_program(cdsl_comm *c, const cdsl_program *p)
+{
+    const IrProgram *ir = p ? p->ir : NULL;
+    if (!ir) {
+        rt_error(rt_comm_log(c), "the program was not evaluated; there is nothing to fill or check");
+        return NULL;
+    }
+    for (int b = 0; b < ir->nbufs; b++) {
+        size_t c_b = (size_t)ir->bufs[b].nchunks;
+        if (c_b && cdsl_comm_buf_bytes(c, b) / c_b < cdsl_comm_chunk_bytes(c)) {
+            rt_error(rt_comm_log(c), "the communicator's buffers were not allocated for %s", ir->name);
+            return NULL;
+        }
+    }
+    return ir;
+}
+
+static size_t vf_buf_bytes(cdsl_comm *c, const IrProgram *ir, int b)
+{
+    return (size_t)ir->bufs[b].nchunks * cdsl_comm_chunk_bytes(c);
+}
+
+static void *vf_host(cdsl_comm *c, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 1);
+    if (!h)
+        rt_error(rt_comm_log(c), "out of memory: %zu bytes of host memory to fill or check buffers", bytes);
+    return h;
+}
+
+static int vf_fill_inputs(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, char *host)
+{
+    size_t bytes = vf_buf_bytes(c, ir, IR_INPUT), elems = bytes / cdsl_dtype_size(t);
+    VfMode m = vf_mode(ir->coll);
+    uint32_t v[VF_BLOCK];
+    for (int r = 0; r < ir->nranks; r++) {
+        for (size_t e = 0; e < elems; e += VF_BLOCK) {
+            size_t n = elems - e < VF_BLOCK ? elems - e : VF_BLOCK;
+            vf_values(t, m, ir->nranks, r, e, n, v);
+            vf_store_block(t, host + e * cdsl_dtype_size(t), v, n);
+        }
+        int rc = cdsl_comm_write(c, r, IR_INPUT, host, bytes);
+        if (rc)
+            return rc;
+    }
+    return CDSL_OK;
+}
+
+int cdsl_fill(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
+{
+    const IrProgram *ir = vf_program(c, p);
+    if (!ir)
+        return CDSL_ERR_USAGE;
+    size_t biggest = 0;
+    for (int b = 0; b < ir->nbufs; b++)
+        if (vf_buf_bytes(c, ir, b) > biggest)
+            biggest = vf_buf_bytes(c, ir, b);
+    char *host = vf_host(c, biggest);
+    if (!host)
+        return CDSL_ERR_SYSTEM;
+    int rc = ir->nbufs > IR_INPUT ? vf_fill_inputs(c, ir, t, host) : CDSL_OK;
+    memset(host, VF_POISON_BYTE, biggest);
+    for (int r = 0; !rc && r < ir->nranks; r++)
+        for (int b = IR_OUTPUT; !rc && b < ir->nbufs; b++)
+            rc = cdsl_comm_write(c, r, b, host, vf_buf_bytes(c, ir, b));
+    free(host);
+    return rc;
+}
+
+/* ---- check ----------------------------------------------------------------------------------- */
+
+typedef struct VfCheck {
+    const IrProgram *ir;
+    cdsl_dtype t;
+    VfMode mode;
+    size_t chunk_elems;
+    uint32_t *sums;                     /* allreduce: the expected output, the same on every rank */
+    unsigned long long wrong;
+    int ranks_wrong;
+    int first_rank;                     /* -1 until a wrong element is seen */
+    size_t first_elem;
+    uint32_t first_want, first_got;
+} VfCheck;
+
+/* Expected output elements [first, first + count) of rank r; the range lies in one chunk. */
+static void vf_expected(const VfCheck *k, int r, size_t first, size_t count, uint32_t *want)
+{
+    const IrProgram *ir = k->ir;
+    size_t ce = k->chunk_elems, C = (size_t)ir->chunks, chunk = first / ce;
+    switch (ir->coll) {
+    case COLL_ALLGATHER:
+        vf_values(k->t, VF_MOVE, ir->nranks, (int)(chunk / C), (chunk % C) * ce + first % ce, count, want);
+        break;
+    case COLL_REDUCESCATTER:
+        vf_sums(k->t, ir->nranks, (size_t)r * C * ce + first, count, want);
+        break;
+    default:
+        memcpy(want, k->sums + first, count * sizeof *want);
+        break;
+    }
+}
+
+/* Compares a block: bytes first (the common, right case), then element by element. */
+static void vf_compare(VfCheck *k, int r, size_t first, const uint32_t *want, const char *got, size_t count)
+{
+    uint16_t half[VF_BLOCK];
+    size_t es = cdsl_dtype_size(k->t);
+    const void *bytes = want;
+    if (es == 2) {
+        for (size_t i = 0; i < count; i++)
+            half[i] = (uint16_t)want[i];
+        bytes = half;
+    }
+    if (memcmp(bytes, got, es * count) == 0)
+        return;
+    for (size_t i = 0; i < count; i++) {
+        uint32_t g = vf_load(k->t, got, i);
+        if (vf_equal(k->t, k->mode, want[i], g))
+            continue;
+        if (k->wrong++ == 0) {
+            k->first_rank = r;
+            k->first_elem = first + i;
+            k->first_want = want[i];
+            k->first_got = g;
+        }
+    }
+}
+
+static void vf_check_rank(VfCheck *k, int r, const char *host, size_t elems)
+{
+    unsigned long long before = k->wrong;
+    size_t ce = k->chunk_elems, es = cdsl_dtype_size(k->t);
+    uint32_t want[VF_BLOCK];
+    for (size_t chunk = 0; chunk < elems; chunk += ce) {
+        for (size_t e = chunk; e < chunk + ce; e += VF_BLOCK) {
+            size_t n = chunk + ce - e < VF_BLOCK ? chunk + ce - e : VF_BLOCK;
+            vf_expected(k, r, e, n, want);
+            vf_compare(k, r, e, want, host + e * es, n);
+        }
+    }
+    k->ranks_wrong += k->wrong > before;
+}
+
+static void vf_report(cdsl_comm *c, const VfCheck *k, size_t out_elems)
+{
+    const IrProgram *ir = k->ir;
+    size_t ce = k->chunk_elems, chunk = k->first_elem / ce, elem = k->first_elem % ce;
+    char want[48], got[48], from[96];
+    vf_format(k->t, k->first_want, want, sizeof want);
+    vf_format(k->t, k->first_got, got, sizeof got);
+    if (ir->coll == COLL_ALLGATHER)
+        snprintf(from, sizeof from, "rank %zu's input chunk %zu", chunk / (size_t)ir->chunks,
+                 chunk % (size_t)ir->chunks);
+    else if (ir->coll == COLL_REDUCESCATTER)
+        snprintf(from, sizeof from, "the sum over ranks of input chunk %zu",
+                 (size_t)k->first_rank * (size_t)ir->chunks + chunk);
+    else
+        snprintf(from, sizeof from, "the sum over ranks of input chunk %zu", chunk);
+    bool poison = k->first_got == vf_poison(k->t);
+    rt_error(rt_comm_log(c), "wrong result on rank %d: output chunk %zu, element %zu is %s%s, expected %s (from %s)",
+             k->first_rank, chunk, elem, got, poison ? " (never written)" : "", want, from);
+    FILE *log = rt_comm_log(c) ? rt_comm_log(c) : stderr;
+    fprintf(log, "cdsl: note: %llu of %llu output elements wrong, on %d of %d ranks\n", k->wrong,
+            (unsigned long long)out_elems * (unsigned long long)ir->nranks, k->ranks_wrong, ir->nranks);
+    fflush(log);
+}
+
+static int vf_prepare_sums(cdsl_comm *c, VfCheck *k, size_t out_elems)
+{
+    if (k->ir->coll != COLL_ALLREDUCE)
+        return CDSL_OK;
+    k->sums = vf_host(c, out_elems * sizeof *k->sums);
+    if (!k->sums)
+        return CDSL_ERR_SYSTEM;
+    vf_sums(k->t, k->ir->nranks, 0, out_elems, k->sums);
+    return CDSL_OK;
+}
+
+int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long long *wrong)
+{
+    if (wrong)
+        *wrong = 0;
+    const IrProgram *ir = vf_program(c, p);
+    if (!ir)
+        return CDSL_ERR_USAGE;
+    if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)
+        return CDSL_OK;
+    VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
+    k.chunk_elems = cdsl_comm_chunk_bytes(c) / cdsl_dtype_size(t);
+    size_t bytes = vf_buf_bytes(c, ir, IR_OUTPUT), elems = bytes / cdsl_dtype_size(t);
+    char *host = vf_host(c, bytes);
+    int rc = host ? vf_prepare_sums(c, &k, elems) : CDSL_ERR_SYSTEM;
+    for (int r = 0; !rc && r < ir->nranks; r++) {
+        rc = cdsl_comm_read(c, r, IR_OUTPUT, host, bytes);
+        if (!rc)
+            vf_check_rank(&k, r, host, elems);
+    }
+    free(host);
+    free(k.sums);
+    if (rc)
+        return rc;
+    if (wrong)
+        *wrong = k.wrong;
+    if (!k.wrong)
+        return CDSL_OK;
+    vf_report(c, &k, elems);
+    return CDSL_ERR_VERIFY;
+}
