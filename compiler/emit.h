@@ -1,0 +1,90 @@
+/*
+ * emit.h - the CUDA code generator: one self-contained CUDA source per (program, nranks,
+ * flavour, element type), printed from the checked per-rank IR.
+ *
+ * The source has no #include (NVRTC compiles it as is): the kernel's argument block from
+ * runtime/abi.h, a prelude of device helpers written once (waits, signals, grid convergence,
+ * the data-movement engine, the switch operations of the chosen flavour), then one function
+ * per rank, rank_<r>(), holding one call per IR operation in program order, each under a
+ * comment with its .cdsl line:col and the operation in canonical form printed from the IR.
+ * Nothing the user wrote reaches the source except as checked values: buffer names are
+ * sanitised to [A-Za-z0-9_] and loop contexts to a safe character set.
+ *
+ * Files: emit_cuda.c (the walk over the IR, synchronisation placement), emit_order.c (grid
+ * barriers the checker's ordering pass does not ask for), emit_fence.c (where the nvls flavour
+ * needs fence.proxy.alias), emit_prelude.c (the device helpers' text).
+ */
+#ifndef CDSL_EMIT_H
+#define CDSL_EMIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "arena.h"
+#include "cdsl.h"
+#include "diag.h"
+#include "ir.h"
+
+/* The CUDA source for p at its rank count, in arena a; NULL after a diag_error when the
+ * combination cannot be emitted (the sim backend, an element type multimem cannot add). */
+const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, Arena *a, Diag *d);
+
+/* What the switch can do for one element type (PTX ISA, multimem.ld_reduce). */
+typedef struct EmitDtype {
+    const char *name;          /* "f32" */
+    const char *mc_sum_pack;   /* ld_reduce form for a 16-byte pack; NULL: four scalar loads */
+    const char *mc_sum_word;   /* ld_reduce form for a 4-byte word; NULL: no .add at all */
+    int min_nvrtc;             /* NVRTC (CUDA) version its nvls reductions need, e.g. 1202 */
+} EmitDtype;
+
+const EmitDtype *emit_dtype(cdsl_dtype t);
+/* The oldest NVRTC whose PTX has every instruction emit_cuda() uses for this combination
+ * (major * 100 + minor), and the oldest architecture (sm number, e.g. 90). */
+int emit_min_nvrtc(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype);
+int emit_min_sm(cdsl_backend flavour);
+
+/* ---- Inside the emitter ------------------------------------------------------------------ */
+
+/* A growing string in the arena (old copies are left behind: at most twice the final size). */
+typedef struct EmitBuf {
+    Arena *arena;
+    char *s;
+    size_t len, cap;
+} EmitBuf;
+
+void emit_puts(EmitBuf *b, const char *s);
+void emit_printf(EmitBuf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* emit_prelude.c: the device helpers for a flavour and element type. */
+void emit_prelude(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype);
+
+/* emit_fence.c: for the nvls flavour, where bytes written through one mapping (multicast or
+ * unicast) are next touched through the other, so that fence.proxy.alias goes there. Walk one
+ * rank's operations in order: ask fence_before() for each operation (true: emit the fence
+ * before it), then tell fence_after(); at the end ask fence_at_end(). */
+typedef struct EmitFence EmitFence;
+
+EmitFence *emit_fence_new(const IrProgram *p, Arena *a);
+void emit_fence_begin_rank(EmitFence *f);
+bool emit_fence_before(EmitFence *f, const IrOp *op);
+void emit_fence_after(EmitFence *f, const IrOp *op);
+bool emit_fence_at_end(EmitFence *f);
+
+/* emit_order.c: the checker's ordering pass (order.c) sets IrOp.sync_before for data operations
+ * that meet an earlier one in another thread, but it starts afresh at every signal and wait,
+ * where the emitted code does not make every block wait. This pass covers that gap: for a data
+ * operation it says whether it meets, in another thread, an access made before a signal or
+ * wait since the last grid barrier. Tell it every operation (note) and every grid barrier. */
+typedef struct EmitOrder EmitOrder;
+
+EmitOrder *emit_order_new(const IrProgram *p, Arena *a);
+void emit_order_begin_rank(EmitOrder *o, int rank);
+bool emit_order_needs_barrier(EmitOrder *o, const IrOp *op);
+void emit_order_note(EmitOrder *o, const IrOp *op);
+void emit_order_barrier(EmitOrder *o);
+
+#endif

@@ -1,0 +1,422 @@
+/*
+ * emit_cuda.c - CUDA source from the checked per-rank IR (see emit.h for the file's shape).
+ *
+ * For each rank we print its operations in program order, one helper call each, and insert
+ * only the intra-rank synchronisation the order needs:
+ *   - a grid barrier before an operation the checker marked sync_before (it reads or
+ *     overwrites what other blocks of the rank touched), or that emit_order.c finds meeting
+ *     an access from before a signal or wait, unless no data operation happened since the
+ *     last grid barrier;
+ *   - a convergence before every signal that follows a data operation: the rank's blocks
+ *     arrive, block 0 waits for all of them and its thread 0 makes the rank's one arrival
+ *     (the others go on: nobody else needs to wait for a signal);
+ *   - waits need no barrier: every block's thread 0 polls the counter itself and releases its
+ *     own block;
+ *   - nvls only: fence.proxy.alias where emit_fence.c says so.
+ * Convergences are numbered per launch (the k-th one completes when the rank's arrival count
+ * reaches k blocks' worth), and so are the waits on each counter (the n-th wait on peer p
+ * needs n arrivals beyond what earlier launches consumed); the numbers are printed into the
+ * calls, and the rank's leave function records the totals for the next launch.
+ */
+#include "emit.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Straight-line code for more operations than this would be too big for NVRTC anyway. */
+enum { EMIT_MAX_OPS = 1 << 20 };
+
+/* ---- The string buffer ------------------------------------------------------------------------ */
+
+static void reserve(EmitBuf *b, size_t more)
+{
+    if (b->len + more + 1 <= b->cap)
+        return;
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + more + 1)
+        cap *= 2;
+    b->s = arena_grow(b->arena, b->s, b->len, cap, 1);
+    b->cap = cap;
+}
+
+void emit_puts(EmitBuf *b, const char *s)
+{
+    size_t n = strlen(s);
+    reserve(b, n);
+    memcpy(b->s + b->len, s, n + 1);
+    b->len += n;
+}
+
+void emit_printf(EmitBuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n <= 0)
+        return;
+    reserve(b, (size_t)n);
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* ---- Element types and what the switch can do with them -------------------------------------- */
+
+/* multimem.ld_reduce .add (PTX ISA 8.1+, sm_90): f32 and the half types have vector forms
+   (16 bytes = .v4 of 32-bit lanes; the half types summed in f32 with .acc::f32, PTX 8.2);
+   the integers have scalar forms only, and s64 would have none. A store (multimem.st) moves
+   bit patterns and exists for every type. */
+static const EmitDtype DTYPES[] = {
+    [CDSL_F32] = {"f32", "add.v4.f32", "add.f32", 1201},
+    [CDSL_F16] = {"f16", "add.acc::f32.v4.f16x2", "add.acc::f32.f16x2", 1202},
+    [CDSL_BF16] = {"bf16", "add.acc::f32.v4.bf16x2", "add.acc::f32.bf16x2", 1202},
+    [CDSL_U32] = {"u32", NULL, "add.u32", 1201},
+    [CDSL_S32] = {"s32", NULL, "add.s32", 1201},
+};
+
+const EmitDtype *emit_dtype(cdsl_dtype t)
+{
+    if ((int)t < 0 || (size_t)t >= sizeof DTYPES / sizeof *DTYPES)
+        return NULL;
+    return &DTYPES[t];
+}
+
+static bool has_switch_sum(const IrProgram *p)
+{
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            if (p->ranks[r].ops[i].kind == IR_SW_REDUCE || p->ranks[r].ops[i].kind == IR_SW_REDUCE_STORE)
+                return true;
+    return false;
+}
+
+int emit_min_nvrtc(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype)
+{
+    /* __grid_constant__ needs CUDA 11.7; multimem PTX 8.1 (CUDA 12.1); .acc::f32 PTX 8.2. */
+    if (flavour != CDSL_BACKEND_NVLS)
+        return 1107;
+    const EmitDtype *t = emit_dtype(dtype);
+    return t && has_switch_sum(p) ? t->min_nvrtc : 1201;
+}
+
+int emit_min_sm(cdsl_backend flavour)
+{
+    /* multimem needs sm_90; acquire/release loads and reductions need sm_70. */
+    return flavour == CDSL_BACKEND_NVLS ? 90 : 70;
+}
+
+/* ---- Names and canonical forms, printed from the IR ------------------------------------------ */
+
+typedef struct Emitter {
+    const IrProgram *p;
+    cdsl_backend flavour;
+    EmitBuf out;
+    const char *bufname[IR_MAX_BUFS];   /* sanitised buffer names, "B_output" */
+    EmitOrder *order;                   /* barriers order.c leaves out */
+    EmitFence *fence;                   /* nvls only */
+    int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
+    int switch_waits, meets;            /* switch waits and block convergences so far */
+    bool data_since_barrier, data_since_meet;
+} Emitter;
+
+/* Keep [A-Za-z0-9_], replace anything else: user text never reaches the source verbatim. */
+static char *sanitise(Arena *a, const char *s, const char *extra, size_t max)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n > max)
+        n = max;
+    char *t = arena_strndup(a, s ? s : "", n);
+    for (char *c = t; *c; c++) {
+        bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                  *c == '_' || (extra && strchr(extra, *c));
+        if (!ok)
+            *c = '_';
+    }
+    return t;
+}
+
+static void name_buffers(Emitter *e, Arena *a)
+{
+    for (int b = 0; b < e->p->nbufs; b++) {
+        const char *raw = e->p->bufs[b].name;
+        char *s = sanitise(a, raw, NULL, 64);
+        bool clash = !*s || strcmp(s, raw ? raw : "") != 0;
+        for (int c = 0; c < b && !clash; c++)
+            clash = strcmp(e->bufname[c] + 2, s) == 0;
+        e->bufname[b] = clash ? arena_printf(a, "B%d", b) : arena_printf(a, "B_%s", s);
+    }
+}
+
+static const char *bufname(const Emitter *e, int b)
+{
+    return b >= 0 && b < e->p->nbufs ? e->bufname[b] + (e->bufname[b][1] == '_' ? 2 : 0) : "?";
+}
+
+static void put_range(Emitter *e, IrRange r)
+{
+    if (r.count == 1)
+        emit_printf(&e->out, "%s[%d]", bufname(e, r.buf), r.first);
+    else
+        emit_printf(&e->out, "%s[%d..%d]", bufname(e, r.buf), r.first, r.first + r.count);
+}
+
+static const char *order_name(const IrOp *op)
+{
+    bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
+    return op->relaxed ? "relaxed" : wait ? "acquire" : "release";
+}
+
+/* "// 9:9  put to rank 1: output[3] <- output[3]  (step=2)" */
+static void put_comment(Emitter *e, const IrOp *op, Arena *a)
+{
+    EmitBuf *o = &e->out;
+    emit_printf(o, "    // %d:%d  ", op->loc.line, op->loc.col);
+    switch (op->kind) {
+    case IR_COPY: emit_puts(o, "copy "); break;
+    case IR_REDUCE: emit_puts(o, "reduce "); break;
+    case IR_PUT: emit_printf(o, "put to rank %d: ", op->peer); break;
+    case IR_GET: emit_printf(o, "get from rank %d: ", op->peer); break;
+    case IR_SIGNAL: emit_printf(o, "signal rank %d (%s)", op->peer, order_name(op)); break;
+    case IR_WAIT: emit_printf(o, "wait for rank %d (%s)", op->peer, order_name(op)); break;
+    case IR_SW_SIGNAL:
+    case IR_SW_WAIT: emit_printf(o, "%s (%s)", ir_kind_name(op->kind), order_name(op)); break;
+    default: emit_printf(o, "%s ", ir_kind_name(op->kind)); break;
+    }
+    if (ir_is_data(op->kind)) {
+        put_range(e, op->dst);
+        emit_puts(o, op->kind == IR_SW_REDUCE || op->kind == IR_SW_REDUCE_STORE ? " <- sum of " : " <- ");
+        put_range(e, op->src);
+        if (op->kind == IR_REDUCE) {
+            emit_puts(o, " + ");
+            put_range(e, op->src2);
+        }
+    }
+    if (op->ctx)   /* loop variables and def calls: a safe character set, never a backslash */
+        emit_printf(o, "  (%s)", sanitise(a, op->ctx, "=,:() .+-", 240));
+    emit_puts(o, "\n");
+}
+
+/* ---- One rank ------------------------------------------------------------------------------- */
+
+static void put_data_call(Emitter *e, const IrOp *op)
+{
+    static const char *const fn[] = {
+        [IR_COPY] = "cdsl_copy", [IR_REDUCE] = "cdsl_reduce", [IR_PUT] = "cdsl_put",
+        [IR_GET] = "cdsl_get", [IR_SW_STORE] = "cdsl_switch_store",
+        [IR_SW_REDUCE] = "cdsl_switch_reduce", [IR_SW_REDUCE_STORE] = "cdsl_switch_reduce_store",
+    };
+    EmitBuf *o = &e->out;
+    emit_printf(o, "    %s(a, ", fn[op->kind]);
+    if (op->kind == IR_PUT || op->kind == IR_GET)
+        emit_printf(o, "%d, ", op->peer);
+    emit_printf(o, "%s, %d, %s, %d, ", e->bufname[op->dst.buf], op->dst.first, e->bufname[op->src.buf],
+                op->src.first);
+    if (op->kind == IR_REDUCE)
+        emit_printf(o, "%s, %d, ", e->bufname[op->src2.buf], op->src2.first);
+    emit_printf(o, "%d);\n", op->dst.count);
+}
+
+static void put_sync_call(Emitter *e, const IrOp *op)
+{
+    EmitBuf *o = &e->out;
+    bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
+    const char *order = op->relaxed ? "CDSL_RELAXED" : wait ? "CDSL_ACQUIRE" : "CDSL_RELEASE";
+    switch (op->kind) {
+    case IR_SIGNAL:
+        emit_printf(o, "    cdsl_peer_signal(a, %d, %s);\n", op->peer, order);
+        break;
+    case IR_SW_SIGNAL:
+        emit_printf(o, "    cdsl_switch_signal(a, %s);\n", order);
+        break;
+    case IR_WAIT:
+        emit_printf(o, "    CDSL_TRY(cdsl_peer_wait(a, %d, %d, %s, %d));\n", op->peer,
+                    ++e->peer_waits[op->peer], order, op->loc.line);
+        break;
+    case IR_SW_WAIT:
+        emit_printf(o, "    CDSL_TRY(cdsl_switch_wait(a, %d, %s, %d));\n", ++e->switch_waits, order,
+                    op->loc.line);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Grid barrier or convergence before op, when its data needs one. */
+static void put_meeting(Emitter *e, const IrOp *op)
+{
+    bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
+    bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
+                   (op->sync_before || emit_order_needs_barrier(e->order, op));
+    if (barrier) {
+        emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
+                    "// after the other blocks' work above\n", ++e->meets, op->loc.line);
+        e->data_since_barrier = e->data_since_meet = false;
+        emit_order_barrier(e->order);
+    } else if (signal && e->data_since_meet) {
+        emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
+                    "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
+        e->data_since_meet = false;
+    }
+}
+
+static void put_fence(Emitter *e, const IrOp *op)
+{
+    if (!e->fence || !emit_fence_before(e->fence, op))
+        return;
+    emit_puts(&e->out, "    cdsl_fence_alias();  "
+                       "// bytes touched below may hold writes through the other mapping\n");
+}
+
+static void put_op(Emitter *e, const IrOp *op, Arena *a)
+{
+    put_comment(e, op, a);
+    put_meeting(e, op);
+    if (ir_is_data(op->kind)) {
+        put_fence(e, op);
+        put_data_call(e, op);
+        e->data_since_barrier = e->data_since_meet = true;
+    } else {
+        put_sync_call(e, op);
+    }
+    emit_order_note(e->order, op);
+    if (e->fence)
+        emit_fence_after(e->fence, op);
+}
+
+/* The leave function: the last block out hands the consumed arrivals to the next launch. */
+static void put_leave(Emitter *e, int r)
+{
+    EmitBuf *o = &e->out;
+    const IrSeq *s = &e->p->ranks[r];
+    emit_printf(o, "__device__ void rank_%d_leave(const CdslArgs &a)\n{\n", r);
+    bool any_wait = false;
+    for (int i = 0; i < s->nops; i++)
+        any_wait |= s->ops[i].kind == IR_WAIT || s->ops[i].kind == IR_SW_WAIT;
+    if (!any_wait && !e->meets) {
+        emit_puts(o, "    (void)a;  // no waits and no convergences: nothing to hand over\n}\n\n");
+        return;
+    }
+    if (!any_wait) {
+        emit_puts(o, "    cdsl_last_out(a);  // resets the convergence count\n}\n\n");
+        return;
+    }
+    emit_puts(o, "    if (cdsl_last_out(a)) {  // arrivals the waits above consumed\n");
+    if (e->switch_waits)
+        emit_printf(o, "        a.state[CDSL_STATE_SWITCH] += %d * CDSL_NRANKS;\n", e->switch_waits);
+    for (int i = 0; i < s->nops; i++) {
+        int q = s->ops[i].peer;
+        if (s->ops[i].kind == IR_WAIT && e->peer_waits[q]) {
+            emit_printf(o, "        a.state[CDSL_STATE_PEER + %d] += %d;\n", q, e->peer_waits[q]);
+            e->peer_waits[q] = 0;
+        }
+    }
+    emit_puts(o, "    }\n}\n\n");
+}
+
+static void put_rank(Emitter *e, int r, Arena *a)
+{
+    const IrSeq *s = &e->p->ranks[r];
+    e->switch_waits = e->meets = 0;
+    e->data_since_barrier = e->data_since_meet = false;
+    emit_order_begin_rank(e->order, r);
+    if (e->fence)
+        emit_fence_begin_rank(e->fence);
+    emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");
+    emit_printf(&e->out, "__device__ bool rank_%d(const CdslArgs &a)\n{\n", r);
+    for (int i = 0; i < s->nops; i++)
+        put_op(e, &s->ops[i], a);
+    if (e->fence && emit_fence_at_end(e->fence))
+        emit_puts(&e->out, "    cdsl_fence_alias();  // the work after the collective reads these buffers\n");
+    emit_puts(&e->out, "    return true;\n}\n\n");
+    put_leave(e, r);
+}
+
+/* ---- The whole source ------------------------------------------------------------------------ */
+
+static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
+{
+    const IrProgram *p = e->p;
+    bool nvls = e->flavour == CDSL_BACKEND_NVLS;
+    emit_printf(&e->out,
+                "// CUDA for the cdsl program %s (implements %s), generated by cdslc:\n"
+                "// %d ranks, chunks = %d, flavour %s, element type %s.\n"
+                "//\n"
+                "// cdsl_main runs once per rank. rank_<r>() below is that rank's checked list of\n"
+                "// operations, one call per operation in program order, each under a comment with\n"
+                "// its .cdsl line:col. Every data operation is spread over all of the rank's threads.\n"
+                "// Self-contained for NVRTC: no headers.\n\n",
+                sanitise(a, p->name, NULL, 64), ir_coll_name(p->coll), p->nranks, p->chunks,
+                nvls ? "nvls (multimem through the NVLink switch)" : "p2p (peer memory, switch emulated)",
+                emit_dtype(dtype)->name);
+}
+
+static void put_buffers(Emitter *e)
+{
+    emit_puts(&e->out, "/* ---- The program's buffers (chunk counts) ---- */\n\nenum {\n");
+    for (int b = 0; b < e->p->nbufs; b++)
+        emit_printf(&e->out, "    %s = %d,  /* %d chunk%s */\n", e->bufname[b], b, e->p->bufs[b].nchunks,
+                    e->p->bufs[b].nchunks == 1 ? "" : "s");
+    emit_puts(&e->out, "};\n\n");
+}
+
+static void put_kernel(Emitter *e)
+{
+    EmitBuf *o = &e->out;
+    emit_puts(o, "/* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in\n"
+                 "   place, never copied to local memory. ---- */\n\n"
+                 "extern \"C\" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)\n{\n"
+                 "    switch (a.rank) {\n");
+    for (int r = 0; r < e->p->nranks; r++)
+        emit_printf(o, "    case %d: rank_%d(a); rank_%d_leave(a); break;\n", r, r, r);
+    emit_puts(o, "    }\n}\n");
+}
+
+static bool check_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, Diag *d)
+{
+    const EmitDtype *t = emit_dtype(dtype);
+    if (flavour != CDSL_BACKEND_P2P && flavour != CDSL_BACKEND_NVLS) {
+        diag_error(d, p->loc, "the %s backend runs the IR on CPU threads and has no CUDA source; "
+                   "emit for --backend p2p or nvls", cdsl_backend_name(flavour));
+        return false;
+    }
+    if (!t) {
+        diag_error(d, p->loc, "unknown element type (%d)", (int)dtype);
+        return false;
+    }
+    if (flavour == CDSL_BACKEND_NVLS && !t->mc_sum_word && has_switch_sum(p)) {
+        diag_error(d, p->loc, "multimem.ld_reduce cannot add %s elements, so the switch cannot "
+                   "reduce them; use --backend p2p or another --dtype", t->name);
+        return false;
+    }
+    long total = 0;
+    for (int r = 0; r < p->nranks; r++)
+        total += p->ranks[r].nops;
+    if (total > EMIT_MAX_OPS) {
+        diag_error(d, p->loc, "%ld operations over %d ranks are too many for straight-line CUDA "
+                   "(at most %d)", total, p->nranks, EMIT_MAX_OPS);
+        return false;
+    }
+    return true;
+}
+
+const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, Arena *a, Diag *d)
+{
+    if (!check_emittable(p, flavour, dtype, d))
+        return NULL;
+    Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}};
+    e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);
+    e.order = emit_order_new(p, a);
+    if (flavour == CDSL_BACKEND_NVLS)
+        e.fence = emit_fence_new(p, a);
+    name_buffers(&e, a);
+    put_header(&e, dtype, a);
+    emit_prelude(&e.out, p, flavour, dtype);
+    put_buffers(&e);
+    for (int r = 0; r < p->nranks; r++)
+        put_rank(&e, r, a);
+    put_kernel(&e);
+    return e.out.s;
+}
