@@ -83,7 +83,7 @@ fuzz: $(GEN)/parser.h $(GEN)/lexer.c
 	$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
 		-o build/fuzz/fuzz_parse tests/fuzz/fuzz_parse.c build/fuzz/libcdsl.a $(LDLIBS)
 
-test: all asan
+test: all asan tsan
 	@bash tests/run.sh
 
 install: all

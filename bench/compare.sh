@@ -7,7 +7,7 @@
 #
 # Runs, one after the other so that nothing competes: NCCL through PyTorch (nccl_allgather.py,
 # launched call by call and again as one CUDA graph), then every accepted allgather program
-# with `cdslrun --backend p2p -n 2 --bench` (which replays a CUDA graph when --iters > 1).
+# with `cdslrun --backend p2p -n $NRANKS --bench` (NRANKS: default 2, one rank per GPU) (which replays a CUDA graph when --iters > 1).
 # Prints one table: per size NCCL's time and busbw, then for each program its time and the
 # speedup over the better of NCCL's two figures (above 1: faster than NCCL). Figures move
 # about 10% between runs (NVLS.md), so only compare numbers from the same call.
@@ -23,6 +23,7 @@ if [ -z "$DIR" ]; then
     if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=../shared/spec/programs; fi
 fi
 SIZES=${SIZES:-1K:1G}
+NRANKS=${NRANKS:-2}
 PYTHON=${PYTHON:-python3}
 LOGS=${OUT:+$OUT/compare}
 LOGS=${LOGS:-$(mktemp -d /tmp/compare.XXXXXX)}
@@ -32,10 +33,10 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1 | se
 
 # ---- NCCL ----------------------------------------------------------------------------------------
 echo "# NCCL, call by call"
-timeout 240 "$PYTHON" bench/nccl_allgather.py --sizes "$SIZES" >"$LOGS/nccl.txt" 2>"$LOGS/nccl.err" ||
+timeout 240 "$PYTHON" bench/nccl_allgather.py --nranks "$NRANKS" --sizes "$SIZES" >"$LOGS/nccl.txt" 2>"$LOGS/nccl.err" ||
     echo "# nccl_allgather.py failed: $(tail -2 "$LOGS/nccl.err" | tr '\n' ' ')"
 echo "# NCCL, one CUDA graph"
-timeout 240 "$PYTHON" bench/nccl_allgather.py --sizes "$SIZES" --graph >"$LOGS/nccl_graph.txt" 2>"$LOGS/nccl_graph.err" ||
+timeout 240 "$PYTHON" bench/nccl_allgather.py --nranks "$NRANKS" --sizes "$SIZES" --graph >"$LOGS/nccl_graph.txt" 2>"$LOGS/nccl_graph.err" ||
     echo "# nccl_allgather.py --graph failed: $(tail -2 "$LOGS/nccl_graph.err" | tr '\n' ' ')"
 
 # ---- ours ------------------------------------------------------------------------------------------
@@ -43,10 +44,10 @@ progs=()
 for f in "$DIR"/*.cdsl; do
     grep -qE 'implements +allgather' "$f" || continue
     case "$(head -1 "$f")" in "// expect: reject"*) continue ;; esac
-    "$CDSLC" "$f" -n 2 >/dev/null 2>&1 || continue
+    "$CDSLC" "$f" -n "$NRANKS" >/dev/null 2>&1 || continue
     name=$(basename "$f" .cdsl)
     echo "# $name"
-    timeout 240 "$CDSLRUN" "$f" -n 2 --backend p2p --sizes "$SIZES" --bench >"$LOGS/$name.txt" 2>&1 ||
+    timeout 240 "$CDSLRUN" "$f" -n "$NRANKS" --backend p2p --sizes "$SIZES" --bench >"$LOGS/$name.txt" 2>&1 ||
         echo "# $name failed: $(grep -m2 error "$LOGS/$name.txt" | tr '\n' ' ')"
     progs+=("$name")
 done
@@ -57,7 +58,7 @@ done
 files=("$LOGS/nccl.txt" "$LOGS/nccl_graph.txt")
 for p in "${progs[@]}"; do files+=("$LOGS/$p.txt"); done
 echo
-echo "# time in us per allgather (2 GPUs); x = NCCL's best time / ours"
+echo "# time in us per allgather ($NRANKS GPUs); x = NCCL's best time / ours"
 touch "${files[@]}"
 awk -v names="${progs[*]}" '
     BEGIN { for (i = 1; i < ARGC; i++) idx[ARGV[i]] = i }
