@@ -17,7 +17,7 @@ while sum(len(l) for l in out) < 1_000_000:
                f"    for k in 0 .. 2 {{ let e = (k + d) % nranks; }}\n"
                f"}}\n")
     i += 1
-out.append("program big implements allgather {\n    copy(output[rank], input[0]);\n"
+out.append("program big implements custom {\n    input[1];\n    output[nranks];\n    copy(output[rank], input[0]);\n"
            "    for r in 0 .. 64 { let x = (r * 3 + rank) % nranks; }\n}\n")
 open(sys.argv[1], "w").write("".join(out))
 print(f"generated {sum(len(l) for l in out)} bytes, {i} defs", file=sys.stderr)
