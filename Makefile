@@ -1,6 +1,7 @@
 # cdsl - build, test and install.
 #
-#   make            the tools (build/cdslc, build/cdslrun) and libcdsl (static and shared)
+#   make            the tools (build/cdslc, build/cdslrun), libcdsl (static and shared) and
+#                   build/api_example (examples/api_example.c, a user of cdsl.h)
 #   make test       the whole suite: golden tests, the spec programs, the sanitizer builds, a
 #                   bounded fuzz run; ends with "N passed, N failed"
 #   make asan       the same binaries under AddressSanitizer + UBSan in build/asan/
@@ -33,7 +34,9 @@ LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o
 TOOLS    = $(B)/cdslc $(B)/cdslrun
 
-all: $(TOOLS) $(B)/libcdsl.a $(B)/libcdsl.so
+EXAMPLES = $(B)/api_example
+
+all: $(TOOLS) $(B)/libcdsl.a $(B)/libcdsl.so $(EXAMPLES)
 
 $(GEN):
 	@mkdir -p $@
@@ -70,9 +73,13 @@ $(B)/libcdsl.so: $(LIB_OBJ)
 $(B)/%: $(B)/obj/tools/%.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
 
+# examples/api_example.c: a program of the user's own, linked like one (cdsl.h and the library).
+$(B)/api_example: $(B)/obj/examples/api_example.o $(B)/libcdsl.a
+	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
+
 asan:
 	$(MAKE) B=build/asan XCFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun
+		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/api_example
 
 tsan:
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun

@@ -3,9 +3,12 @@
  *
  * A communicator is a backend's state plus what the API checks before handing a call down:
  * the rank count, the buffer layout of the last allocation (so a program is only run on
- * buffers made for its layout), and bounds of every host <-> buffer transfer. Backends get a
- * message stream of their own (a stdio cookie that forwards to the user's log), which lets
- * the default choice probe p2p quietly: on a machine without GPUs, p2p's refusal is not
+ * buffers made for its layout, whether the backend allocated them or the caller registered
+ * its own), and bounds of every host <-> buffer transfer. A run is either synchronous
+ * (cdsl_run) or enqueued on the caller's streams (cdsl_run_async, then cdsl_comm_status once
+ * the caller has synchronised them); both check and load the program the same way. Backends
+ * get a message stream of their own (a stdio cookie that forwards to the user's log), which
+ * lets the default choice probe p2p quietly: on a machine without GPUs, p2p's refusal is not
  * shown, and the communicator silently becomes a sim one; on fewer GPUs than ranks, p2p is
  * tried with several ranks per GPU. nvls is never chosen by default.
  */
@@ -29,7 +32,7 @@ struct cdsl_comm {
     FILE *user_log;                 /* where messages end up */
     FILE *log;                      /* the backends' stream: forwards to user_log unless muted */
     bool muted;
-    /* The last allocation: */
+    /* The last allocation or registration (the caller's buffers): */
     bool allocated;
     int nbufs;
     int chunks[IR_MAX_BUFS];
@@ -230,16 +233,14 @@ static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
     return p->ir;
 }
 
-int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
+/* bytes[b] = chunks(b) * chunk_bytes for p's layout, refusing a chunk size that is not a
+ * multiple of 4 or a buffer whose size does not fit in a size_t. */
+static int comm_layout_bytes(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, size_t *bytes)
 {
-    const IrProgram *ir = comm_ir(c, p);
-    if (!ir)
-        return CDSL_ERR_USAGE;
     if (chunk_bytes % 4) {
         rt_error(c->user_log, "a chunk of %zu bytes: chunks are a multiple of 4 bytes", chunk_bytes);
         return CDSL_ERR_USAGE;
     }
-    size_t bytes[IR_MAX_BUFS] = {0};
     for (int b = 0; b < ir->nbufs; b++) {
         size_t n = (size_t)ir->bufs[b].nchunks;
         if (n && chunk_bytes > SIZE_MAX / n) {
@@ -249,10 +250,12 @@ int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
         }
         bytes[b] = n * chunk_bytes;
     }
-    c->allocated = false;
-    int rc = c->ops->alloc(c->state, bytes, ir->nbufs);
-    if (rc)
-        return rc;
+    return CDSL_OK;
+}
+
+/* The backend now holds buffers for ir's layout: remember it, so runs can be checked. */
+static void comm_set_layout(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, const size_t *bytes)
+{
     c->allocated = true;
     c->nbufs = ir->nbufs;
     c->chunk_bytes = chunk_bytes;
@@ -260,6 +263,63 @@ int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
         c->chunks[b] = ir->bufs[b].nchunks;
         c->bytes[b] = bytes[b];
     }
+}
+
+int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
+{
+    const IrProgram *ir = comm_ir(c, p);
+    size_t bytes[IR_MAX_BUFS] = {0};
+    int rc = ir ? comm_layout_bytes(c, ir, chunk_bytes, bytes) : CDSL_ERR_USAGE;
+    if (rc)
+        return rc;
+    c->allocated = false;
+    if ((rc = c->ops->alloc(c->state, bytes, ir->nbufs)))
+        return rc;
+    comm_set_layout(c, ir, chunk_bytes, bytes);
+    return CDSL_OK;
+}
+
+/* Every pointer the layout needs is there and 16-byte aligned (the kernels move 16-byte
+ * packs when a chunk is a multiple of 16 bytes). */
+static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, void *const *ptrs)
+{
+    if (!ptrs) {
+        rt_error(c->user_log, "cdsl_comm_register needs %d pointers (ranks x buffers), not NULL",
+                 c->cfg.nranks * ir->nbufs);
+        return CDSL_ERR_USAGE;
+    }
+    for (int r = 0; r < c->cfg.nranks; r++)
+        for (int b = 0; b < ir->nbufs; b++) {
+            int i = r * ir->nbufs + b;
+            uintptr_t a = (uintptr_t)ptrs[i];
+            if ((a == 0 && bytes[b]) || a % 16) {
+                rt_error(c->user_log, "rank %d's buffer %s (ptrs[%d]) is %p: a registered buffer must be %s",
+                         r, ir->bufs[b].name, i, ptrs[i],
+                         a ? "16-byte aligned" : "there (NULL only for a buffer of no chunks)");
+                return CDSL_ERR_USAGE;
+            }
+        }
+    return CDSL_OK;
+}
+
+int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, void *const *ptrs)
+{
+    const IrProgram *ir = comm_ir(c, p);
+    size_t bytes[IR_MAX_BUFS] = {0};
+    int rc = ir ? comm_layout_bytes(c, ir, chunk_bytes, bytes) : CDSL_ERR_USAGE;
+    if (!rc)
+        rc = comm_ptrs_ok(c, ir, bytes, ptrs);
+    if (rc)
+        return rc;
+    if (!c->ops->attach) {
+        rt_error(c->user_log, "the %s backend cannot run on caller buffers; use cdsl_comm_alloc",
+                 c->ops->name);
+        return CDSL_ERR_USAGE;
+    }
+    c->allocated = false;
+    if ((rc = c->ops->attach(c->state, bytes, ir->nbufs, ptrs)))
+        return rc;
+    comm_set_layout(c, ir, chunk_bytes, bytes);
     return CDSL_OK;
 }
 
@@ -276,7 +336,7 @@ size_t cdsl_comm_buf_bytes(const cdsl_comm *c, int buf)
 static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, size_t bytes)
 {
     if (!c->allocated) {
-        rt_error(c->user_log, "cannot %s a buffer before cdsl_comm_alloc", what);
+        rt_error(c->user_log, "cannot %s a buffer before cdsl_comm_alloc or cdsl_comm_register", what);
         return CDSL_ERR_USAGE;
     }
     if (rank < 0 || rank >= c->cfg.nranks || buf < 0 || buf >= c->nbufs || bytes > c->bytes[buf]) {
@@ -296,6 +356,25 @@ int cdsl_comm_read(cdsl_comm *c, int rank, int buf, void *dst, size_t bytes)
 {
     int rc = comm_transfer_ok(c, "read", rank, buf, bytes);
     return rc ? rc : c->ops->read(c->state, rank, buf, dst, bytes);
+}
+
+int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
+{
+    if (!ptr) {
+        rt_error(c->user_log, "cdsl_comm_buffer needs a place for the address");
+        return CDSL_ERR_USAGE;
+    }
+    *ptr = NULL;
+    if (!c->allocated) {
+        rt_error(c->user_log, "no buffer to address before cdsl_comm_alloc or cdsl_comm_register");
+        return CDSL_ERR_USAGE;
+    }
+    if (rank < 0 || rank >= c->cfg.nranks || buf < 0 || buf >= c->nbufs) {
+        rt_error(c->user_log, "there is no buffer %d of rank %d (%d ranks, %d buffers)", buf, rank,
+                 c->cfg.nranks, c->nbufs);
+        return CDSL_ERR_USAGE;
+    }
+    return c->ops->buffer(c->state, rank, buf, ptr);
 }
 
 /* ---- runs ------------------------------------------------------------------------------------ */
@@ -332,15 +411,27 @@ static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir,
     return CDSL_OK;
 }
 
-int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter)
+/* What every run needs first: a program that fits the communicator, loaded for dtype. */
+static int comm_prepare(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters)
 {
     const IrProgram *ir = comm_ir(c, p);
-    if (!ir)
-        return CDSL_ERR_USAGE;
-    int rc = comm_run_ok(c, p, ir, dtype, iters);
-    if (!rc)
-        rc = c->ops->load(c->state, p, dtype);
-    if (!rc)
-        rc = c->ops->run(c->state, c->chunk_bytes, iters, us_per_iter);
-    return rc;
+    int rc = ir ? comm_run_ok(c, p, ir, dtype, iters) : CDSL_ERR_USAGE;
+    return rc ? rc : c->ops->load(c->state, p, dtype);
+}
+
+int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter)
+{
+    int rc = comm_prepare(c, p, dtype, iters);
+    return rc ? rc : c->ops->run(c->state, c->chunk_bytes, iters, us_per_iter);
+}
+
+int cdsl_run_async(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, void *const *streams)
+{
+    int rc = comm_prepare(c, p, dtype, 1);
+    return rc ? rc : c->ops->launch(c->state, c->chunk_bytes, streams);
+}
+
+int cdsl_comm_status(cdsl_comm *c)
+{
+    return c->ops->status(c->state);
 }

@@ -41,6 +41,18 @@ typedef struct RtBackendOps {
      * us_per_iter is not NULL, store the mean time of one run in microseconds. */
     int (*run)(void *state, size_t chunk_bytes, int iters, double *us_per_iter);
     void (*destroy)(void *state);
+    /* The caller's memory instead of an allocation: rank r's buffer b at ptrs[r * nbufs + b]
+     * (NULL only where bytes[b] is 0), bytes[b] bytes, 16-byte aligned (api.c checked both).
+     * Replaces any earlier allocation; never freed by the backend. NULL: refused by api.c. */
+    int (*attach)(void *state, const size_t *bytes, int nbufs, void *const *ptrs);
+    /* The address of rank r's buffer b, allocated or attached (device or host pointer). */
+    int (*buffer)(void *state, int rank, int buf, void **ptr);
+    /* Enqueue one run of the loaded program on streams[r] (NULL array or entry: the backend's
+     * own), without waiting. On an error, nothing it started is left in flight. */
+    int (*launch)(void *state, size_t chunk_bytes, void *const *streams);
+    /* After the caller synchronised those streams: the ranks' error records, as run reports
+     * them; counters are reset after a failure. */
+    int (*status)(void *state);
 } RtBackendOps;
 
 extern const RtBackendOps rt_backend_sim;

@@ -165,6 +165,59 @@ int cdsl_comm_read(cdsl_comm *comm, int rank, int buf, void *dst, size_t bytes);
  * ran out of its bound (each stuck rank is reported with its .cdsl location). */
 int cdsl_run(cdsl_comm *comm, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter);
 
+/* ---- Your buffers and streams ---------------------------------------------------------------
+ * Like NCCL: fill inputs and read outputs with your own kernels and copies, run the collective
+ * on your streams, synchronise when you choose. A sketch for p2p (one rank per GPU, rank r on
+ * device r; error checks left out):
+ *
+ *     void *ptrs[NRANKS * NBUFS];                   // ptrs[r * nbufs + b], cuMemAlloc'd on r's GPU
+ *     cdsl_comm_register(comm, prog, chunk, ptrs);  // instead of cdsl_comm_alloc
+ *     ... enqueue work that writes the inputs, on streams[r] ...
+ *     cdsl_run_async(comm, prog, CDSL_F32, streams);
+ *     ... enqueue work that reads the outputs ...;  cuStreamSynchronize(streams[r]) for every r
+ *     cdsl_comm_status(comm);                       // did every rank's waits complete?
+ *
+ * examples/api_example.c is the whole program, for sim and p2p. */
+
+/* The address of rank `rank`'s buffer `buf` (allocated or registered): a device pointer,
+ * valid on the rank's GPU, for p2p and nvls; a host pointer for sim. A buffer of no chunks
+ * (a barrier's) may have none: *ptr is NULL then. Valid until the next cdsl_comm_alloc,
+ * cdsl_comm_register or cdsl_comm_destroy. */
+int cdsl_comm_buffer(cdsl_comm *comm, int rank, int buf, void **ptr);
+
+/* Run p on the caller's buffers instead of allocating: ptrs[rank * nbufs + b] for every rank
+ * and every buffer b of p (input, output, scratch; nbufs = cdsl_program_nbufs(p)), each at
+ * least chunk_bytes * cdsl_program_buf_chunks(p, b) bytes and 16-byte aligned (refused
+ * otherwise; NULL only for a buffer of no chunks). Replaces any earlier allocation; the
+ * caller keeps ownership and frees the memory after the communicator no longer uses it
+ * (the next alloc/register, or destroy). Contents are not touched.
+ *   p2p: device memory allocated by the caller in rank r's GPU's primary context (cuMemAlloc,
+ *        cudaMalloc); the communicator enabled peer access between its GPUs when it was
+ *        created, so peers reach these pointers directly. No symmetric layout is needed.
+ *   sim: host memory.
+ *   nvls: refused (CDSL_ERR_USAGE): multicast binds memory that the backend itself creates
+ *        with cuMemCreate; use cdsl_comm_alloc and cdsl_comm_buffer there. */
+int cdsl_comm_register(cdsl_comm *comm, const cdsl_program *p, size_t chunk_bytes, void *const *ptrs);
+
+/* Enqueue ONE run of p on the caller's streams and return without waiting: streams[rank] is
+ * a CUstream of rank's GPU's primary context (a NULL entry, or a NULL array, means the
+ * communicator's own stream for that rank). Every rank's kernel is launched before this
+ * returns, each rank's after the work already queued on its stream. Two ranks on one GPU
+ * need two different streams (refused otherwise: one kernel would wait behind the other).
+ * Runs of one communicator must follow each other on every rank: keep one stream per rank,
+ * or order the streams yourself; synchronise them before any other call on the
+ * communicator. Returns an error only when the runs could not be enqueued (then nothing is
+ * left in flight); whether the run itself completed is cdsl_comm_status's answer.
+ *   sim: runs the program before returning (streams are ignored); a failure is printed when
+ *        it happens and also returned by the next cdsl_comm_status. */
+int cdsl_run_async(cdsl_comm *comm, cdsl_program *p, cdsl_dtype dtype, void *const *streams);
+
+/* After the caller has synchronised the streams of cdsl_run_async (every rank's): CDSL_OK,
+ * or CDSL_ERR_RUNTIME when a rank's wait ran out of its bound ("rank r gave up waiting at
+ * file:line:col ..." for each one, on the log), after which the communicator's counters are
+ * reset so that the next run starts as on a fresh communicator. */
+int cdsl_comm_status(cdsl_comm *comm);
+
 /* Verification (runtime/verify.c; the pattern is described in runtime/verify.h).
  * cdsl_fill writes every rank's input with a pattern in which elements are distinct as far
  * as dtype allows exactly (small integers for the summing collectives, so that f16/bf16 sums

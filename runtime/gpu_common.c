@@ -16,6 +16,11 @@
  * devices and replayed, which cuts the per-launch cost from microseconds to under one
  * (NVLS.md, launch costs). CDSL_NO_GRAPH=1 in the environment launches directly instead.
  *
+ * An asynchronous run (gpu_launch, cdsl_run_async) is the same launch of every rank, once, on
+ * the caller's streams (rank q's on streams[q], each after what the caller queued there), with
+ * no fork, join, timing or graph, and no waiting: the caller synchronises its streams and then
+ * asks gpu_status, which reads the error records as a synchronous run does.
+ *
  * A wait in the kernel polls at most spin_limit times; when the bound runs out it fills the
  * rank's error record (rank, .cdsl line, counter) and the kernel returns, so a hang becomes a
  * report ("rank 2 gave up waiting at ring.cdsl:7 (peer 1's semaphore)") instead of a stuck
@@ -661,25 +666,34 @@ static int gpu_join(GpuComm *g)
     return CDSL_OK;
 }
 
-/* iters launches per rank, iteration by iteration, each rank on its own stream: no rank's
- * kernel waits behind another rank's in a queue, so all of them run together. */
+/* One launch of every rank's kernel, rank q's on streams[q] (NULL: on the communicator's
+ * streams): all of them are queued before anyone waits, and no rank's kernel waits behind
+ * another rank's in a queue, so all of them run together. */
+static int gpu_launch_ranks(GpuComm *g, CdslArgs *args, unsigned blocks, const CUstream *streams)
+{
+    for (int q = 0; q < g->nranks; q++) {
+        GpuRank *rk = &g->ranks[q];
+        GpuDevice *dv = &g->devs[rk->device];
+        void *params[] = {&args[q]};
+        int st = gpu_use(g, rk->device);
+        if (st)
+            return st;
+        CUresult r = g->cu->LaunchKernel(dv->fn, blocks, 1, 1, (unsigned)dv->threads, 1, 1, 0,
+                                         streams ? streams[q] : rk->stream, params, NULL);
+        if (r != CUDA_SUCCESS)
+            return gpu_fail(g, rk->device, r, "launching rank %d's kernel (%u blocks of %d "
+                            "threads)", q, blocks, dv->threads);
+    }
+    return CDSL_OK;
+}
+
+/* iters launches per rank on the communicator's streams, iteration by iteration, between the
+ * origin's fork and join. */
 static int gpu_launch_all(GpuComm *g, CdslArgs *args, unsigned blocks, int iters)
 {
     int st = gpu_fork(g);
-    for (int k = 0; !st && k < iters; k++) {
-        for (int q = 0; !st && q < g->nranks; q++) {
-            GpuRank *rk = &g->ranks[q];
-            GpuDevice *dv = &g->devs[rk->device];
-            void *params[] = {&args[q]};
-            if ((st = gpu_use(g, rk->device)))
-                break;
-            CUresult r = g->cu->LaunchKernel(dv->fn, blocks, 1, 1, (unsigned)dv->threads, 1, 1,
-                                             0, rk->stream, params, NULL);
-            if (r != CUDA_SUCCESS)
-                st = gpu_fail(g, rk->device, r, "launching rank %d's kernel (%u blocks of %d "
-                              "threads)", q, blocks, dv->threads);
-        }
-    }
+    for (int k = 0; !st && k < iters; k++)
+        st = gpu_launch_ranks(g, args, blocks, NULL);
     return st ? st : gpu_join(g);
 }
 
@@ -821,7 +835,7 @@ static void gpu_report_gave_up(const GpuComm *g, int q, const unsigned *rec)
     else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + g->nranks))
         snprintf(what, sizeof what, "peer %u's semaphore", ctr - CDSL_SYNC_PEER);
     else if (ctr == GPU_GRID_COUNTER)
-        snprintf(what, sizeof what, "its own thread blocks, which were not all resident");
+        snprintf(what, sizeof what, "its own thread blocks' grid barrier (were all blocks resident?)");
     else
         snprintf(what, sizeof what, "sync word %u", ctr);
     gpu_wait_site(g, rank, (int)rec[2], ctr, where, sizeof where);
@@ -850,6 +864,7 @@ static int gpu_check_records(GpuComm *g)
     }
     if (!bad)
         return CDSL_OK;
+    gpu_sync_all(g);    /* a peer that gave up later may still be leaving */
     gpu_reset_words(g);
     return CDSL_ERR_RUNTIME;
 }
@@ -878,18 +893,26 @@ static int gpu_run_ready(GpuComm *g, size_t chunk_bytes, int iters)
     return CDSL_OK;
 }
 
+/* Every rank's argument block for one launch shape; NULL (reported) when out of memory. */
+static CdslArgs *gpu_args_new(GpuComm *g, size_t chunk_bytes)
+{
+    CdslArgs *args = calloc((size_t)g->nranks, sizeof *args);
+    if (args)
+        gpu_fill_args(g, chunk_bytes, args);
+    else
+        rt_error(g->cfg.log, "out of memory");
+    return args;
+}
+
 int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
 {
     GpuComm *g = state;
     int st = gpu_run_ready(g, chunk_bytes, iters);
     if (st)
         return st;
-    CdslArgs *args = calloc((size_t)g->nranks, sizeof *args);
-    if (!args) {
-        rt_error(g->cfg.log, "out of memory");
+    CdslArgs *args = gpu_args_new(g, chunk_bytes);
+    if (!args)
         return CDSL_ERR_SYSTEM;
-    }
-    gpu_fill_args(g, chunk_bytes, args);
     float ms = 0;
     st = gpu_timed(g, args, gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
     free(args);
@@ -901,4 +924,69 @@ int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
     if (!st && us_per_iter)
         *us_per_iter = (double)ms * 1000.0 / iters;
     return st;
+}
+
+/* ---- Running on the caller's streams ------------------------------------------------------- */
+
+int gpu_buffer(void *state, int rank, int buf, void **ptr)
+{
+    GpuComm *g = state;
+    int st = gpu_check_buf(g, rank, buf, 0);
+    if (!st)
+        *ptr = (void *)(uintptr_t)g->ranks[rank].buf[buf];
+    return st;
+}
+
+/* streams[q], or rank q's own stream where the caller gave none. Two ranks of one device on
+ * one stream would run one after the other, and the first would wait for the second forever. */
+static int gpu_pick_streams(GpuComm *g, void *const *streams, CUstream *use)
+{
+    for (int q = 0; q < g->nranks; q++) {
+        use[q] = streams && streams[q] ? (CUstream)streams[q] : g->ranks[q].stream;
+        for (int p = 0; p < q; p++) {
+            if (use[p] != use[q] || g->ranks[p].device != g->ranks[q].device)
+                continue;
+            rt_error(g->cfg.log, "ranks %d and %d of GPU %d were given the same stream: each rank "
+                     "needs a stream of its own, or one rank's kernel would wait behind the "
+                     "other's, which waits for it", p, q, g->devs[g->ranks[q].device].ordinal);
+            return CDSL_ERR_USAGE;
+        }
+    }
+    return CDSL_OK;
+}
+
+/* After a failed launch: wait for the ranks that did start (they give up, bounded; the
+ * caller's streams are in the devices' primary contexts), then start every counter over, so
+ * that nothing is in flight and the next run starts clean. */
+static void gpu_abandon(GpuComm *g)
+{
+    gpu_sync_all(g);
+    gpu_reset_words(g);
+}
+
+int gpu_launch(void *state, size_t chunk_bytes, void *const *streams)
+{
+    GpuComm *g = state;
+    int st = gpu_run_ready(g, chunk_bytes, 1);
+    if (st)
+        return st;
+    CUstream *use = malloc((size_t)g->nranks * sizeof *use);
+    CdslArgs *args = use ? gpu_args_new(g, chunk_bytes) : NULL;
+    if (!use || !args) {
+        if (!use)
+            rt_error(g->cfg.log, "out of memory");
+        free(use);
+        return CDSL_ERR_SYSTEM;
+    }
+    st = gpu_pick_streams(g, streams, use);
+    if (!st && (st = gpu_launch_ranks(g, args, gpu_grid(g, chunk_bytes), use)))
+        gpu_abandon(g);
+    free(args);
+    free(use);
+    return st;
+}
+
+int gpu_status(void *state)
+{
+    return gpu_check_records(state);
 }

@@ -7,10 +7,12 @@
  * device holds the pointer tables peer_buf[nranks*8] and peer_sync[nranks] that the kernel
  * indexes (the same addresses on every device: with unified addressing and peer access a
  * pointer is valid in every peer-enabled context). The two backends differ only in where the
- * sync words and symmetric buffers live: p2p.c takes them from cuMemAlloc, nvls.c carves them
- * out of memory bound to a multicast object. Everything else - loading the cubin, choosing a
- * grid that keeps all ranks of a device co-resident, launching every rank before waiting for
- * any, CUDA graphs for repeated runs, event timing and reading the error records - is here.
+ * sync words and symmetric buffers live: p2p.c takes them from cuMemAlloc (or the caller's
+ * registered pointers), nvls.c carves them out of memory bound to a multicast object.
+ * Everything else - loading the cubin, choosing a grid that keeps all ranks of a device
+ * co-resident, launching every rank before waiting for any (on the communicator's streams or
+ * the caller's), CUDA graphs for repeated runs, event timing and reading the error records -
+ * is here.
  *
  * Ownership: gpu_create makes everything below except sync words and buffers; gpu_destroy
  * frees everything it made and is safe on a half-built GpuComm (each handle is 0 until made),
@@ -87,7 +89,9 @@ typedef struct GpuComm {
     GpuRank *ranks;
     CUevent start, stop;            /* timing, on the origin (rank 0's stream) */
     CUevent fork;                   /* the other streams wait on it before launching */
-    int nbufs;                      /* buffers allocated by the backend (0: none yet) */
+    int nbufs;                      /* buffers in place, allocated or attached (0: none yet) */
+    int registered;                 /* p2p: buf[] are the caller's (cdsl_comm_register): never
+                                       freed here */
     size_t bytes[CDSL_ABI_MAX_BUFS];
     int have_sync;                  /* every rank's sync words exist */
     const IrProgram *ir;            /* the loaded program, to name a wait that gave up */
@@ -126,6 +130,9 @@ int gpu_write(void *state, int rank, int buf, const void *src, size_t bytes);
 int gpu_read(void *state, int rank, int buf, void *dst, size_t bytes);
 int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype);
 int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter);
+int gpu_buffer(void *state, int rank, int buf, void **ptr);
+int gpu_launch(void *state, size_t chunk_bytes, void *const *streams);
+int gpu_status(void *state);
 
 #define GPU_TRY(g, d, call, ...)                                                               \
     do {                                                                                       \

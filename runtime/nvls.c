@@ -229,10 +229,15 @@ static int nvls_map_mc(GpuComm *g, NvlsGroup *grp, int d)
     return CDSL_OK;
 }
 
-/* Exactly the reverse of nvls_build, step by step, only what was done. */
+/* The reverse of nvls_build, step by step, only what was done; the unbind comes before the
+ * multicast mapping is undone, in NVLS.md's order. */
 static void nvls_teardown(GpuComm *g, NvlsGroup *grp)
 {
     CuDrv *cu = g->cu;
+    /* NVLS.md step 8 (and NCCL): unbind first, with the bind's offset and size, then unmap. */
+    for (int d = 0; d < g->ndev; d++)
+        if (grp->dev[d].bound)
+            cu->MulticastUnbind(grp->mc, g->devs[d].dev, 0, grp->size);
     for (int d = 0; d < g->ndev; d++) {
         NvlsDev *nd = &grp->dev[d];
         cu->CtxSetCurrent(g->devs[d].ctx);
@@ -241,9 +246,6 @@ static void nvls_teardown(GpuComm *g, NvlsGroup *grp)
         if (nd->mc_reserved)
             cu->MemAddressFree(nd->mcva, grp->size);
     }
-    for (int d = 0; d < g->ndev; d++)
-        if (grp->dev[d].bound)
-            cu->MulticastUnbind(grp->mc, g->devs[d].dev, 0, grp->size);
     for (int d = 0; d < g->ndev; d++) {
         NvlsDev *nd = &grp->dev[d];
         cu->CtxSetCurrent(g->devs[d].ctx);
@@ -452,6 +454,18 @@ static int nvls_create(const RtConfig *cfg, void **state)
     return CDSL_OK;
 }
 
+/* Multicast binds physical memory the backend creates (cuMemCreate) at offsets it chooses;
+ * a pointer from cudaMalloc or cuMemAlloc cannot be bound, so caller buffers are refused. */
+static int nvls_attach(void *state, const size_t *bytes, int nbufs, void *const *ptrs)
+{
+    GpuComm *g = state;
+    (void)bytes, (void)nbufs, (void)ptrs;
+    rt_error(g->cfg.log, "the nvls backend cannot run on caller buffers: a multicast object binds "
+             "only memory the backend creates itself (cuMemCreate); use cdsl_comm_alloc, and "
+             "cdsl_comm_buffer for the buffers' addresses");
+    return CDSL_ERR_USAGE;
+}
+
 const RtBackendOps rt_backend_nvls = {
     .name = "nvls",
     .create = nvls_create,
@@ -461,4 +475,8 @@ const RtBackendOps rt_backend_nvls = {
     .load = gpu_load,
     .run = gpu_run,
     .destroy = nvls_destroy,
+    .attach = nvls_attach,
+    .buffer = gpu_buffer,
+    .launch = gpu_launch,
+    .status = gpu_status,
 };

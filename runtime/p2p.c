@@ -3,8 +3,9 @@
  *
  * One process drives every GPU it uses; ranks sit `ranks_per_gpu` to a device (so an 8-rank
  * program runs on 2 GPUs). Each rank's sync words and symmetric buffers are ordinary
- * cuMemAlloc memory on its device; a peer reaches them by the same pointer through peer
- * access (ranks on one GPU simply share the address space). Switch operations run in the
+ * cuMemAlloc memory on its device, or the caller's own (cdsl_comm_register); a peer reaches
+ * them by the same pointer through peer access (ranks on one GPU simply share the address
+ * space). Switch operations run in the
  * p2p flavour of the device code, which emulates multimem with unicast loads, stores and
  * system-scope atomics, so no multicast object is ever created here: this is the backend
  * the shared multi-GPU hosts run.
@@ -12,6 +13,7 @@
  * Everything else - placement, peer access, streams, loading, launching, graphs, timing and
  * the error record - is gpu_common.c; this file only owns the memory.
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "gpu_common.h"
@@ -20,19 +22,20 @@
  * kernel's 16-byte vector accesses never cross the end of an allocation. */
 #define P2P_ALIGN 256
 
+/* Frees what p2p_alloc made; the caller's registered buffers are only forgotten. */
 static void p2p_free_buffers(GpuComm *g)
 {
     for (int q = 0; q < g->nranks; q++) {
         GpuRank *rk = &g->ranks[q];
-        if (g->cu->CtxSetCurrent(g->devs[rk->device].ctx) != CUDA_SUCCESS)
-            continue;
+        int ours = !g->registered && g->cu->CtxSetCurrent(g->devs[rk->device].ctx) == CUDA_SUCCESS;
         for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++) {
-            if (rk->buf[b])
+            if (rk->buf[b] && ours)
                 g->cu->MemFree(rk->buf[b]);
             rk->buf[b] = 0;
         }
     }
     g->nbufs = 0;
+    g->registered = 0;
 }
 
 static void p2p_free_sync(GpuComm *g)
@@ -130,6 +133,32 @@ static int p2p_alloc(void *state, const size_t *bytes, int nbufs)
     return gpu_publish(g);
 }
 
+/* The caller's buffers (cdsl_comm_register): nothing to allocate or zero. The peer tables
+ * hold every rank's pointers, whatever their offsets, so no symmetric layout is needed; peer
+ * access between the devices' primary contexts was enabled at create. */
+static int p2p_attach(void *state, const size_t *bytes, int nbufs, void *const *ptrs)
+{
+    GpuComm *g = state;
+    if (nbufs < 0 || nbufs > CDSL_ABI_MAX_BUFS) {
+        rt_error(g->cfg.log, "internal: %d buffers (at most %d)", nbufs, CDSL_ABI_MAX_BUFS);
+        return CDSL_ERR_USAGE;
+    }
+    int st = gpu_sync_all(g);   /* no kernel may still use the buffers we replace */
+    p2p_free_buffers(g);
+    if (st) {
+        gpu_publish(g);
+        return st;
+    }
+    for (int q = 0; q < g->nranks; q++)
+        for (int b = 0; b < nbufs; b++)
+            g->ranks[q].buf[b] = bytes[b] ? (CUdeviceptr)(uintptr_t)ptrs[q * nbufs + b] : 0;
+    g->registered = 1;
+    g->nbufs = nbufs;
+    for (int b = 0; b < nbufs; b++)
+        g->bytes[b] = bytes[b];
+    return gpu_publish(g);
+}
+
 const RtBackendOps rt_backend_p2p = {
     .name = "p2p",
     .create = p2p_create,
@@ -139,4 +168,8 @@ const RtBackendOps rt_backend_p2p = {
     .load = gpu_load,
     .run = gpu_run,
     .destroy = p2p_destroy,
+    .attach = p2p_attach,
+    .buffer = gpu_buffer,
+    .launch = gpu_launch,
+    .status = gpu_status,
 };

@@ -26,6 +26,10 @@
  * leave before a peer's write into it has landed (a race the checker reports) then gives a
  * wrong result here too, when the schedule (or jitter) lets the rank leave early.
  *
+ * Buffers are the sim's own (calloc) or the caller's (cdsl_comm_register, host memory, never
+ * freed here). cdsl_run_async runs the program before it returns: there are no streams to
+ * enqueue on; its failure is kept for cdsl_comm_status, as a GPU backend reports it there.
+ *
  * Memory order: signals are release increments and waits acquire loads, also for `relaxed`
  * ones. C11 has no order that is "execution only": a read on one rank followed by a relaxed
  * signal, and a peer's write after the matching relaxed wait (which the language allows,
@@ -78,6 +82,9 @@ typedef struct Sim {
     SimRank *ranks;
     int nbufs;
     size_t bytes[IR_MAX_BUFS];
+    bool registered;                /* buf[] are the caller's (cdsl_comm_register): not freed */
+    char nothing[16];               /* the address of a registered buffer of no bytes */
+    int pending;                    /* a cdsl_run_async failure, for cdsl_comm_status */
     const IrProgram *ir;            /* the loaded program (borrowed) */
     cdsl_dtype dtype;
     int jitter_us;                  /* 0: no jitter */
@@ -527,7 +534,8 @@ static void sim_free_bufs(Sim *s)
 {
     for (int r = 0; r < s->n; r++) {
         for (int b = 0; b < IR_MAX_BUFS; b++) {
-            free(s->ranks[r].buf[b]);
+            if (!s->registered)
+                free(s->ranks[r].buf[b]);
             s->ranks[r].buf[b] = NULL;
         }
         free(s->ranks[r].final_out);
@@ -535,6 +543,7 @@ static void sim_free_bufs(Sim *s)
         s->ranks[r].final_valid = false;
     }
     s->nbufs = 0;
+    s->registered = false;
     memset(s->bytes, 0, sizeof s->bytes);
 }
 
@@ -650,6 +659,34 @@ static int sim_alloc(void *state, const size_t *bytes, int nbufs)
     return CDSL_OK;
 }
 
+/* The caller's host buffers (cdsl_comm_register); only the output's end-state copy is ours. */
+static int sim_attach(void *state, const size_t *bytes, int nbufs, void *const *ptrs)
+{
+    Sim *s = state;
+    if (nbufs < 0 || nbufs > IR_MAX_BUFS) {
+        rt_error(s->cfg.log, "the sim takes 0 to %d buffers, not %d", IR_MAX_BUFS, nbufs);
+        return CDSL_ERR_USAGE;
+    }
+    sim_free_bufs(s);
+    s->registered = true;
+    bool ok = true;
+    for (int r = 0; r < s->n; r++) {
+        SimRank *rk = &s->ranks[r];
+        for (int b = 0; b < nbufs; b++)
+            rk->buf[b] = ptrs[r * nbufs + b] ? ptrs[r * nbufs + b] : s->nothing;
+        if (nbufs > IR_OUTPUT)
+            ok &= (rk->final_out = malloc(bytes[IR_OUTPUT] ? bytes[IR_OUTPUT] : 1)) != NULL;
+    }
+    if (!ok) {
+        sim_free_bufs(s);
+        rt_error(s->cfg.log, "out of memory: %d copies of %zu bytes for the sim's ranks", s->n, bytes[IR_OUTPUT]);
+        return CDSL_ERR_SYSTEM;
+    }
+    s->nbufs = nbufs;
+    memcpy(s->bytes, bytes, (size_t)nbufs * sizeof *bytes);
+    return CDSL_OK;
+}
+
 static int sim_bad_access(Sim *s, const char *what, int rank, int buf, size_t bytes)
 {
     rt_error(s->cfg.log, "cannot %s %zu bytes of rank %d's buffer %d: out of range", what, bytes, rank, buf);
@@ -670,6 +707,15 @@ static int sim_write(void *state, int rank, int buf, const void *src, size_t byt
         memcpy(s->ranks[rank].buf[buf], src, bytes);
     if (buf == IR_OUTPUT)
         s->ranks[rank].final_valid = false;
+    return CDSL_OK;
+}
+
+static int sim_buffer(void *state, int rank, int buf, void **ptr)
+{
+    Sim *s = state;
+    if (!sim_access_ok(s, rank, buf, 0))
+        return sim_bad_access(s, "address", rank, buf, 0);
+    *ptr = s->ranks[rank].buf[buf];
     return CDSL_OK;
 }
 
@@ -856,6 +902,28 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
     return CDSL_OK;
 }
 
+/* cdsl_run_async: the sim has no streams, so the run is over when this returns. As on a GPU,
+ * a run that failed is cdsl_comm_status's answer (its report is printed now); only what kept
+ * the run from starting is returned here. */
+static int sim_launch(void *state, size_t chunk_bytes, void *const *streams)
+{
+    Sim *s = state;
+    (void)streams;
+    int rc = sim_run(s, chunk_bytes, 1, NULL);
+    if (rc != CDSL_ERR_RUNTIME)
+        return rc;
+    s->pending = rc;
+    return CDSL_OK;
+}
+
+static int sim_status(void *state)
+{
+    Sim *s = state;
+    int rc = s->pending;
+    s->pending = CDSL_OK;
+    return rc;
+}
+
 const RtBackendOps rt_backend_sim = {
     .name = "sim",
     .create = sim_create,
@@ -865,4 +933,8 @@ const RtBackendOps rt_backend_sim = {
     .load = sim_load,
     .run = sim_run,
     .destroy = sim_destroy,
+    .attach = sim_attach,
+    .buffer = sim_buffer,
+    .launch = sim_launch,
+    .status = sim_status,
 };
