@@ -79,7 +79,8 @@ static const char *join(Arena *a, const char *dir, size_t dirlen, const char *na
     return arena_printf(a, "%.*s/%s", (int)dirlen, dir, name);
 }
 
-/* The stdlib/ folder of the checkout the running tool was built in (build/cdslc -> stdlib/). */
+/* The stdlib beside the running tool: the checkout's stdlib/ or an installed tree's, so that
+ * imports work wherever the tools were moved with their tree. */
 static const char *checkout_stdlib(Arena *a)
 {
     char exe[PATH_MAX];
@@ -92,10 +93,14 @@ static const char *checkout_stdlib(Arena *a)
         return NULL;
     *slash = 0;
     for (int up = 0; up < 3; up++) {
+        /* build/cdslc -> stdlib/ in a checkout; PREFIX/bin/cdslc -> PREFIX/share/cdsl/stdlib */
         const char *cand = arena_printf(a, "%s/stdlib", exe);
+        const char *installed = arena_printf(a, "%s/share/cdsl/stdlib", exe);
         struct stat st;
         if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode))
             return cand;
+        if (stat(installed, &st) == 0 && S_ISDIR(st.st_mode))
+            return installed;
         slash = strrchr(exe, '/');
         if (!slash)
             break;

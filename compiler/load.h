@@ -3,7 +3,7 @@
  *
  * An import is looked up relative to the importing file's folder, then in each -I folder,
  * then in each folder of $CDSL_PATH (colon-separated), then in the installed stdlib, then in
- * the stdlib/ folder beside the running tool's build (so an uninstalled checkout works). Each
+ * the stdlib beside the running tool (a checkout's stdlib/, or PREFIX/share/cdsl/stdlib). Each
  * file is loaded once; an import cycle is an error that lists the chain.
  */
 #ifndef CDSL_LOAD_H
