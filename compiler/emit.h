@@ -62,17 +62,18 @@ void emit_printf(EmitBuf *b, const char *fmt, ...)
 /* emit_prelude.c: the device helpers for a flavour and element type. */
 void emit_prelude(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype);
 
-/* emit_fence.c: for the nvls flavour, where bytes written through one mapping (multicast or
- * unicast) are next touched through the other, so that fence.proxy.alias goes there. Walk one
- * rank's operations in order: ask fence_before() for each operation (true: emit the fence
- * before it), then tell fence_after(); at the end ask fence_at_end(). */
+/* emit_fence.c: for the nvls flavour, where an access through one mapping (multicast or
+ * unicast) may meet an earlier access of the same bytes through the other, one of the two a
+ * write, so that fence.proxy.alias goes there. Walk one rank's operations in order: ask
+ * fence_before() for each operation (not NULL: emit the fence before it, with that text as its
+ * comment), then tell fence_after(); at the end ask fence_at_end() (the same). */
 typedef struct EmitFence EmitFence;
 
 EmitFence *emit_fence_new(const IrProgram *p, Arena *a);
 void emit_fence_begin_rank(EmitFence *f);
-bool emit_fence_before(EmitFence *f, const IrOp *op);
+const char *emit_fence_before(EmitFence *f, const IrOp *op);
 void emit_fence_after(EmitFence *f, const IrOp *op);
-bool emit_fence_at_end(EmitFence *f);
+const char *emit_fence_at_end(EmitFence *f);
 
 /* emit_order.c: the checker's ordering pass (order.c) sets IrOp.sync_before for data operations
  * that meet an earlier one in another thread, but it starts afresh at every signal and wait,

@@ -262,12 +262,10 @@ static void put_meeting(Emitter *e, const IrOp *op)
     }
 }
 
-static void put_fence(Emitter *e, const IrOp *op)
+static void put_fence(Emitter *e, const char *why)
 {
-    if (!e->fence || !emit_fence_before(e->fence, op))
-        return;
-    emit_puts(&e->out, "    cdsl_fence_alias();  "
-                       "// bytes touched below may hold writes through the other mapping\n");
+    if (why)
+        emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
 }
 
 static void put_op(Emitter *e, const IrOp *op, Arena *a)
@@ -275,7 +273,7 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     put_comment(e, op, a);
     put_meeting(e, op);
     if (ir_is_data(op->kind)) {
-        put_fence(e, op);
+        put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL);
         put_data_call(e, op);
         e->data_since_barrier = e->data_since_meet = true;
     } else {
@@ -328,8 +326,7 @@ static void put_rank(Emitter *e, int r, Arena *a)
     emit_printf(&e->out, "__device__ bool rank_%d(const CdslArgs &a)\n{\n", r);
     for (int i = 0; i < s->nops; i++)
         put_op(e, &s->ops[i], a);
-    if (e->fence && emit_fence_at_end(e->fence))
-        emit_puts(&e->out, "    cdsl_fence_alias();  // the work after the collective reads these buffers\n");
+    put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL);
     emit_puts(&e->out, "    return true;\n}\n\n");
     put_leave(e, r);
 }

@@ -1,34 +1,68 @@
 /*
  * emit_fence.c - where the nvls flavour needs fence.proxy.alias.
  *
- * The rule (PTX memory model, proxy-preserved causality; CUDA guide, virtual aliasing): a
- * write through the multicast mapping of some bytes and a later access of the same bytes
- * through a unicast mapping (or the other way round) are ordered only if an alias proxy fence
- * lies on the causality path from one to the other. The path may run through other threads
- * and other ranks (release -> acquire), so one fence, executed by the accessing threads just
- * before their access, serves every writer before it. The checker has already proved that
+ * The rule (PTX ISA, memory consistency model, "proxy-preserved base causality order"; CUDA
+ * programming guide, virtual aliasing). A buffer's multicast mapping and its unicast mapping
+ * are virtual aliases of the same bytes. Two accesses to the same bytes through different
+ * mappings, at least one of them a write, are ordered only if an alias proxy fence lies on the
+ * causality path from the first to the second; reads count as much as writes (unfenced, a read
+ * may see the write that follows it). So a fence is due between
+ *     a multicast write (switch.store, switch.reduce_store) and a later unicast read or write,
+ *     a multicast read (the ld_reduce of switch.reduce, switch.reduce_store) and a later
+ *       unicast write,
+ *     a unicast write and a later multicast read or write,
+ *     a unicast read and a later multicast write;
+ * two reads need none. The path may run through other threads and other ranks (signal -> wait,
+ * relaxed ones too), so one fence, executed by the accessing threads just before their access,
+ * serves every access before it on that thread's path. The checker has already proved that
  * every such pair is ordered by some path; this pass only decides where the path gets its
  * fence.
  *
- * Per rank, in program order, we track two "dirty" sets: bytes that may hold multicast writes
- * not yet fenced by this rank (dirty_mc), and bytes written through a unicast mapping that a
- * multicast access may read or overwrite (dirty_uc). Each holds the ranges this rank wrote
- * itself since its last fence and, after a wait (when other ranks' writes may have become
- * visible), everything the other ranks write that way anywhere in the program. Our own later
- * writes cannot be visible yet, and our own earlier ones are in the first part. An operation
- * that touches through the unicast mapping something in dirty_mc, or through the multicast
- * mapping something in dirty_uc, gets a fence before it, which empties both sets. If anything
- * is still dirty when the rank ends, a last fence goes before its end: the work after the
- * collective reads and writes every buffer through the unicast mapping.
+ * Per rank, in program order, we track for each mapping two "dirty" sets: its writes, and its
+ * accesses (reads and writes). Each holds the ranges this rank accessed that way itself since
+ * its last fence and, after a wait (when other ranks' accesses may lie on the path), everything
+ * the other ranks do that way anywhere in the program. Our own later accesses cannot be on the
+ * path yet, and our own earlier ones are in the first part. An operation that reads through
+ * one mapping something in the other mapping's writes, or writes through one mapping something
+ * in the other's accesses, gets a fence before it, which empties every set.
+ *
+ * The boundary events (LANGUAGE.md): the work before the collective (the rank's start) and the
+ * work after it (its end) read and write every buffer through the unicast mapping.
+ *   - Start, this rank's own earlier work: no fence. It is stream-ordered before this rank's
+ *     launch; the guide keeps writes through one alias incoherent with another only until the
+ *     writing device operation (grid, memcpy, ...) completes, and the PTX ISA (memory
+ *     synchronisation) lets such launch ordering take part in proxy-preserved base causality
+ *     order. What it read, it has read by then.
+ *   - Start, the other ranks' earlier work: a fence. That work reaches this rank only through
+ *     their starts and a wait (the entry barrier), and this grid may already be running when it
+ *     completes (each rank is launched on its own stream, repeated runs back to back); the guide
+ *     calls a grid that was present before a writing operation and reads after it incoherent,
+ *     whatever orders them. So it counts as the other ranks' unicast reads and writes of every
+ *     byte: after a wait, a multicast access gets a fence, until a fence has followed a wait for
+ *     each other rank, directly or at the switch (a switch wait follows every rank's start);
+ *     that fence then lies on the path from the rank's start to everything after it. Paths
+ *     through a third rank are not worked out: at worst one fence more. In a checked program of
+ *     several ranks no multicast access comes before a wait, so this fence comes before the
+ *     rank's first multicast access and serves its own earlier work as well.
+ *   - End: the work after the collective reads and writes through the unicast mapping, so a
+ *     last fence goes before the rank's end if a multicast access may still be unfenced: our own
+ *     since the last fence or, after a wait, any other rank's. (For our own, launch order would
+ *     do, as at the start; the fence costs one instruction and no launch leaves its own
+ *     multicast traffic unfenced.) Unicast accesses left at the end need none: the next launch's
+ *     start covers them on every rank.
  *
  * Sets are bitmaps over chunks, one per buffer; what a rank sets is also listed, so clearing
- * costs what setting did. The other ranks' writes are per-chunk counts over every rank minus
- * the walked rank's own.
+ * costs what setting did. For the other ranks, each chunk records who accesses it one way over
+ * the whole program: nobody, one rank, or several. Unicast accesses are tracked only in chunks
+ * some multicast access touches: elsewhere they never meet the other mapping.
  */
 #include "emit.h"
 
 #include <stdint.h>
 #include <string.h>
+
+enum { UC, MC, NMAP };             /* the mapping an access goes through */
+enum { WRITES, ACCESSES, NKIND };  /* what a set holds: writes; reads and writes */
 
 typedef struct ChunkSet {
     uint64_t *bits[IR_MAX_BUFS];
@@ -36,27 +70,36 @@ typedef struct ChunkSet {
     int nset, capset;
 } ChunkSet;
 
-/* How many writes of each chunk a set of ranks makes through one mapping. */
-typedef struct ChunkCount {
-    int *n[IR_MAX_BUFS];
-    long total;
-} ChunkCount;
+/* Who accesses each chunk one way, over the whole program: 0 nobody, r + 1 rank r alone, -1
+   several ranks. */
+typedef struct ChunkWho {
+    int *who[IR_MAX_BUFS];
+} ChunkWho;
 
 struct EmitFence {
     const IrProgram *p;
     Arena *arena;
-    int rank;              /* the rank being walked, -1 before the first */
-    ChunkSet mc_touched;   /* read or written through the multicast mapping by any rank */
-    ChunkCount mc_all, uc_all;   /* multicast / unicast (where mc_touched) writes, every rank */
-    ChunkCount mc_own, uc_own;   /* the same, this rank only: the rest is the other ranks' */
-    bool foreign_mc, foreign_uc; /* the dirty sets include the other ranks' writes */
-    ChunkSet own_mc, own_uc;     /* this rank's writes since its last fence */
+    int rank;                       /* the rank being walked, -1 before the first */
+    ChunkSet mc_touched;            /* read or written through the multicast mapping by any rank */
+    ChunkWho all[NMAP][NKIND];      /* [mapping][writes / accesses], every rank */
+    int mc_ranks;                   /* ranks that access anything through the multicast mapping */
+    bool *uses_mc;                  /* [nranks]: this one does */
+    ChunkSet own[NMAP][NKIND];      /* the walked rank's since its last fence */
+    bool foreign;                   /* a wait since the last fence: other ranks' accesses count */
+    int *waited;                    /* [nranks]: rank + 1 once the walked rank waited for it */
+    bool waited_all;                /* it did a switch wait: for every rank */
+    int nwaited, ncovered;          /* other ranks waited for; of those, before the last fence */
 };
 
 typedef struct Access {
     IrRange r;
     bool mc, write;
 } Access;
+
+static int mapping(const Access *x)
+{
+    return x->mc ? MC : UC;
+}
 
 /* The byte ranges an operation touches in the nvls flavour, and through which mapping. */
 static int op_accesses(const IrOp *op, Access out[3])
@@ -150,68 +193,76 @@ static void set_clear(ChunkSet *s)
     s->nset = 0;
 }
 
-static bool set_empty(const ChunkSet *s)
-{
-    return s->nset == 0;
-}
+/* ---- Who accesses a chunk -------------------------------------------------------------------- */
 
-/* ---- Write counts ------------------------------------------------------------------------- */
-
-static void count_init(ChunkCount *c, const IrProgram *p, Arena *a)
+static void who_init(ChunkWho *w, const IrProgram *p, Arena *a)
 {
-    c->total = 0;
     for (int b = 0; b < p->nbufs; b++)
-        c->n[b] = ARENA_ARRAY(a, int, (size_t)p->bufs[b].nchunks);
+        w->who[b] = ARENA_ARRAY(a, int, (size_t)p->bufs[b].nchunks);
 }
 
-static void count_add(ChunkCount *c, IrRange r, int delta)
+static bool who_valid(const ChunkWho *w, IrRange r)
 {
-    if (r.buf < 0 || r.buf >= IR_MAX_BUFS || !c->n[r.buf])
+    return r.buf >= 0 && r.buf < IR_MAX_BUFS && w->who[r.buf];
+}
+
+static void who_add(ChunkWho *w, IrRange r, int rank)
+{
+    if (!who_valid(w, r))
         return;
-    for (int i = r.first; i < r.first + r.count; i++)
-        c->n[r.buf][i] += delta;
-    c->total += (long)delta * r.count;
+    for (int *c = w->who[r.buf] + r.first; c < w->who[r.buf] + r.first + r.count; c++)
+        *c = *c == 0 || *c == rank + 1 ? rank + 1 : -1;
 }
 
-/* Some chunk of r is written by a rank other than the walked one. */
-static bool foreign_any(const ChunkCount *all, const ChunkCount *own, IrRange r)
+/* Some chunk of r is accessed by a rank other than `rank`. */
+static bool who_other(const ChunkWho *w, IrRange r, int rank)
 {
-    if (r.buf < 0 || r.buf >= IR_MAX_BUFS || !all->n[r.buf])
+    if (!who_valid(w, r))
         return false;
-    for (int i = r.first; i < r.first + r.count; i++)
-        if (all->n[r.buf][i] > own->n[r.buf][i])
+    for (const int *c = w->who[r.buf] + r.first; c < w->who[r.buf] + r.first + r.count; c++)
+        if (*c != 0 && *c != rank + 1)
             return true;
     return false;
 }
 
-/* Add (delta 1) or remove (-1) one rank's writes to the counts. */
-static void count_rank(EmitFence *f, int rank, ChunkCount *mc, ChunkCount *uc, int delta)
+/* ---- The walk ------------------------------------------------------------------------------- */
+
+/* Unicast accesses matter only where a multicast access may meet them. */
+static bool tracked(const EmitFence *f, const Access *x)
 {
-    const IrSeq *s = &f->p->ranks[rank];
-    Access acc[3];
-    for (int i = 0; i < s->nops; i++)
-        for (int k = op_accesses(&s->ops[i], acc), j = 0; j < k; j++) {
-            if (!acc[j].write)
-                continue;
-            if (acc[j].mc)
-                count_add(mc, acc[j].r, delta);
-            else if (set_any(&f->mc_touched, acc[j].r))
-                count_add(uc, acc[j].r, delta);
-        }
+    return x->mc || set_any(&f->mc_touched, x->r);
 }
 
-static void collect(EmitFence *f)
+/* Which chunks and ranks the multicast mapping touches at all. */
+static void find_multicast(EmitFence *f)
+{
+    const IrProgram *p = f->p;
+    Access acc[3];
+    for (int r = 0; r < p->nranks; r++) {
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            for (int k = op_accesses(&p->ranks[r].ops[i], acc), j = 0; j < k; j++)
+                if (acc[j].mc) {
+                    set_add(&f->mc_touched, acc[j].r, f->arena);
+                    f->uses_mc[r] = true;
+                }
+        f->mc_ranks += f->uses_mc[r];
+    }
+}
+
+/* Who accesses each tracked chunk, each way, over the whole program. */
+static void find_accessors(EmitFence *f)
 {
     const IrProgram *p = f->p;
     Access acc[3];
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++)
-            for (int k = op_accesses(&p->ranks[r].ops[i], acc), j = 0; j < k; j++)
-                if (acc[j].mc)
-                    set_add(&f->mc_touched, acc[j].r, f->arena);
-    /* Unicast writes matter only where a multicast access may meet them. */
-    for (int r = 0; r < p->nranks; r++)
-        count_rank(f, r, &f->mc_all, &f->uc_all, 1);
+            for (int k = op_accesses(&p->ranks[r].ops[i], acc), j = 0; j < k; j++) {
+                if (!tracked(f, &acc[j]))
+                    continue;
+                who_add(&f->all[mapping(&acc[j])][ACCESSES], acc[j].r, r);
+                if (acc[j].write)
+                    who_add(&f->all[mapping(&acc[j])][WRITES], acc[j].r, r);
+            }
 }
 
 EmitFence *emit_fence_new(const IrProgram *p, Arena *a)
@@ -220,75 +271,104 @@ EmitFence *emit_fence_new(const IrProgram *p, Arena *a)
     f->p = p;
     f->arena = a;
     f->rank = -1;
+    f->uses_mc = ARENA_ARRAY(a, bool, (size_t)p->nranks);
+    f->waited = ARENA_ARRAY(a, int, (size_t)p->nranks);
     set_init(&f->mc_touched, p, a);
-    set_init(&f->own_mc, p, a);
-    set_init(&f->own_uc, p, a);
-    count_init(&f->mc_all, p, a);
-    count_init(&f->uc_all, p, a);
-    count_init(&f->mc_own, p, a);
-    count_init(&f->uc_own, p, a);
-    collect(f);
+    for (int m = 0; m < NMAP; m++)
+        for (int k = 0; k < NKIND; k++) {
+            set_init(&f->own[m][k], p, a);
+            who_init(&f->all[m][k], p, a);
+        }
+    find_multicast(f);
+    find_accessors(f);
     return f;
 }
 
 static void fenced(EmitFence *f)
 {
-    f->foreign_mc = f->foreign_uc = false;
-    set_clear(&f->own_mc);
-    set_clear(&f->own_uc);
+    f->foreign = false;
+    f->ncovered = f->nwaited;
+    for (int m = 0; m < NMAP; m++)
+        for (int k = 0; k < NKIND; k++)
+            set_clear(&f->own[m][k]);
 }
 
 void emit_fence_begin_rank(EmitFence *f)
 {
-    if (f->rank >= 0)
-        count_rank(f, f->rank, &f->mc_own, &f->uc_own, -1);
     f->rank++;
-    count_rank(f, f->rank, &f->mc_own, &f->uc_own, 1);
-    /* The work before the collective is complete and visible at the start (and the previous
-       launch fenced whatever it left dirty before its end). */
-    fenced(f);
+    f->waited_all = false;
+    f->nwaited = 0;
+    fenced(f);   /* this rank's own earlier work needs no fence: see the start, above */
 }
 
-static bool dirty_for(const EmitFence *f, const Access *x)
+/* Why a fence must come before access x, or NULL. */
+static const char *dirty_for(const EmitFence *f, const Access *x)
 {
-    if (x->mc)
-        return (f->foreign_uc && foreign_any(&f->uc_all, &f->uc_own, x->r)) || set_any(&f->own_uc, x->r);
-    return (f->foreign_mc && foreign_any(&f->mc_all, &f->mc_own, x->r)) || set_any(&f->own_mc, x->r);
+    static const char *const why[NMAP][2] = {
+        [UC] = {"bytes read below may hold writes through the multicast mapping",
+                "bytes written below may have been accessed through the multicast mapping"},
+        [MC] = {"bytes read below may hold writes through the unicast mapping",
+                "bytes written below may have been accessed through the unicast mapping"},
+    };
+    int other = x->mc ? UC : MC, kind = x->write ? ACCESSES : WRITES;
+    if (set_any(&f->own[other][kind], x->r) ||
+        (f->foreign && who_other(&f->all[other][kind], x->r, f->rank)))
+        return why[mapping(x)][x->write];
+    if (x->mc && f->foreign && f->ncovered < f->p->nranks - 1)
+        return "the other ranks' work before the collective touched these bytes through unicast";
+    return NULL;
 }
 
-bool emit_fence_before(EmitFence *f, const IrOp *op)
+const char *emit_fence_before(EmitFence *f, const IrOp *op)
 {
     Access acc[3];
     int n = op_accesses(op, acc);
-    for (int j = 0; j < n; j++)
-        if (dirty_for(f, &acc[j])) {
+    for (int j = 0; j < n; j++) {
+        const char *why = dirty_for(f, &acc[j]);
+        if (why) {
             fenced(f);
-            return true;
+            return why;
         }
-    return false;
+    }
+    return NULL;
+}
+
+/* A wait: whatever the other ranks did before their signals may lie on the path from here on,
+   and the ranks it waited for directly had started before it. */
+static void waited(EmitFence *f, const IrOp *op)
+{
+    f->foreign = true;
+    if (op->kind == IR_SW_WAIT) {
+        f->waited_all = true;
+        f->nwaited = f->p->nranks - 1;
+    } else if (!f->waited_all && op->peer >= 0 && op->peer < f->p->nranks && op->peer != f->rank &&
+               f->waited[op->peer] != f->rank + 1) {
+        f->waited[op->peer] = f->rank + 1;
+        f->nwaited++;
+    }
 }
 
 void emit_fence_after(EmitFence *f, const IrOp *op)
 {
     if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT) {
-        /* Whatever other ranks wrote before their signals may be visible from here on. */
-        f->foreign_mc = f->foreign_uc = true;
+        waited(f, op);
         return;
     }
     Access acc[3];
     int n = op_accesses(op, acc);
     for (int j = 0; j < n; j++) {
-        if (!acc[j].write)
+        if (!tracked(f, &acc[j]))
             continue;
-        if (acc[j].mc)
-            set_add(&f->own_mc, acc[j].r, f->arena);
-        else if (set_any(&f->mc_touched, acc[j].r))
-            set_add(&f->own_uc, acc[j].r, f->arena);
+        set_add(&f->own[mapping(&acc[j])][ACCESSES], acc[j].r, f->arena);
+        if (acc[j].write)
+            set_add(&f->own[mapping(&acc[j])][WRITES], acc[j].r, f->arena);
     }
 }
 
-bool emit_fence_at_end(EmitFence *f)
+const char *emit_fence_at_end(EmitFence *f)
 {
-    return (f->foreign_mc && f->mc_all.total > f->mc_own.total) || !set_empty(&f->own_mc) ||
-           (f->foreign_uc && f->uc_all.total > f->uc_own.total) || !set_empty(&f->own_uc);
+    bool others = f->mc_ranks > (int)f->uses_mc[f->rank];
+    if (f->own[MC][ACCESSES].nset || (f->foreign && others))
+        return "the work after the collective reads and writes through the unicast mapping";
+    return NULL;
 }

@@ -391,13 +391,15 @@ __device__ __noinline__ void cdsl_get(const CdslArgs &a, int p, int db, int dc, 
    a.mc_buf[b] maps buffer b of every rank at once (a multicast object); a.mc_sync the sync
    words. A multicast address takes multimem.* only.
 
-   The alias rule (CUDA programming guide, virtual aliasing; NVLS.md): a write through the
-   multicast mapping and an access to the same bytes through a unicast mapping are not ordered
-   unless fence.proxy.alias lies on the path between them. This program's emitter knows which
-   bytes go through which mapping, so it places the fence exactly: each thread executes it
-   before an operation that touches through one mapping bytes that may last have been written
-   through the other (by any rank, this one included), and before the end of the rank if such
-   bytes remain. A fence after the waits that made the writes visible lies on every such path. */
+   The alias rule (CUDA programming guide, virtual aliasing; PTX proxy-preserved causality;
+   NVLS.md): two accesses to the same bytes through the multicast and a unicast mapping, one
+   of them a write, are not ordered unless fence.proxy.alias lies on the path between them.
+   This program's emitter knows which bytes go through which mapping, so it places the fence
+   exactly: each thread executes it before an operation that accesses through one mapping
+   bytes that an access through the other may have touched (one of the two a write, by any
+   rank), after a wait before the first multicast access (for the other ranks' work before
+   the collective), and before the end of the rank if a multicast access may remain unfenced.
+   A fence after the waits that made the accesses visible lies on every such path. */
 
 __device__ __forceinline__ void cdsl_fence_alias()
 {
@@ -515,19 +517,20 @@ __device__ bool rank_0(const CdslArgs &a)
     // 7:12  switch.wait (relaxed)
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
     // 8:12  switch.reduce tmp[0] <- sum of input[0]
+    cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
     cdsl_switch_reduce(a, B_tmp, 0, B_input, 0, 1);
     // 9:5  copy output[0] <- tmp[0]
     cdsl_copy(a, B_output, 0, B_tmp, 0, 1);
     // 10:12  switch.store output[0] <- tmp[0]
     CDSL_TRY(cdsl_grid_barrier(a, 1, 10));  // after the other blocks' work above
-    cdsl_fence_alias();  // bytes touched below may hold writes through the other mapping
+    cdsl_fence_alias();  // bytes written below may have been accessed through the unicast mapping
     cdsl_switch_store(a, B_output, 0, B_tmp, 0, 1);
     // 11:12  switch.signal (release)
     CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 12:12  switch.wait (acquire)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
-    cdsl_fence_alias();  // the work after the collective reads these buffers
+    cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
     return true;
 }
 
@@ -547,19 +550,20 @@ __device__ bool rank_1(const CdslArgs &a)
     // 7:12  switch.wait (relaxed)
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
     // 8:12  switch.reduce tmp[1] <- sum of input[1]
+    cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
     cdsl_switch_reduce(a, B_tmp, 1, B_input, 1, 1);
     // 9:5  copy output[1] <- tmp[1]
     cdsl_copy(a, B_output, 1, B_tmp, 1, 1);
     // 10:12  switch.store output[1] <- tmp[1]
     CDSL_TRY(cdsl_grid_barrier(a, 1, 10));  // after the other blocks' work above
-    cdsl_fence_alias();  // bytes touched below may hold writes through the other mapping
+    cdsl_fence_alias();  // bytes written below may have been accessed through the unicast mapping
     cdsl_switch_store(a, B_output, 1, B_tmp, 1, 1);
     // 11:12  switch.signal (release)
     CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 12:12  switch.wait (acquire)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
-    cdsl_fence_alias();  // the work after the collective reads these buffers
+    cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
     return true;
 }
 

@@ -86,6 +86,30 @@ static int count(const char *s, const char *what)
     return n;
 }
 
+/* A rank body has an alias fence just before the call of the operation at line:5. */
+static int fenced_at(const char *body, int line)
+{
+    char head[32];
+    snprintf(head, sizeof head, "    // %d:5 ", line);
+    const char *s = strstr(body, head);
+    if (!s)
+        return 0;
+    s += strlen(head);
+    const char *next = strstr(s, "\n    // "), *f = strstr(s, "\n    cdsl_fence_alias();");
+    const char *call = f ? strchr(f + 1, '\n') : NULL;
+    return call && (!next || f < next) && strncmp(call, "\n    cdsl_", 10) == 0 &&
+           strncmp(call, "\n    cdsl_fence", 16) != 0;
+}
+
+/* ... and one just before it returns. */
+static int fenced_at_end(const char *body)
+{
+    const char *r = strstr(body, "\n    return true;"), *l = r;
+    while (l && l > body && l[-1] != '\n')
+        l--;
+    return r && l > body && strncmp(l, "    cdsl_fence_alias();", 23) == 0;
+}
+
 static const char *const NAMES3[] = {"input", "output", "tmp"};
 static const int CHUNKS3[] = {2, 2, 2};
 
@@ -228,6 +252,105 @@ static void test_fences(void)
     arena_destroy(a);
 }
 
+static void sw_sync(IrProgram *p, int r, bool relaxed, int line)
+{
+    op(p, r, IR_SW_SIGNAL, -1, NONE, NONE, NONE, line);
+    op(p, r, IR_SW_WAIT, -1, NONE, NONE, NONE, line + 1);
+    p->ranks[r].ops[p->ranks[r].nops - 2].relaxed = relaxed;
+    p->ranks[r].ops[p->ranks[r].nops - 1].relaxed = relaxed;
+}
+
+/* A unicast read, then (after signal -> wait) another rank's multicast write of those bytes:
+   the writer fences after its wait. Without the read, no fence there. */
+static void test_fence_read_then_mc_write(void)
+{
+    int ok = 1;
+    char *r1 = NULL;
+    for (int with_read = 1; with_read >= 0; with_read--) {
+        Arena *a = arena_create();
+        Diag d;
+        diag_init(&d, stderr);
+        IrProgram *p = program(a, 2, 3, NAMES3, CHUNKS3);
+        for (int r = 0; r < 2; r++) {
+            sw_sync(p, r, true, 2);
+            data(p, r, IR_SW_REDUCE, R(2, 0, 1), R(0, r, 1), 4);    /* the entry fence goes here */
+            if (r == 0 && with_read)
+                data(p, r, IR_COPY, R(2, 1, 1), R(1, 0, 1), 5);  /* unicast read of output[0] */
+            sw_sync(p, r, false, 6);
+            if (r == 1)
+                data(p, r, IR_SW_STORE, R(1, 0, 1), R(0, 1, 1), 8); /* overwrites it on rank 0 */
+            sw_sync(p, r, false, 9);
+        }
+        const char *s = emit(p, CDSL_BACKEND_NVLS, CDSL_F32, a, &d);
+        free(r1);
+        r1 = rank_body(s ? s : "", 1);
+        ok &= fenced_at(r1, 4) && fenced_at(r1, 8) == with_read && fenced_at_end(r1) &&
+              count(r1, "cdsl_fence_alias();") == 2 + with_read;
+        arena_destroy(a);
+    }
+    report("nvls: a unicast read is fenced against another rank's later multicast write", ok, r1);
+    free(r1);
+}
+
+/* A multicast read (ld_reduce), then a unicast write of those bytes: by the same rank (no wait
+   between) and by another rank after a wait. */
+static void test_fence_mc_read_then_write(void)
+{
+    Arena *a = arena_create();
+    Diag d;
+    diag_init(&d, stderr);
+    IrProgram *p = program(a, 2, 3, NAMES3, CHUNKS3);
+    for (int r = 0; r < 2; r++) {
+        sw_sync(p, r, true, 2);
+        data(p, r, IR_SW_REDUCE, R(2, 0, 1), R(0, r, 1), 4);  /* rank 0: input[0] of every rank */
+        if (r == 0) {
+            data(p, r, IR_COPY, R(2, 1, 1), R(1, 1, 1), 5);   /* never multicast: no fence */
+            data(p, r, IR_COPY, R(0, 0, 1), R(2, 0, 1), 6);   /* own write of what it reduced */
+        }
+        sw_sync(p, r, false, 7);
+        if (r == 1)
+            data(p, r, IR_COPY, R(0, 0, 1), R(2, 0, 1), 9);   /* rank 1 overwrites input[0] */
+    }
+    const char *s = emit(p, CDSL_BACKEND_NVLS, CDSL_F32, a, &d);
+    char *r0 = rank_body(s ? s : "", 0), *r1 = rank_body(s ? s : "", 1);
+    int ok0 = fenced_at(r0, 4) && !fenced_at(r0, 5) && fenced_at(r0, 6) && fenced_at_end(r0) &&
+              count(r0, "cdsl_fence_alias();") == 3;
+    /* The fence before 9 serves rank 1's end as well. */
+    int ok1 = fenced_at(r1, 4) && fenced_at(r1, 9) && count(r1, "cdsl_fence_alias();") == 2;
+    report("nvls: a multicast read is fenced against a later unicast write (own and other rank's)",
+           ok0 && ok1, ok0 ? r1 : r0);
+    free(r0);
+    free(r1);
+    arena_destroy(a);
+}
+
+/* The other ranks' work before the collective: the first multicast access after a wait is
+   fenced, until a fence has followed a wait for every other rank. */
+static void test_fence_prior_work(void)
+{
+    Arena *a = arena_create();
+    Diag d;
+    diag_init(&d, stderr);
+    static const int chunks[] = {3, 3, 1};
+    IrProgram *p = program(a, 3, 3, NAMES3, chunks);
+    for (int q = 1; q < 3; q++)
+        op(p, q, IR_SIGNAL, 0, NONE, NONE, NONE, 2);
+    op(p, 1, IR_SIGNAL, 0, NONE, NONE, NONE, 3);
+    op(p, 0, IR_WAIT, 1, NONE, NONE, NONE, 2);
+    data(p, 0, IR_SW_STORE, R(1, 0, 1), R(0, 0, 1), 3);   /* rank 1's earlier work: fence */
+    op(p, 0, IR_WAIT, 2, NONE, NONE, NONE, 4);
+    data(p, 0, IR_SW_STORE, R(1, 1, 1), R(0, 1, 1), 5);   /* rank 2's: fence */
+    op(p, 0, IR_WAIT, 1, NONE, NONE, NONE, 6);
+    data(p, 0, IR_SW_STORE, R(1, 2, 1), R(0, 2, 1), 7);   /* both covered: none */
+    const char *s = emit(p, CDSL_BACKEND_NVLS, CDSL_F32, a, &d);
+    char *r0 = rank_body(s ? s : "", 0);
+    int ok = fenced_at(r0, 3) && fenced_at(r0, 5) && !fenced_at(r0, 7) && fenced_at_end(r0) &&
+             count(r0, "cdsl_fence_alias();") == 3;
+    report("nvls: other ranks' earlier work fenced once per rank waited for", ok, r0);
+    free(r0);
+    arena_destroy(a);
+}
+
 /* Compile an emitted source with NVRTC when it is there. */
 static void test_nvrtc(void)
 {
@@ -361,6 +484,9 @@ int main(void)
     test_sync_before();
     test_converge();
     test_fences();
+    test_fence_read_then_mc_write();
+    test_fence_mc_read_then_write();
+    test_fence_prior_work();
     test_sha256();
     test_cache();
     test_nvrtc();
