@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cdsl.h"
+#include "cli.h"
 
 enum { MAX_LIST = 256 };
 
@@ -60,10 +61,7 @@ static const char usage_text[] =
 
 static int usage(const char *fmt, const char *arg)
 {
-    fputs("cdslc: error: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\n(see cdslc --help)\n", stderr);
-    return 2;
+    return cli_usage("cdslc", fmt, arg);
 }
 
 static bool parse_ranks(const char *s, int *n)
@@ -75,17 +73,6 @@ static bool parse_ranks(const char *s, int *n)
         return false;
     *n = (int)v;
     return true;
-}
-
-/* The value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL if missing. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t len = strlen(name);
-    if (!strncmp(argv[*i], name, len) && argv[*i][len] == '=')
-        return argv[*i] + len + 1;
-    if (strcmp(argv[*i], name))
-        return NULL;
-    return *i + 1 < argc ? argv[++*i] : "";
 }
 
 static const struct { const char *flag; Emit emit; } emit_flags[] = {
@@ -101,35 +88,35 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
             a->emit = emit_flags[k].emit;
             return 0;
         }
-    if ((v = option_value(argc, argv, i, "-n"))) {
+    if ((v = cli_option_value(argc, argv, i, "-n"))) {
         if (!parse_ranks(v, &a->opts.nranks))
             return usage("-n expects a number of ranks, not '%s'", v);
         a->have_n = true;
-    } else if ((v = option_value(argc, argv, i, "--program"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--program"))) {
         a->opts.program = v;
-    } else if ((v = option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
+    } else if ((v = cli_option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
         if (!v)
             v = arg + 2;
         if (a->opts.ndefines == MAX_LIST)
             return usage("too many -D options%s", "");
         a->defines[a->opts.ndefines++] = v;
-    } else if ((v = option_value(argc, argv, i, "-I")) || !strncmp(arg, "-I", 2)) {
+    } else if ((v = cli_option_value(argc, argv, i, "-I")) || !strncmp(arg, "-I", 2)) {
         if (!v)
             v = arg + 2;
         if (a->opts.ninclude_dirs == MAX_LIST)
             return usage("too many -I options%s", "");
         a->includes[a->opts.ninclude_dirs++] = v;
-    } else if ((v = option_value(argc, argv, i, "-o"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "-o"))) {
         a->output = v;
-    } else if ((v = option_value(argc, argv, i, "--backend"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--backend"))) {
         if (cdsl_backend_parse(v, &a->backend) || a->backend == CDSL_BACKEND_SIM)
             return usage("--backend for code generation is p2p or nvls, not '%s'", v);
-    } else if ((v = option_value(argc, argv, i, "--dtype"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--dtype"))) {
         if (cdsl_dtype_parse(v, &a->dtype))
             return usage("--dtype is f32, f16, bf16, u32 or s32, not '%s'", v);
-    } else if ((v = option_value(argc, argv, i, "--arch"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--arch"))) {
         a->arch = v;
-    } else if ((v = option_value(argc, argv, i, "--color"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--color"))) {
         if (strcmp(v, "auto") && strcmp(v, "always") && strcmp(v, "never"))
             return usage("--color is auto, always or never, not '%s'", v);
         a->opts.color = !strcmp(v, "auto") ? -1 : !strcmp(v, "always");

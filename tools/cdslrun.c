@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cdsl.h"
+#include "cli.h"
 
 enum { MAX_LIST = 256, MAX_SIZES = 64, EXIT_USAGE = 2 };
 
@@ -106,10 +107,7 @@ static const char usage_text[] =
 
 static int usage(const char *fmt, const char *arg)
 {
-    fputs("cdslrun: error: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\n(see cdslrun --help)\n", stderr);
-    return EXIT_USAGE;
+    return cli_usage("cdslrun", fmt, arg);
 }
 
 static bool parse_ull(const char *s, unsigned long long max, unsigned long long *out)
@@ -188,17 +186,6 @@ static int parse_sweep(Args *a, const char *v)
     return 0;
 }
 
-/* The value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL if it is another. */
-static const char *option_value(int argc, char **argv, int *i, const char *name)
-{
-    size_t len = strlen(name);
-    if (!strncmp(argv[*i], name, len) && argv[*i][len] == '=')
-        return argv[*i] + len + 1;
-    if (strcmp(argv[*i], name))
-        return NULL;
-    return *i + 1 < argc ? argv[++*i] : "";
-}
-
 static int add_to_list(const char **list, int *n, const char *v, const char *flag)
 {
     if (*n == MAX_LIST)
@@ -227,32 +214,32 @@ static int parse_run_option(Args *a, int argc, char **argv, int *i, const char *
 {
     unsigned long long u;
     const char *arg = argv[*i];
-    if ((*v = option_value(argc, argv, i, "--size"))) {
+    if ((*v = cli_option_value(argc, argv, i, "--size"))) {
         if (!parse_size(*v, &a->size_min) || a->size_min == 0)
             return usage("--size expects a positive size like 65536, 64K or 1G, not '%s'", *v);
         a->size_max = a->size_min;
         a->sweep = false;
         a->size_arg = *v;
-    } else if ((*v = option_value(argc, argv, i, "--sizes"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--sizes"))) {
         return **v ? parse_sweep(a, *v) : usage("%s needs a value", arg);
-    } else if ((*v = option_value(argc, argv, i, "--iters"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--iters"))) {
         if (!parse_int(*v, 1, INT_MAX, &a->iters))
             return usage("--iters expects a number of runs (1 or more), not '%s'", *v);
-    } else if ((*v = option_value(argc, argv, i, "--warmup"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--warmup"))) {
         if (!parse_int(*v, 0, INT_MAX, &a->warmup))
             return usage("--warmup expects a number of runs, not '%s'", *v);
-    } else if ((*v = option_value(argc, argv, i, "--seed"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--seed"))) {
         if (!parse_ull(*v, UINT_MAX, &u))
             return usage("--seed expects a whole number, not '%s'", *v);
         a->comm.seed = (unsigned)u;
-    } else if ((*v = option_value(argc, argv, i, "--jitter"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--jitter"))) {
         if (!parse_int(*v, 0, 1000000, &a->comm.jitter_us))
             return usage("--jitter expects microseconds (0 .. 1000000), not '%s'", *v);
         a->jitter_set = true;
-    } else if ((*v = option_value(argc, argv, i, "--ranks-per-gpu"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--ranks-per-gpu"))) {
         if (!parse_int(*v, 1, 4096, &a->comm.ranks_per_gpu))
             return usage("--ranks-per-gpu expects a number of ranks (1 .. 4096), not '%s'", *v);
-    } else if ((*v = option_value(argc, argv, i, "--spin-limit"))) {
+    } else if ((*v = cli_option_value(argc, argv, i, "--spin-limit"))) {
         if (!parse_ull(*v, ULLONG_MAX, &a->comm.spin_limit) || !a->comm.spin_limit)
             return usage("--spin-limit expects a positive number of polls, not '%s'", *v);
     } else {
@@ -268,21 +255,21 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
     int rc = 0;
     if (parse_flag(a, arg))
         return 0;
-    if ((v = option_value(argc, argv, i, "-n"))) {
+    if ((v = cli_option_value(argc, argv, i, "-n"))) {
         if (!parse_int(v, 1, 4096, &a->copts.nranks))
             return usage("-n expects a number of ranks (1 .. 4096), not '%s'", v);
         a->have_n = true;
-    } else if ((v = option_value(argc, argv, i, "--program"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--program"))) {
         a->copts.program = v;
-    } else if ((v = option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
+    } else if ((v = cli_option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
         rc = add_to_list(a->defines, &a->copts.ndefines, v ? v : arg + 2, "-D");
-    } else if ((v = option_value(argc, argv, i, "-I")) || !strncmp(arg, "-I", 2)) {
+    } else if ((v = cli_option_value(argc, argv, i, "-I")) || !strncmp(arg, "-I", 2)) {
         rc = add_to_list(a->includes, &a->copts.ninclude_dirs, v ? v : arg + 2, "-I");
-    } else if ((v = option_value(argc, argv, i, "--backend"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--backend"))) {
         if (cdsl_backend_parse(v, &b))
             return usage("--backend is sim, p2p or nvls, not '%s'", v);
         a->comm.backend = (int)b;
-    } else if ((v = option_value(argc, argv, i, "--dtype"))) {
+    } else if ((v = cli_option_value(argc, argv, i, "--dtype"))) {
         if (cdsl_dtype_parse(v, &a->dtype))
             return usage("--dtype is f32, f16, bf16, u32 or s32, not '%s'", v);
     } else {
