@@ -94,6 +94,8 @@ struct Decl {
     Loc coll_loc;
     StmtList body;
     Loc close;          /* the closing brace */
+    int walk;           /* resolve.c's depth-first state: 0 new, 1 being walked, 2 done */
+    bool reachable;     /* a def the chosen program calls, directly or not */
 };
 
 /* One parsed file. */

@@ -75,8 +75,9 @@ static void quote(Diag *d, Loc at)
     }
     fputs(to < len ? "...\n" : "\n", d->out);
     fputs(from ? "       " : "    ", d->out);
-    for (int i = from; i < col; i++)
-        fputc(line[i] == '\t' ? '\t' : ' ', d->out);
+    for (int i = from; i < col; i++)   /* one column per character: skip UTF-8 continuations */
+        if (((unsigned char)line[i] & 0xC0) != 0x80)
+            fputc(line[i] == '\t' ? '\t' : ' ', d->out);
     fputs(d->color ? "\033[1;32m^\033[0m\n" : "^\n", d->out);
 }
 

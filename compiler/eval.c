@@ -12,6 +12,7 @@
  */
 #include "eval.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -164,6 +165,11 @@ static const char *context(Eval *ev)
         else
             n += (size_t)snprintf(buf + n, sizeof buf - n, "%sin %s() called at %d:%d", sep, c->call->name,
                                   c->call->name_loc.line, c->call->name_loc.col);
+        if (n >= sizeof buf - 64) {   /* snprintf returns what it would have written: clamp */
+            n = sizeof buf - 64;
+            n += (size_t)snprintf(buf + n, sizeof buf - n, ", ...");
+            break;
+        }
     }
     ev->ctx_text = arena_strndup(ev->arena, buf, n);
     return ev->ctx_text;
@@ -563,8 +569,8 @@ static void eval_call(Eval *ev, const Stmt *s)
         eval_copy_reduce(ev, s);
         return;
     }
-    long long args[64];
-    int n = def->nparams < 64 ? def->nparams : 64;
+    int n = def->nparams;
+    long long *args = ARENA_ARRAY(ev->arena, long long, (size_t)n + 1);
     for (int i = 0; i < n; i++)
         if (!eval_int(ev, s->args.items[i], &args[i]))
             return;
@@ -625,10 +631,16 @@ static bool parse_define(const char *text, const char **name, size_t *len, long 
     const char *eq = strchr(text, '=');
     if (!eq || eq == text)
         return false;
+    /* As the language writes integers: decimal or 0x hex, an optional minus, nothing else
+     * (strtoll alone would take octal, leading blanks and a plus sign). */
+    const char *digits = eq + 1 + (eq[1] == '-');
+    bool hex = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X');
+    if (!(hex ? isxdigit((unsigned char)digits[2]) : isdigit((unsigned char)digits[0])))
+        return false;
     char *end;
     errno = 0;
-    *value = strtoll(eq + 1, &end, 0);
-    if (*end || end == eq + 1 || errno)
+    *value = strtoll(eq + 1, &end, hex ? 16 : 10);
+    if (*end || errno)
         return false;
     *name = text;
     *len = (size_t)(eq - text);
@@ -681,12 +693,16 @@ static bool bind_params(Eval *ev, const EvalOptions *opt)
     ev->ir->chunks = 1;
     for (int i = 0; i < p->nparams; i++) {
         long long v;
-        if (!define_for(ev, opt, p->params[i].name, &v) && !eval_int(ev, p->params[i].init, &v))
+        bool given = define_for(ev, opt, p->params[i].name, &v);
+        if (!given && !eval_int(ev, p->params[i].init, &v))
             return false;
         bind(ev, p->params[i].name, (Value){V_INT, v});
         if (!strcmp(p->params[i].name, "chunks")) {
             if (v < 1 || v > IR_MAX_CHUNKS) {
-                ev_error(ev, p->params[i].loc, "chunks must be between 1 and %d, not %lld", IR_MAX_CHUNKS, v);
+                if (given)   /* the command line is wrong, not the declaration */
+                    diag_fatal(ev->diag, "-D chunks=%lld: chunks must be between 1 and %d", v, IR_MAX_CHUNKS);
+                else
+                    ev_error(ev, p->params[i].loc, "chunks must be between 1 and %d, not %lld", IR_MAX_CHUNKS, v);
                 return false;
             }
             ev->ir->chunks = (int)v;
@@ -730,11 +746,20 @@ static bool declare_buffers(Eval *ev)
     case COLL_CUSTOM: break;
     }
     const StmtList *body = &ev->program->body;
+    Loc in_at = ev->program->loc, out_at = ev->program->loc;
+    const Stmt *declared[2] = {NULL, NULL};
     for (int i = 0; i < body->n; i++) {
         const Stmt *s = body->items[i];
         if (s->kind != S_BUFFER)
             continue;
         bool is_in = !strcmp(s->name, "input");
+        if (declared[!is_in] && ir->coll == COLL_CUSTOM) {
+            ev_error(ev, s->name_loc, "%s is declared twice", s->name);
+            diag_note(ev->diag, declared[!is_in]->name_loc, "first declared here");
+            return false;
+        }
+        declared[!is_in] = s;
+        *(is_in ? &in_at : &out_at) = s->name_loc;
         if ((!is_in && strcmp(s->name, "output")) || ir->coll != COLL_CUSTOM) {
             ev_error(ev, s->name_loc, ir->coll != COLL_CUSTOM
                                           ? "only a custom program declares input and output; %s fixes their sizes"
@@ -746,7 +771,7 @@ static bool declare_buffers(Eval *ev)
         if (!eval_int(ev, s->value, is_in ? &in : &out))
             return false;
     }
-    if (!add_buffer(ev, "input", in, ev->program->loc) || !add_buffer(ev, "output", out, ev->program->loc))
+    if (!add_buffer(ev, "input", in, in_at) || !add_buffer(ev, "output", out, out_at))
         return false;
     for (int i = 0; i < body->n; i++) {
         const Stmt *s = body->items[i];
@@ -792,11 +817,10 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
     if (!declare_buffers(ev))
         return NULL;
     /* Reorder so that env = [nranks, buffers..., params...]: the base (visible in defs) first. */
-    Binding params[64];
-    int keep = nparams < 64 ? nparams : 64;
-    memcpy(params, ev->env + params_at, sizeof(Binding) * (size_t)keep);
+    Binding *params = ARENA_ARRAY(a, Binding, (size_t)nparams + 1);
+    memcpy(params, ev->env + params_at, sizeof(Binding) * (size_t)nparams);
     memmove(ev->env + params_at, ev->env + params_at + nparams, sizeof(Binding) * (size_t)ir->nbufs);
-    memcpy(ev->env + params_at + ir->nbufs, params, sizeof(Binding) * (size_t)keep);
+    memcpy(ev->env + params_at + ir->nbufs, params, sizeof(Binding) * (size_t)nparams);
     ev->nbase = params_at + ir->nbufs;
     for (int r = 0; r < ir->nranks && d->nerrors < 10; r++) {
         ev->rank = r;

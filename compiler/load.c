@@ -37,8 +37,10 @@ typedef struct Loader {
 static Source *read_source(Loader *ld, const char *path, Loc from)
 {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        const char *why = errno == ENOENT || S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file";
+    bool found = stat(path, &st) == 0;
+    int err = errno;
+    if (!found || !S_ISREG(st.st_mode)) {
+        const char *why = !found ? strerror(err) : "not a regular file";
         if (from.src)
             diag_error(ld->diag, from, "cannot read '%s': %s", path, why);
         else

@@ -21,6 +21,8 @@ void cdsl_parse(void *engine, int kind, Token tok);
 void cdsl_parseFree(void *engine, void (*dealloc)(void *));
 int cdsl_parse_would_accept(void *engine, int kind, Token at);
 int cdsl_parse_ntokens(void);
+size_t cdsl_parse_snapshot_size(void);
+void cdsl_parse_save(const void *engine, void *snap);
 
 enum { MAX_EXPECTED = 4 };
 
@@ -41,8 +43,9 @@ void parse_syntax_error(Parser *px, Token tok, void *engine)
         return;
     int expected[MAX_EXPECTED], nexp = 0;
     px->trial = true;
+    void *before = px->snapshot ? px->snapshot : engine;   /* the state before this token */
     for (int k = 1; k < cdsl_parse_ntokens() && nexp <= MAX_EXPECTED; k++)
-        if (cdsl_parse_would_accept(engine, k, tok)) {
+        if (cdsl_parse_would_accept(before, k, tok)) {
             if (nexp < MAX_EXPECTED)
                 expected[nexp] = k;
             nexp++;
@@ -125,6 +128,7 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
     px->file = ARENA_NEW(a, AstFile);
     px->file->src = src;
     void *engine = cdsl_parseAlloc(malloc, px);
+    px->snapshot = arena_alloc(a, cdsl_parse_snapshot_size());
     if (!engine) {
         diag_fatal(d, "out of memory");
         return NULL;
@@ -140,6 +144,7 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
             break;
         }
         px->at = t.loc;
+        cdsl_parse_save(engine, px->snapshot);
         cdsl_parse(engine, kind, t);
     } while (kind != LEX_EOF && !px->failed);
     cdsl_parseFree(engine, free);

@@ -22,6 +22,7 @@ typedef struct Parser {
     bool failed;
     bool trial;                 /* probing which tokens would fit: report nothing */
     Loc at;                     /* the token being parsed, for stack-overflow errors */
+    void *snapshot;             /* the parser's state before that token (cdsl_parse_save) */
     int depth;                  /* open '{', '(' and '[' right now */
     Loc open[PARSE_MAX_DEPTH];  /* where each of them opened */
     int open_kind[PARSE_MAX_DEPTH];

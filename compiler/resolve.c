@@ -21,8 +21,6 @@ typedef struct Resolver {
     int nnames, cap;
     Decl **defs;            /* every def of the unit */
     int ndefs;
-    Decl *calling[64];      /* defs being resolved, for recursion */
-    int ncalling;
 } Resolver;
 
 static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "barrier", "custom"};
@@ -127,15 +125,19 @@ static void resolve_method(Resolver *r, Stmt *s)
         check_order_arg(r, s);
         return;
     }
-    bool data = sw ? !strcmp(m, "store") || !strcmp(m, "reduce") || !strcmp(m, "reduce_store")
-                   : !strcmp(m, "put") || !strcmp(m, "get");
-    if (!data) {
+    bool sw_op = !strcmp(m, "store") || !strcmp(m, "reduce") || !strcmp(m, "reduce_store");
+    bool peer_op = !strcmp(m, "put") || !strcmp(m, "get");
+    /* A let-bound channel may be the switch or a peer: eval.c checks which, once it knows. */
+    bool named = ch->kind == E_NAME;
+    if (!(named ? sw_op || peer_op : sw ? sw_op : peer_op)) {
         diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m,
-                   sw ? "the switch" : "a peer channel",
-                   sw ? "store, reduce, reduce_store, signal or wait" : "put, get, signal or wait");
+                   named ? "a channel" : sw ? "the switch" : "a peer channel",
+                   named ? "store, reduce, reduce_store, put, get, signal or wait"
+                   : sw  ? "store, reduce, reduce_store, signal or wait"
+                         : "put, get, signal or wait");
         return;
     }
-    char *what = arena_printf(r->arena, "%s%s", sw ? "switch." : "", m);
+    char *what = arena_printf(r->arena, "%s%s", sw_op ? "switch." : "", m);
     check_arity(r, s, what, 2);
     for (int i = 0; i < s->args.n; i++)
         resolve_expr(r, s->args.items[i]);
@@ -227,39 +229,55 @@ static void resolve_def(Resolver *r, Decl *def)
     r->nnames = mark;
 }
 
-static bool find_recursion(Resolver *r, const StmtList *l);
-
-/* Depth-first over the calls: a def met again while it is being walked is recursive. */
-static bool walk_call(Resolver *r, const Stmt *s)
+/* Depth-first over the calls, each def walked once: meeting a def that is still being walked
+ * is recursion. Linear in the size of the program, however the calls fan out. */
+static bool walk_calls(Resolver *r, const StmtList *l)
 {
-    Decl *def = s->target;
-    for (int i = 0; i < r->ncalling; i++)
-        if (r->calling[i] == def) {
+    for (int i = 0; i < l->n; i++) {
+        const Stmt *s = l->items[i];
+        Decl *def = s->kind == S_CALL ? s->target : NULL;
+        if (def && def->walk == 1) {
             diag_error(r->diag, s->name_loc, "recursive call of '%s'; defs are inlined, so they cannot recurse",
                        def->name);
             diag_note(r->diag, def->name_loc, "%s is defined here", def->name);
             return true;
         }
-    if (r->ncalling == 64) {
-        diag_error(r->diag, s->name_loc, "defs nested more than 64 calls deep");
-        return true;
-    }
-    r->calling[r->ncalling++] = def;
-    bool found = find_recursion(r, &def->body);
-    r->ncalling--;
-    return found;
-}
-
-static bool find_recursion(Resolver *r, const StmtList *l)
-{
-    for (int i = 0; i < l->n; i++) {
-        const Stmt *s = l->items[i];
-        if (s->kind == S_CALL && s->target && walk_call(r, s))
-            return true;
-        if (find_recursion(r, &s->body) || find_recursion(r, &s->orelse))
+        if (def && def->walk == 0) {
+            def->walk = 1;
+            if (walk_calls(r, &def->body))
+                return true;
+            def->walk = 2;
+        }
+        if (walk_calls(r, &s->body) || walk_calls(r, &s->orelse))
             return true;
     }
     return false;
+}
+
+static void mark_reachable(const StmtList *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        const Stmt *s = l->items[i];
+        if (s->kind == S_CALL && s->target && !s->target->reachable) {
+            s->target->reachable = true;
+            mark_reachable(&s->target->body);
+        }
+        mark_reachable(&s->body);
+        mark_reachable(&s->orelse);
+    }
+}
+
+/* Scratch buffers of every program in the unit: a def may use the scratch of whichever
+ * program calls it, so a def is first resolved against all of them. */
+static void push_all_scratch(Resolver *r)
+{
+    for (int f = 0; f < r->unit->nfiles; f++)
+        for (int i = 0; i < r->unit->files[f]->ndecls; i++) {
+            const Decl *d = r->unit->files[f]->decls[i];
+            for (int k = 0; d->kind == D_PROGRAM && k < d->body.n; k++)
+                if (d->body.items[k]->kind == S_SCRATCH)
+                    push_name(r, d->body.items[k]->name);
+        }
 }
 
 static void collect_defs(Resolver *r)
@@ -344,17 +362,27 @@ Decl *resolve_unit(Arena *a, Diag *d, AstUnit *u, const char *want)
     check_program_header(r);
     r->nnames = base - 1;
     push_program_names(r);
+    int program_names = r->nnames;
+    push_all_scratch(r);
     for (int i = 0; i < r->ndefs; i++)
         resolve_def(r, r->defs[i]);
+    r->nnames = program_names;
     for (int i = 0; i < r->program->nparams; i++)
         push_name(r, r->program->params[i].name);
     resolve_stmts(r, &r->program->body, true);
-    if (!d->nerrors) {
-        for (int i = 0; i < r->ndefs && !d->nerrors; i++) {
-            r->calling[0] = r->defs[i];
-            r->ncalling = 1;
-            find_recursion(r, &r->defs[i]->body);
+    for (int i = 0; i < r->ndefs && !d->nerrors; i++)
+        if (r->defs[i]->walk == 0) {
+            r->defs[i]->walk = 1;
+            walk_calls(r, &r->defs[i]->body);
+            r->defs[i]->walk = 2;
         }
-    }
+    if (d->nerrors)
+        return NULL;
+    /* The defs this program calls must find their buffers among this program's. */
+    r->nnames = program_names;
+    mark_reachable(&r->program->body);
+    for (int i = 0; i < r->ndefs; i++)
+        if (r->defs[i]->reachable)
+            resolve_def(r, r->defs[i]);
     return d->nerrors ? NULL : r->program;
 }

@@ -74,7 +74,7 @@ static Expr *binary(Parser *px, Token op, Expr *l, Expr *r)
 %syntax_error { parse_syntax_error(px, TOKEN, yypParser); }
 %stack_overflow {
     if (!px->trial)
-        diag_error(px->diag, px->at, "expression nested too deeply for the parser");
+        diag_error(px->diag, px->at, "nested too deeply for the parser (a long expression or else-if chain?)");
     px->failed = true;
 }
 
@@ -257,6 +257,27 @@ expr(E) ::= expr(A) SLASH(O) expr(B).     { E = binary(px, O, A, B); }
 expr(E) ::= expr(A) PERCENT(O) expr(B).   { E = binary(px, O, A, B); }
 
 %code {
+#include <stddef.h>
+
+size_t cdsl_parse_snapshot_size(void)
+{
+    return sizeof(yyParser);
+}
+
+/* Save the parser's state (its fields and the live part of its stack) into snap, before each
+ * token: a syntax error is found only after Lemon has made the default reductions for the bad
+ * token, and the tokens that would have fitted must be asked of the state before them. */
+void cdsl_parse_save(const void *engine, void *snap)
+{
+    const yyParser *p = engine;
+    yyParser *s = snap;
+    size_t live = (size_t)(p->yytos - p->yystack) + 1;
+    memcpy(s, p, offsetof(yyParser, yystack));
+    memcpy(s->yystack, p->yystack, live * sizeof(yyStackEntry));
+    s->yytos = s->yystack + (live - 1);
+    s->yystackEnd = &s->yystack[YYSTACKDEPTH - 1];
+}
+
 /* Would the parser, in its present state, accept token kind k next? Run a copy of it. */
 int cdsl_parse_would_accept(void *engine, int k, Token at)
 {

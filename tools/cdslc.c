@@ -30,6 +30,7 @@ typedef struct Args {
     cdsl_dtype dtype;
     const char *arch;
     bool have_n;
+    const char *n_text;   /* -n as written, for messages */
 } Args;
 
 static const char usage_text[] =
@@ -92,6 +93,7 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
         if (!parse_ranks(v, &a->opts.nranks))
             return usage("-n expects a number of ranks, not '%s'", v);
         a->have_n = true;
+        a->n_text = v;
     } else if ((v = cli_option_value(argc, argv, i, "--program"))) {
         a->opts.program = v;
     } else if ((v = cli_option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
@@ -158,8 +160,9 @@ static int parse_args(Args *a, int argc, char **argv)
         return usage("no input file%s", "");
     if (!a->have_n)
         return usage("missing -n NRANKS (the number of ranks to compile for)%s", "");
+    const char *n_text = a->n_text;
     if (a->opts.nranks < 1 || a->opts.nranks > 4096)
-        return usage("-n %s: the number of ranks must be between 1 and 4096", argv[0] ? "" : "");
+        return usage("-n %s: the number of ranks must be between 1 and 4096", n_text);
     a->opts.defines = a->defines;
     a->opts.include_dirs = a->includes;
     if (a->emit == EMIT_AST)

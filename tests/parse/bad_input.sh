@@ -25,6 +25,8 @@ python3 -c "print('program p implements barrier { let x = ' + '+'.join(['1'] * 2
 printf 'program p implements barrier { /* never closed\n' > "$t/comment.cdsl"
 printf 'program p implements barrier { let x = 99999999999999999999999999999999; }\n' > "$t/int.cdsl"
 printf 'program p implements barrier { }\n' > "$t/ok.cdsl"
+v=$(head -c 2000 /dev/zero | tr '\0' 'v')
+printf 'program p implements allgather { for %s in 0 .. 2 { copy(output[9], input[0]); } }\n' "$v" > "$t/longname.cdsl"
 mkdir "$t/dir.cdsl"
 check "binary junk" 1 "error:" "$c" "$t/junk.cdsl" -n 2
 check "an ELF header" 1 "unexpected byte 0x7f" "$c" "$t/elf.cdsl" -n 2
@@ -46,6 +48,8 @@ check "missing -n" 2 "missing -n" "$c" "$t/ok.cdsl"
 check "no input file" 2 "no input file" "$c" -n 2
 check "missing file" 1 "cannot read" "$c" "$t/nope.cdsl" -n 2
 check "a directory" 1 "not a regular file" "$c" "$t/dir.cdsl" -n 2
+check "a path through a file" 1 "Not a directory" "$c" "$t/ok.cdsl/x.cdsl" -n 2
+check "2000-character loop variable in a message" 1 "outside the buffer" "$c" "$t/longname.cdsl" -n 2
 check "unknown option" 2 "unknown option" "$c" "$t/ok.cdsl" -n 2 --frobnicate
 check "--help" 0 "usage: cdslc" "$c" --help
 check "--version" 0 "cdslc [0-9]" "$c" --version
