@@ -77,11 +77,13 @@ $(B)/%: $(B)/obj/tools/%.o $(B)/libcdsl.a
 $(B)/api_example: $(B)/obj/examples/api_example.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
 
-asan:
+# The variant builds share build/gen: make it first, so that parallel sub-makes never run
+# re2c or lemon at the same time.
+asan: $(GEN)/parser.h $(GEN)/lexer.c
 	$(MAKE) B=build/asan XCFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/api_example
 
-tsan:
+tsan: $(GEN)/parser.h $(GEN)/lexer.c
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun
 
 FUZZ_CC ?= clang
