@@ -10,8 +10,8 @@
  * Nothing the user wrote reaches the source except as checked values: buffer names are
  * sanitised to [A-Za-z0-9_] and loop contexts to a safe character set.
  *
- * Files: emit_cuda.c (the walk over the IR, synchronisation placement), emit_order.c (grid
- * barriers the checker's ordering pass does not ask for), emit_fence.c (where the nvls flavour
+ * Files: emit_cuda.c (the walk over the IR, synchronisation placement: grid barriers where the
+ * checker's ordering pass, order.c, set IrOp.sync_before), emit_fence.c (where the nvls flavour
  * needs fence.proxy.alias), emit_prelude.c (the device helpers' text).
  */
 #ifndef CDSL_EMIT_H
@@ -74,18 +74,5 @@ void emit_fence_begin_rank(EmitFence *f);
 const char *emit_fence_before(EmitFence *f, const IrOp *op);
 void emit_fence_after(EmitFence *f, const IrOp *op);
 const char *emit_fence_at_end(EmitFence *f);
-
-/* emit_order.c: the checker's ordering pass (order.c) sets IrOp.sync_before for data operations
- * that meet an earlier one in another thread, but it starts afresh at every signal and wait,
- * where the emitted code does not make every block wait. This pass covers that gap: for a data
- * operation it says whether it meets, in another thread, an access made before a signal or
- * wait since the last grid barrier. Tell it every operation (note) and every grid barrier. */
-typedef struct EmitOrder EmitOrder;
-
-EmitOrder *emit_order_new(const IrProgram *p, Arena *a);
-void emit_order_begin_rank(EmitOrder *o, int rank);
-bool emit_order_needs_barrier(EmitOrder *o, const IrOp *op);
-void emit_order_note(EmitOrder *o, const IrOp *op);
-void emit_order_barrier(EmitOrder *o);
 
 #endif

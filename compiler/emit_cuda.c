@@ -4,9 +4,9 @@
  * For each rank we print its operations in program order, one helper call each, and insert
  * only the intra-rank synchronisation the order needs:
  *   - a grid barrier before an operation the checker marked sync_before (it reads or
- *     overwrites what other blocks of the rank touched), or that emit_order.c finds meeting
- *     an access from before a signal or wait, unless no data operation happened since the
- *     last grid barrier;
+ *     overwrites what other blocks of the rank touched since the last grid barrier, signals
+ *     and waits included, since they do not make every block wait), unless no data operation
+ *     happened since the last grid barrier;
  *   - a convergence before every signal that follows a data operation: the rank's blocks
  *     arrive, block 0 waits for all of them and its thread 0 makes the rank's one arrival
  *     (the others go on: nobody else needs to wait for a signal);
@@ -115,7 +115,6 @@ typedef struct Emitter {
     cdsl_backend flavour;
     EmitBuf out;
     const char *bufname[IR_MAX_BUFS];   /* sanitised buffer names, "B_output" */
-    EmitOrder *order;                   /* barriers order.c leaves out */
     EmitFence *fence;                   /* nvls only */
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
@@ -249,12 +248,11 @@ static void put_meeting(Emitter *e, const IrOp *op)
 {
     bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
     bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
-                   (op->sync_before || emit_order_needs_barrier(e->order, op));
+                   op->sync_before;
     if (barrier) {
         emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                     "// after the other blocks' work above\n", ++e->meets, op->loc.line);
         e->data_since_barrier = e->data_since_meet = false;
-        emit_order_barrier(e->order);
     } else if (signal && e->data_since_meet) {
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
                     "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
@@ -279,7 +277,6 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     } else {
         put_sync_call(e, op);
     }
-    emit_order_note(e->order, op);
     if (e->fence)
         emit_fence_after(e->fence, op);
 }
@@ -319,7 +316,6 @@ static void put_rank(Emitter *e, int r, Arena *a)
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
     e->data_since_barrier = e->data_since_meet = false;
-    emit_order_begin_rank(e->order, r);
     if (e->fence)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");
@@ -405,7 +401,6 @@ const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype
         return NULL;
     Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}};
     e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);
-    e.order = emit_order_new(p, a);
     if (flavour == CDSL_BACKEND_NVLS)
         e.fence = emit_fence_new(p, a);
     name_buffers(&e, a);

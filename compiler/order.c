@@ -11,13 +11,15 @@
  * since the last sync point touched, unless both ranges start at the same chunk of the same
  * (owner, buffer), have the same count and use the same path (local pointer, the same peer's
  * pointer, or the multicast address: aliases of one location are not ordered by a thread's
- * program order). Signals and waits are sync points anyway (the emitter converges the blocks
- * there), so tracking restarts after each.
+ * program order). Signals and waits are not sync points for the blocks: before a signal only
+ * block 0 waits for the others, and at a wait each block goes on as soon as its own thread 0
+ * has seen the arrival. So tracking runs on across them and restarts only after an op marked
+ * sync_before, where the emitter puts a grid barrier.
  *
  * Cost is per chunk touched, not per pair of ops: each chunk keeps, for the current stretch
  * between sync points, a summary of the readers' and the writers' partitions ("none", "all
  * the same one", "several"), which answers "does an earlier op touch this chunk differently"
- * exactly. A generation counter empties every summary at once at a sync point. Switch ops
+ * exactly. A generation counter empties every summary at once at a grid barrier. Switch ops
  * touch a chunk on every rank; they keep their own summary per chunk, and a summary over all
  * owners lets them be checked against peer and local accesses without visiting each owner.
  */
@@ -150,10 +152,8 @@ static void order_rank(Order *o, int rank)
     for (int i = 0; i < s->nops; i++) {
         IrOp *op = &s->ops[i];
         op->sync_before = false;
-        if (!ir_is_data(op->kind)) { /* a signal or wait: the blocks converge there */
-            o->gen++;
+        if (!ir_is_data(op->kind))   /* a signal or wait: the blocks do not all meet there */
             continue;
-        }
         Touch t[3];
         int nt = op_touches(op, rank, t);
         for (int k = 0; k < nt && !op->sync_before; k++)

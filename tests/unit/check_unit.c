@@ -399,7 +399,7 @@ static void test_order(void)
     op(&g, 0, IR_COPY, -1, false, R(1, 6, 2), R(1, 1, 2), NONE, 5, NULL);   /* 2: shifted: sync */
     op(&g, 0, IR_COPY, -1, false, R(0, 4, 2), R(0, 6, 2), NONE, 6, NULL);   /* 3: disjoint: no sync */
     SIG(&g, 0, 1, false, 7);                                                /* 4 */
-    op(&g, 0, IR_COPY, -1, false, R(0, 0, 1), R(0, 4, 1), NONE, 8, NULL);   /* 5: after a sync point */
+    op(&g, 0, IR_COPY, -1, false, R(0, 0, 1), R(0, 4, 1), NONE, 8, NULL);   /* 5: reads what op 3 wrote, differently placed: a signal is no barrier: sync */
     op(&g, 0, IR_PUT, 1, false, R(1, 0, 2), R(0, 2, 2), NONE, 10, NULL);   /* 6: a peer's chunks: no sync */
     op(&g, 0, IR_GET, 1, false, R(1, 2, 1), R(0, 0, 1), NONE, 11, NULL);   /* 7: reads only: no sync */
     op(&g, 0, IR_GET, 1, false, R(1, 3, 1), R(0, 0, 1), NONE, 12, NULL);   /* 8: reads only: no sync */
@@ -411,7 +411,7 @@ static void test_order(void)
     int nerr;
     run_check(&g, &nerr);
     IrOp *o = g.p->ranks[0].ops;
-    bool want[] = {false, false, true, false, false, false, false, false, false, false, true, false, true};
+    bool want[] = {false, false, true, false, false, true, false, false, false, false, true, false, true};
     for (int i = 0; i < 13; i++)
         expect(o[i].sync_before == want[i], arena_printf(g.a, "op %d: sync_before should be %d", i, want[i]),
                "order", "");

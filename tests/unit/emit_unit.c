@@ -3,7 +3,7 @@
  *
  * Built and run by tests/emit/unit.sh (under ASan and UBSan), without the front end: each test
  * makes an IrProgram directly, emits it and looks at the text, so that the placement rules of
- * emit_cuda.c, emit_order.c and emit_fence.c are pinned down independently of what the
+ * emit_cuda.c and emit_fence.c are pinned down independently of what the
  * checker happens to produce. Also the SHA-256 test vectors, the cache's hit / miss / corrupt
  * cases, and (when libnvrtc is found) an NVRTC compile of emitted sources. Prints one
  * [PASS]/[FAIL] line per test; exits 1 on any failure.
@@ -15,6 +15,7 @@
 
 #include "cache.h"
 #include "emit.h"
+#include "hb.h"
 #include "nvrtc.h"
 #include "sha256.h"
 
@@ -167,6 +168,7 @@ static void test_barrier_across_wait(void)
         op(p, r, IR_WAIT, 1 - r, NONE, NONE, NONE, 6);
         data(p, r, IR_COPY, R(1, 1, 1), R(2, 1, 1), 7);      /* same range as the line 5 read */
     }
+    order_program(p);   /* as the checker does before any emission: it decides the barriers */
     const char *s = emit(p, CDSL_BACKEND_P2P, CDSL_F32, a, &d);
     char *r0 = rank_body(s ? s : "", 0);
     int ok = count(r0, "cdsl_grid_barrier(a, 1, 5)") == 1 && count(r0, "cdsl_grid_barrier") == 1 &&
