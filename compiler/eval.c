@@ -454,24 +454,38 @@ static bool eval_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op, i
     return true;
 }
 
+/* Rule 3's overlap check, for every operation that reads and writes the executing rank's own
+ * memory: copy and reduce, and the switch operations, whose destination (store) or source
+ * (reduce) includes the executing rank's copy. Data moves piece by piece, on the GPUs and in
+ * sim alike, so a source that overlaps its destination at another offset would be read after
+ * part of it was overwritten. The one overlap allowed is exact, element-wise in place (the same
+ * chunks at the same place: every element is read by the thread that then writes it), for the
+ * element-wise operations; a copy may not overlap at all (LANGUAGE.md). */
+static bool no_overlap(Eval *ev, const Stmt *s, const char *what, const IrOp *op, bool in_place_ok)
+{
+    const IrRange *srcs[2] = {&op->src, &op->src2};
+    for (int i = 0; i < 2 && srcs[i]->buf >= 0; i++) {
+        IrRange src = *srcs[i];
+        bool in_place = in_place_ok && src.first == op->dst.first && src.buf == op->dst.buf;
+        if (!overlap(op->dst, src) || in_place)
+            continue;
+        char a[64], b[64];
+        range_text(ev, op->dst, a, sizeof a);
+        range_text(ev, src, b, sizeof b);
+        ev_error(ev, s->args.items[i + 1]->loc, "%s: source %s and destination %s overlap", what, b, a);
+        return false;
+    }
+    return true;
+}
+
 static void eval_copy_reduce(Eval *ev, const Stmt *s)
 {
     bool is_copy = !strcmp(s->name, "copy");
     IrOp op = new_op(is_copy ? IR_COPY : IR_REDUCE);
     if (!eval_operands(ev, s, s->name, &op, is_copy ? 2 : 3))
         return;
-    char a[64], b[64];
-    for (int i = 1; i < (is_copy ? 2 : 3); i++) {
-        IrRange src = i == 1 ? op.src : op.src2;
-        bool in_place = !is_copy && src.first == op.dst.first && src.buf == op.dst.buf;
-        if (overlap(op.dst, src) && !in_place) {
-            range_text(ev, op.dst, a, sizeof a);
-            range_text(ev, src, b, sizeof b);
-            ev_error(ev, s->args.items[i]->loc, "%s: source %s and destination %s overlap", s->name, b, a);
-            return;
-        }
-    }
-    emit(ev, s, op);
+    if (no_overlap(ev, s, s->name, &op, !is_copy))
+        emit(ev, s, op);
 }
 
 static bool eval_channel(Eval *ev, const Expr *e, Value *out)
@@ -503,7 +517,8 @@ static void eval_method(Eval *ev, const Stmt *s)
         op.relaxed = order_relaxed(s);
     } else if (sw) {
         op = new_op(!strcmp(m, "store") ? IR_SW_STORE : !strcmp(m, "reduce") ? IR_SW_REDUCE : IR_SW_REDUCE_STORE);
-        if (!eval_operands(ev, s, arena_printf(ev->arena, "switch.%s", m), &op, 2))
+        const char *what = arena_printf(ev->arena, "switch.%s", m);
+        if (!eval_operands(ev, s, what, &op, 2) || !no_overlap(ev, s, what, &op, true))
             return;
     } else if (!strcmp(m, "put") || !strcmp(m, "get")) {
         op = new_op(m[0] == 'p' ? IR_PUT : IR_GET);
