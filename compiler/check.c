@@ -3,7 +3,8 @@
  *
  * check_program runs the passes in dependency order: order.c (intra-rank ordering for the code
  * generator, independent of the rest), hb_match (which signal each wait consumes), sync.c's
- * simulation and rule 2, race.c's replay with vector clocks (rule 1), and post.c (rule 4)
+ * simulation and rule 2, race.c's replay with vector clocks (rule 1), rounds.c (the switch's
+ * arrivals keep to their rounds, part of rule 2), and post.c (rule 4)
  * only when rules 1 and 2 passed, since with a race or a deadlock the final values depend on
  * the schedule. The helpers below keep ranks, chunks and loop contexts worded alike in every
  * message.
@@ -24,8 +25,12 @@ struct CheckResult *check_program(IrProgram *p, Diag *d)
     if (!r->run.all_ended)
         sync_report(r, d);
     race_check(r, d);
-    if (r->run.all_ended)
+    if (r->run.all_ended) {
+        int synced = d->nerrors;
         sync_report(r, d);
+        if (d->nerrors == synced) /* uneven or unconsumed arrivals say enough already */
+            rounds_check(r, d);
+    }
     if (d->nerrors == before)
         post_check(r, d);
     return r;

@@ -6,8 +6,8 @@
  * publish nothing); each switch round is one diamond that every rank's k-th switch.signal
  * points to and every rank's k-th switch.wait comes from. What the checker found is drawn
  * in red: races between their two sides (start and end events included), deadlock cycles
- * from each waiting op to the op the next rank is stuck at, and signals or waits left
- * unmatched.
+ * from each waiting op to the op the next rank is stuck at, signals or waits left
+ * unmatched, and switch arrivals that may come ahead of their round.
  */
 #include "check.h"
 
@@ -121,6 +121,12 @@ static void dot_findings(FILE *out, const IrProgram *p, const CheckResult *r)
         fputs(" -> ", out);
         dot_node(out, p, f->b);
         fprintf(out, " [color=red, fontcolor=red, penwidth=2, constraint=false, label=\"%s\"];\n", kinds[f->kind]);
+    }
+    for (int i = 0; i < r->nearly; i++) {
+        fputs("  ", out);
+        dot_node(out, p, r->early[i]);
+        fprintf(out, " -> sw%d [color=red, fontcolor=red, penwidth=2, constraint=false, label=\"ahead of its round\"];\n",
+                r->hb.ordinal[r->early[i].rank][r->early[i].idx]);
     }
     for (int c = 0; c < r->ncycles; c++) {
         const CheckCycle *cy = &r->cycles[c];

@@ -119,6 +119,8 @@ struct CheckResult {
     int nraces;
     CheckCycle *cycles;
     int ncycles;
+    HbEv *early;         /* switch signals that may arrive ahead of their round (rounds.c) */
+    int nearly;
     int *bfs_dist, *bfs_parent, *bfs_queue; /* scratch for hb_relaxed_edge, made on demand */
     size_t *bfs_base;
 };
@@ -141,6 +143,9 @@ void sync_report(CheckResult *r, Diag *d);
 
 /* race.c: rule 1 */
 void race_check(CheckResult *r, Diag *d);
+
+/* rounds.c: a switch arrival for round k+1 only after round k has completed */
+void rounds_check(CheckResult *r, Diag *d);
 
 /* post.c: rule 4 */
 void post_check(CheckResult *r, Diag *d);

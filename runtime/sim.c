@@ -4,7 +4,8 @@
  * Each rank's thread executes exactly the operations the checker saw, p->ir->ranks[r], in
  * order ("what you check is what you run"): copy/reduce on its own buffers, put/get into and
  * from a peer's, signal/wait on per-pair arrival counters, and the switch operations as
- * loops over every rank's buffers (store to all, sum over all, both) and a counting barrier.
+ * loops over every rank's buffers (store to all, sum over all, both) and a counting barrier
+ * that counts as the GPUs do: one counter per rank, which every rank's arrivals increment.
  * Counters follow abi.h: they only grow, across iterations and runs, and the k-th wait
  * completes once the k-th arrival is there.
  *
@@ -67,7 +68,9 @@ typedef struct SimRank {
     char *buf[IR_MAX_BUFS];
     _Atomic uint64_t *arrivals;     /* [n]: arrivals[p] = signals rank p made for this rank */
     uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
-    _Atomic uint64_t sw_arrivals;   /* this rank's switch-barrier arrivals */
+    _Atomic uint64_t sw_counter;    /* this rank's copy of the switch counter: every rank's
+                                       arrivals land in it (rounds.c says why that is exact) */
+    _Atomic uint64_t sw_made;       /* arrivals this rank made, for the stuck report only */
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
@@ -326,14 +329,24 @@ static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
     }
 }
 
+/* The k-th switch wait passes once this rank's copy of the counter holds k * nranks arrivals,
+ * counted over all ranks together: what the nvls and p2p flavours do, and MSCCL++'s switch
+ * channel. The checker's round rule (rounds.c) makes that the language's per-rank meaning. */
 static bool sim_switch_wait(SimWorker *w)
 {
     Sim *s = w->s;
-    w->want = ++s->ranks[w->rank].sw_waited;
+    SimRank *self = &s->ranks[w->rank];
+    w->want = ++self->sw_waited * (uint64_t)s->n;
+    return sim_wait(w, &self->sw_counter, w->want);
+}
+
+/* One arrival: one increment on every rank's copy of the counter, as the multimem.red does. */
+static void sim_switch_signal(SimWorker *w)
+{
+    Sim *s = w->s;
+    atomic_fetch_add_explicit(&s->ranks[w->rank].sw_made, 1, memory_order_relaxed);
     for (int q = 0; q < s->n; q++)
-        if (!sim_wait(w, &s->ranks[q].sw_arrivals, w->want))
-            return false;
-    return true;
+        atomic_fetch_add_explicit(&s->ranks[q].sw_counter, 1, memory_order_release);
 }
 
 /* ---- one operation ------------------------------------------------------------------------ */
@@ -382,7 +395,7 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
         w->want = ++self->consumed[op->peer];
         return sim_wait(w, &self->arrivals[op->peer], w->want);
     case IR_SW_SIGNAL:
-        atomic_fetch_add_explicit(&self->sw_arrivals, 1, memory_order_release);
+        sim_switch_signal(w);
         return true;
     case IR_SW_WAIT:
         return sim_switch_wait(w);
@@ -486,16 +499,23 @@ static bool sim_report_rank(const Sim *s, int r)
                  r, where, op->peer, op->peer, have, want);
         return true;
     }
+    unsigned long long have = atomic_load(&rk->sw_counter);
+    if (have >= want)
+        return false;
+    /* The counter does not say whose arrival is missing; the ranks' own counts do. */
+    unsigned long long round = want / (unsigned long long)s->n;
     for (int q = 0; q < s->n; q++) {
-        unsigned long long have = atomic_load(&s->ranks[q].sw_arrivals);
-        if (have < want) {
+        unsigned long long made = atomic_load(&s->ranks[q].sw_made);
+        if (made < round) {
             rt_error(s->cfg.log,
                      "rank %d gave up waiting at %s for rank %d's switch arrival (counter switch: %llu of %llu arrivals)",
                      r, where, q, have, want);
             return true;
         }
     }
-    return false;
+    rt_error(s->cfg.log, "rank %d gave up waiting at %s for the switch (counter switch: %llu of %llu arrivals)", r,
+             where, have, want);
+    return true;
 }
 
 static void sim_report_stuck(const Sim *s)
@@ -523,7 +543,8 @@ static void sim_reset_counters(Sim *s)
             atomic_store(&rk->arrivals[p], 0);
             rk->consumed[p] = 0;
         }
-        atomic_store(&rk->sw_arrivals, 0);
+        atomic_store(&rk->sw_counter, 0);
+        atomic_store(&rk->sw_made, 0);
         rk->sw_waited = 0;
     }
 }
@@ -590,7 +611,8 @@ static int sim_create(const RtConfig *cfg, void **state)
         ok = rk->arrivals && rk->consumed;
         for (int p = 0; ok && p < s->n; p++)
             atomic_init(&rk->arrivals[p], 0);
-        atomic_init(&rk->sw_arrivals, 0);
+        atomic_init(&rk->sw_counter, 0);
+        atomic_init(&rk->sw_made, 0);
     }
     if (!ok) {
         sim_destroy(s);

@@ -44,7 +44,7 @@ expect "a cycle of waits: every rank reported" 4 \
     "$tmp/cycle.cdsl" -n 4 --unchecked --spin-limit 20000
 [ "$(echo "$LAST" | grep -c 'gave up waiting')" = 4 ] || fail "a cycle of waits: four reports" "$LAST"
 expect "a missing switch arrival names the rank behind" 4 \
-    "rank 0 gave up waiting at $tmp/late.cdsl:4:12 for rank 7's switch arrival \(counter switch: 0 of 1 arrivals\)" 30 \
+    "rank 0 gave up waiting at $tmp/late.cdsl:4:12 for rank 7's switch arrival \(counter switch: 7 of 8 arrivals\)" 30 \
     "$tmp/late.cdsl" -n 8 --unchecked --spin-limit 20000
 expect "a stuck wait inside a loop of iterations names the iteration" 4 "in iteration 1 for rank 0" 30 \
     "$tmp/cycle.cdsl" -n 2 --unchecked --spin-limit 20000 --iters 3

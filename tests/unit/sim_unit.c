@@ -285,7 +285,7 @@ static void test_deadlock(void)
     const char *want0 = "cdsl: error: rank 0 gave up waiting at unit.cdsl:7:5 for rank 1's signal "
                         "(counter peer 1: 0 of 1 arrivals)\n";
     const char *want2 = "cdsl: error: rank 2 gave up waiting at unit.cdsl:10:5 for rank 0's switch "
-                        "arrival (counter switch: 0 of 1 arrivals)\n";
+                        "arrival (counter switch: 1 of 3 arrivals)\n";
     EXPECT(text && strstr(text, want0), "missing rank 0's report in:\n%s", text ? text : "");
     EXPECT(text && strstr(text, want2), "missing rank 2's report in:\n%s", text ? text : "");
     EXPECT(text && strstr(text, "no rank made progress for 20000 polls"), "no note in:\n%s", text ? text : "");
