@@ -442,12 +442,31 @@ static IrOp new_op(IrKind k)
     return op;
 }
 
+/* The input belongs to the caller, as NCCL's send buffer does: the collective only reads it.
+ * The checker assumes every run starts from the caller's input (the start event), and the
+ * runtime never restores it, so a write into any rank's input would make the next run (or the
+ * caller's next use) see other data. */
+static bool input_read_only(Eval *ev, const Stmt *s, const char *what, IrRange dst)
+{
+    if (dst.buf != IR_INPUT)
+        return true;
+    char a[64];
+    range_text(ev, dst, a, sizeof a);
+    ev_error(ev, s->args.items[0]->loc,
+             "%s: the destination %s is the collective's input, which is read-only (write into output or a "
+             "scratch buffer)",
+             what, a);
+    return false;
+}
+
 static bool eval_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op, int n)
 {
     IrRange *slots[3] = {&op->dst, &op->src, &op->src2};
     for (int i = 0; i < n; i++)
         if (!eval_range(ev, s->args.items[i], slots[i]))
             return false;
+    if (!input_read_only(ev, s, what, op->dst))
+        return false;
     for (int i = 1; i < n; i++)
         if (!same_count(ev, s, what, op->dst, *slots[i], i))
             return false;
