@@ -2,12 +2,13 @@
  * jit.c - from a checked program to device code: cdsl_emit_cuda() and cdsl_compile_device().
  *
  * emit (compiler/emit_cuda.c, once per flavour and element type, kept in the program) ->
- * cache lookup (runtime/cache.c) -> NVRTC (runtime/nvrtc.c, loaded on first use) -> cache
- * store. The cache key covers everything that decides the output: the emitted source, the
- * NVRTC version and library file, the options (architecture included) and the artifact kind,
- * so a new toolkit or a changed emitter never reuses an old entry. A hit does not load NVRTC
- * at all: which library it would be is remembered in the cache too, under a digest of what
- * decides it (rt_nvrtc_locator), and checked against the file by stat().
+ * NVRTC (runtime/nvrtc.c, loaded on first use, its version checked) -> cache lookup
+ * (runtime/cache.c) -> compile on a miss -> cache store. The cache key covers everything that
+ * decides the output: the emitted source, the NVRTC library that is loaded and would compile
+ * (rt_nvrtc_identity: its version, build id and file), the options (architecture included) and
+ * the artifact kind, so a new toolkit, a preloaded stand-in or a changed emitter never reuses
+ * another's entry. A hit therefore loads NVRTC too (about 6 ms of CPU, once per process): only
+ * the loaded library can say which library it is.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -105,7 +106,6 @@ typedef struct Job {
     cdsl_backend flavour;
     cdsl_dtype dtype;
     cdsl_artifact what;
-    char nvrtc_desc[1200];   /* which NVRTC, precisely (rt_nvrtc_describe) */
     char key[65];
 } Job;
 
@@ -118,39 +118,12 @@ static const RtNvrtc *load_nvrtc(Job *j)
     return n;
 }
 
-/* The NVRTC description for the key, remembered in the cache under the locator so that a hit
-   does not load the library; NULL (after a diagnostic) when NVRTC is missing. */
-static const char *nvrtc_description(Job *j, const char *dir)
+/* The key names the library that compiles (n), not one a search would find. */
+static void job_key(Job *j, const RtNvrtc *n)
 {
-    char locator[65], memo_key[65];
-    rt_nvrtc_locator(locator);
-    const void *parts[] = {"nvrtc-memo", locator};
-    size_t lens[] = {10, 64};
-    rt_cache_key(parts, lens, 2, memo_key);
-    void *memo = NULL;
-    size_t len = 0;
-    if (rt_cache_load(dir, memo_key, "nvrtc", &memo, &len) == RT_CACHE_HIT && len < sizeof j->nvrtc_desc) {
-        memcpy(j->nvrtc_desc, memo, len);
-        j->nvrtc_desc[len] = 0;
-        free(memo);
-        if (rt_nvrtc_description_current(j->nvrtc_desc))
-            return j->nvrtc_desc;
-    } else {
-        free(memo);
-    }
-    const RtNvrtc *n = load_nvrtc(j);
-    if (!n)
-        return NULL;
-    rt_nvrtc_describe(n, j->nvrtc_desc, sizeof j->nvrtc_desc);
-    rt_cache_store(dir, memo_key, "nvrtc", j->nvrtc_desc, strlen(j->nvrtc_desc));
-    return j->nvrtc_desc;
-}
-
-static void job_key(Job *j)
-{
-    const char *kind = j->what == CDSL_CUBIN ? "cubin" : "ptx";
-    const void *parts[] = {j->src, j->nvrtc_desc, j->options[0], j->options[1], kind};
-    size_t lens[] = {strlen(j->src), strlen(j->nvrtc_desc), strlen(j->options[0]), strlen(j->options[1]),
+    const char *kind = j->what == CDSL_CUBIN ? "cubin" : "ptx", *nvrtc = rt_nvrtc_identity(n);
+    const void *parts[] = {j->src, nvrtc, j->options[0], j->options[1], kind};
+    size_t lens[] = {strlen(j->src), strlen(nvrtc), strlen(j->options[0]), strlen(j->options[1]),
                      strlen(kind)};
     rt_cache_key(parts, lens, 5, j->key);
 }
@@ -168,13 +141,8 @@ static bool nvrtc_new_enough(Job *j, const RtNvrtc *n)
     return false;
 }
 
-static int run_nvrtc(Job *j, const char *arch, void **data, size_t *len)
+static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, size_t *len)
 {
-    const RtNvrtc *n = load_nvrtc(j);
-    if (!n)
-        return CDSL_ERR_SYSTEM;
-    if (!nvrtc_new_enough(j, n))
-        return CDSL_ERR_SYSTEM;
     RtNvrtcJob nj = {j->src, j->name, j->options, 2, j->what == CDSL_CUBIN};
     char *log = NULL;
     if (rt_nvrtc_compile(n, &nj, data, len, &log) == 0) {
@@ -190,6 +158,10 @@ static int run_nvrtc(Job *j, const char *arch, void **data, size_t *len)
 
 static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
 {
+    /* NVRTC first, hit or miss: the key describes it, and its version must do for this code. */
+    const RtNvrtc *n = load_nvrtc(j);
+    if (!n || !nvrtc_new_enough(j, n))
+        return CDSL_ERR_SYSTEM;
     const char *ext = j->what == CDSL_CUBIN ? "cubin" : "ptx";
     FILE *log = j->p->diag.out;
     bool verbose = rt_cache_verbose();
@@ -199,19 +171,17 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     if (!dir) {
         if (verbose)
             fprintf(log, "cdsl: cache off: %s\n", why ? why : "CDSL_NO_CACHE is set");
-        return run_nvrtc(j, arch, data, len);
+        return run_nvrtc(j, n, arch, data, len);
     }
-    if (!nvrtc_description(j, dir))
-        return CDSL_ERR_SYSTEM;
-    job_key(j);
+    job_key(j, n);
     rt_cache_path(dir, j->key, ext, path, sizeof path);
     RtCacheResult r = rt_cache_load(dir, j->key, ext, data, len);
     if (verbose)
-        fprintf(log, "cdsl: cache %s: %s\n",
+        fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n),
                 r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss" : "corrupt entry, recompiling", path);
     if (r == RT_CACHE_HIT)
         return CDSL_OK;
-    int st = run_nvrtc(j, arch, data, len);
+    int st = run_nvrtc(j, n, arch, data, len);
     if (st == CDSL_OK && rt_cache_store(dir, j->key, ext, *data, *len) != 0 && verbose)
         fprintf(log, "cdsl: cache: could not store %s\n", path);
     return st;
