@@ -8,9 +8,11 @@
  * (rt_nvrtc_identity: its version, build id and file), the options (architecture included) and
  * the artifact kind, so a new toolkit, a preloaded stand-in or a changed emitter never reuses
  * another's entry. A hit therefore loads NVRTC too (about 6 ms of CPU, once per process): only
- * the loaded library can say which library it is.
+ * the loaded library can say which library it is. The cache itself decides what it trusts
+ * (docs/security.md); an untrusted folder is reported here, once. cdsl_cache_clean() empties it.
  */
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +158,47 @@ static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, si
     return CDSL_ERR_SYSTEM;
 }
 
+/* An untrusted folder is said once per process, as a warning on the program's log (where the
+   library's diagnostics go); other reasons to go uncached only with CDSL_CACHE_VERBOSE. */
+static void report_cache_off(FILE *log, RtCacheState state, const RtCache *c, bool verbose)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (state == RT_CACHE_UNTRUSTED) {
+        if (!atomic_flag_test_and_set(&warned)) {
+            fprintf(log, "cdsl: warning: JIT cache off: %s; use a folder of your own with mode 700 "
+                    "(CDSL_CACHE_DIR)\n", c->why);
+            fflush(log);
+        }
+    } else if (verbose) {
+        fprintf(log, "cdsl: cache off: %s\n", c->why);
+    }
+}
+
+static const char *result_word(RtCacheResult r)
+{
+    return r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss"
+         : r == RT_CACHE_CORRUPT ? "corrupt entry, recompiling" : "refused entry (not a file of yours), recompiling";
+}
+
+/* Store, saying what happened on log when verbose (log not NULL). */
+static void store(RtCache *c, const Job *j, const char *ext, const void *data, size_t len, FILE *log,
+                  const char *path)
+{
+    RtCacheEvicted ev;
+    int rc = rt_cache_store(c, j->key, ext, data, len, &ev);
+    if (!log)
+        return;
+    if (rc < 0)
+        fprintf(log, "cdsl: cache: could not store %s\n", path);
+    else if (rc > 0)
+        fprintf(log, "cdsl: cache: not stored: %zu bytes do not fit under the cap of %llu bytes\n", len,
+                (unsigned long long)c->max_size);
+    else if (ev.files)
+        fprintf(log, "cdsl: cache: evicted %u least recently used entr%s (%llu bytes) to stay under "
+                "%llu bytes\n", ev.files, ev.files == 1 ? "y" : "ies", (unsigned long long)ev.bytes,
+                (unsigned long long)c->max_size);
+}
+
 static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
 {
     /* NVRTC first, hit or miss: the key describes it, and its version must do for this code. */
@@ -165,25 +208,23 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     const char *ext = j->what == CDSL_CUBIN ? "cubin" : "ptx";
     FILE *log = j->p->diag.out;
     bool verbose = rt_cache_verbose();
-    char dirbuf[4096], path[4300];
-    const char *why = NULL;
-    const char *dir = rt_cache_dir(dirbuf, sizeof dirbuf, &why);
-    if (!dir) {
-        if (verbose)
-            fprintf(log, "cdsl: cache off: %s\n", why ? why : "CDSL_NO_CACHE is set");
+    RtCache c;
+    RtCacheState state = rt_cache_open(&c, RT_CACHE_CREATE);
+    if (state != RT_CACHE_OPEN) {
+        report_cache_off(log, state, &c, verbose);
         return run_nvrtc(j, n, arch, data, len);
     }
+    char path[4400];
     job_key(j, n);
-    rt_cache_path(dir, j->key, ext, path, sizeof path);
-    RtCacheResult r = rt_cache_load(dir, j->key, ext, data, len);
+    rt_cache_path(&c, j->key, ext, path, sizeof path);
+    RtCacheResult r = rt_cache_load(&c, j->key, ext, data, len);
     if (verbose)
         fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n),
-                r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss" : "corrupt entry, recompiling", path);
-    if (r == RT_CACHE_HIT)
-        return CDSL_OK;
-    int st = run_nvrtc(j, n, arch, data, len);
-    if (st == CDSL_OK && rt_cache_store(dir, j->key, ext, *data, *len) != 0 && verbose)
-        fprintf(log, "cdsl: cache: could not store %s\n", path);
+                result_word(r), path);
+    int st = r == RT_CACHE_HIT ? CDSL_OK : run_nvrtc(j, n, arch, data, len);
+    if (r != RT_CACHE_HIT && st == CDSL_OK)
+        store(&c, j, ext, *data, *len, verbose ? log : NULL, path);
+    rt_cache_close(&c);
     return st;
 }
 
@@ -215,4 +256,29 @@ int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype,
         if (!isalnum((unsigned char)*c) && *c != '.')
             *c = '_';
     return cached_compile(&j, arch, data, len);
+}
+
+int cdsl_cache_clean(FILE *report, FILE *log)
+{
+    FILE *err = log ? log : stderr;
+    RtCache c;
+    RtCacheState state = rt_cache_open(&c, RT_CACHE_IGNORE_OFF);
+    if (state == RT_CACHE_ABSENT) {
+        if (report)
+            fprintf(report, "0 files, 0 bytes removed: %s does not exist\n", c.path);
+        return CDSL_OK;
+    }
+    if (state != RT_CACHE_OPEN) {
+        fprintf(err, "cdsl: error: %s; not cleaning it\n", c.why);
+        return CDSL_ERR_SYSTEM;
+    }
+    RtCacheEvicted removed;
+    int rc = rt_cache_clean(&c, report, &removed);
+    if (report)
+        fprintf(report, "%u file%s, %llu bytes removed from %s\n", removed.files,
+                removed.files == 1 ? "" : "s", (unsigned long long)removed.bytes, c.path);
+    if (rc)
+        fprintf(err, "cdsl: error: the cache folder %s could not be read to the end\n", c.path);
+    rt_cache_close(&c);
+    return rc ? CDSL_ERR_SYSTEM : CDSL_OK;
 }
