@@ -88,6 +88,13 @@ typedef enum cdsl_artifact { CDSL_PTX, CDSL_CUBIN } cdsl_artifact;
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len);
 
+/* Empty the JIT cache folder ($CDSL_CACHE_DIR, else $XDG_CACHE_HOME/cdsl, else ~/.cache/cdsl) of
+ * the cache's own files: entries and temporary files, nothing else. Writes "removed PATH" for
+ * each and a last line "N files, B bytes removed from DIR" to report (NULL: nothing). A folder
+ * that other users can write to, or that is not this user's, is refused: CDSL_ERR_SYSTEM, with
+ * a "cdsl: error: ..." line on log (NULL: stderr). A folder that does not exist is empty. */
+int cdsl_cache_clean(FILE *report, FILE *log);
+
 /* ---- Running (runtime/api.c) ---------------------------------------------------------- */
 /* CDSL-RUNTIME-API: the runtime's declarations follow this line. */
 

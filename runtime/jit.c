@@ -2,14 +2,17 @@
  * jit.c - from a checked program to device code: cdsl_emit_cuda() and cdsl_compile_device().
  *
  * emit (compiler/emit_cuda.c, once per flavour and element type, kept in the program) ->
- * cache lookup (runtime/cache.c) -> NVRTC (runtime/nvrtc.c, loaded on first use) -> cache
- * store. The cache key covers everything that decides the output: the emitted source, the
- * NVRTC version and library file, the options (architecture included) and the artifact kind,
- * so a new toolkit or a changed emitter never reuses an old entry. A hit does not load NVRTC
- * at all: which library it would be is remembered in the cache too, under a digest of what
- * decides it (rt_nvrtc_locator), and checked against the file by stat().
+ * NVRTC (runtime/nvrtc.c, loaded on first use, its version checked) -> cache lookup
+ * (runtime/cache.c) -> compile on a miss -> cache store. The cache key covers everything that
+ * decides the output: the emitted source, the NVRTC library that is loaded and would compile
+ * (rt_nvrtc_identity: its version, build id and file), the options (architecture included) and
+ * the artifact kind, so a new toolkit, a preloaded stand-in or a changed emitter never reuses
+ * another's entry. A hit therefore loads NVRTC too (about 6 ms of CPU, once per process): only
+ * the loaded library can say which library it is. The cache itself decides what it trusts
+ * (docs/security.md); an untrusted folder is reported here, once. cdsl_cache_clean() empties it.
  */
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +108,6 @@ typedef struct Job {
     cdsl_backend flavour;
     cdsl_dtype dtype;
     cdsl_artifact what;
-    char nvrtc_desc[1200];   /* which NVRTC, precisely (rt_nvrtc_describe) */
     char key[65];
 } Job;
 
@@ -118,39 +120,12 @@ static const RtNvrtc *load_nvrtc(Job *j)
     return n;
 }
 
-/* The NVRTC description for the key, remembered in the cache under the locator so that a hit
-   does not load the library; NULL (after a diagnostic) when NVRTC is missing. */
-static const char *nvrtc_description(Job *j, const char *dir)
+/* The key names the library that compiles (n), not one a search would find. */
+static void job_key(Job *j, const RtNvrtc *n)
 {
-    char locator[65], memo_key[65];
-    rt_nvrtc_locator(locator);
-    const void *parts[] = {"nvrtc-memo", locator};
-    size_t lens[] = {10, 64};
-    rt_cache_key(parts, lens, 2, memo_key);
-    void *memo = NULL;
-    size_t len = 0;
-    if (rt_cache_load(dir, memo_key, "nvrtc", &memo, &len) == RT_CACHE_HIT && len < sizeof j->nvrtc_desc) {
-        memcpy(j->nvrtc_desc, memo, len);
-        j->nvrtc_desc[len] = 0;
-        free(memo);
-        if (rt_nvrtc_description_current(j->nvrtc_desc))
-            return j->nvrtc_desc;
-    } else {
-        free(memo);
-    }
-    const RtNvrtc *n = load_nvrtc(j);
-    if (!n)
-        return NULL;
-    rt_nvrtc_describe(n, j->nvrtc_desc, sizeof j->nvrtc_desc);
-    rt_cache_store(dir, memo_key, "nvrtc", j->nvrtc_desc, strlen(j->nvrtc_desc));
-    return j->nvrtc_desc;
-}
-
-static void job_key(Job *j)
-{
-    const char *kind = j->what == CDSL_CUBIN ? "cubin" : "ptx";
-    const void *parts[] = {j->src, j->nvrtc_desc, j->options[0], j->options[1], kind};
-    size_t lens[] = {strlen(j->src), strlen(j->nvrtc_desc), strlen(j->options[0]), strlen(j->options[1]),
+    const char *kind = j->what == CDSL_CUBIN ? "cubin" : "ptx", *nvrtc = rt_nvrtc_identity(n);
+    const void *parts[] = {j->src, nvrtc, j->options[0], j->options[1], kind};
+    size_t lens[] = {strlen(j->src), strlen(nvrtc), strlen(j->options[0]), strlen(j->options[1]),
                      strlen(kind)};
     rt_cache_key(parts, lens, 5, j->key);
 }
@@ -168,13 +143,8 @@ static bool nvrtc_new_enough(Job *j, const RtNvrtc *n)
     return false;
 }
 
-static int run_nvrtc(Job *j, const char *arch, void **data, size_t *len)
+static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, size_t *len)
 {
-    const RtNvrtc *n = load_nvrtc(j);
-    if (!n)
-        return CDSL_ERR_SYSTEM;
-    if (!nvrtc_new_enough(j, n))
-        return CDSL_ERR_SYSTEM;
     RtNvrtcJob nj = {j->src, j->name, j->options, 2, j->what == CDSL_CUBIN};
     char *log = NULL;
     if (rt_nvrtc_compile(n, &nj, data, len, &log) == 0) {
@@ -188,32 +158,73 @@ static int run_nvrtc(Job *j, const char *arch, void **data, size_t *len)
     return CDSL_ERR_SYSTEM;
 }
 
+/* An untrusted folder is said once per process, as a warning on the program's log (where the
+   library's diagnostics go); other reasons to go uncached only with CDSL_CACHE_VERBOSE. */
+static void report_cache_off(FILE *log, RtCacheState state, const RtCache *c, bool verbose)
+{
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (state == RT_CACHE_UNTRUSTED) {
+        if (!atomic_flag_test_and_set(&warned)) {
+            fprintf(log, "cdsl: warning: JIT cache off: %s; use a folder of your own with mode 700 "
+                    "(CDSL_CACHE_DIR)\n", c->why);
+            fflush(log);
+        }
+    } else if (verbose) {
+        fprintf(log, "cdsl: cache off: %s\n", c->why);
+    }
+}
+
+static const char *result_word(RtCacheResult r)
+{
+    return r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss"
+         : r == RT_CACHE_CORRUPT ? "corrupt entry, recompiling" : "refused entry (not a file of yours), recompiling";
+}
+
+/* Store, saying what happened on log when verbose (log not NULL). */
+static void store(RtCache *c, const Job *j, const char *ext, const void *data, size_t len, FILE *log,
+                  const char *path)
+{
+    RtCacheEvicted ev;
+    int rc = rt_cache_store(c, j->key, ext, data, len, &ev);
+    if (!log)
+        return;
+    if (rc < 0)
+        fprintf(log, "cdsl: cache: could not store %s\n", path);
+    else if (rc > 0)
+        fprintf(log, "cdsl: cache: not stored: %zu bytes do not fit under the cap of %llu bytes\n", len,
+                (unsigned long long)c->max_size);
+    else if (ev.files)
+        fprintf(log, "cdsl: cache: evicted %u least recently used entr%s (%llu bytes) to stay under "
+                "%llu bytes\n", ev.files, ev.files == 1 ? "y" : "ies", (unsigned long long)ev.bytes,
+                (unsigned long long)c->max_size);
+}
+
 static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
 {
+    /* NVRTC first, hit or miss: the key describes it, and its version must do for this code. */
+    const RtNvrtc *n = load_nvrtc(j);
+    if (!n || !nvrtc_new_enough(j, n))
+        return CDSL_ERR_SYSTEM;
     const char *ext = j->what == CDSL_CUBIN ? "cubin" : "ptx";
     FILE *log = j->p->diag.out;
     bool verbose = rt_cache_verbose();
-    char dirbuf[4096], path[4300];
-    const char *why = NULL;
-    const char *dir = rt_cache_dir(dirbuf, sizeof dirbuf, &why);
-    if (!dir) {
-        if (verbose)
-            fprintf(log, "cdsl: cache off: %s\n", why ? why : "CDSL_NO_CACHE is set");
-        return run_nvrtc(j, arch, data, len);
+    RtCache c;
+    RtCacheState state = rt_cache_open(&c, RT_CACHE_CREATE);
+    if (state != RT_CACHE_OPEN) {
+        report_cache_off(log, state, &c, verbose);
+        return run_nvrtc(j, n, arch, data, len);
     }
-    if (!nvrtc_description(j, dir))
-        return CDSL_ERR_SYSTEM;
-    job_key(j);
-    rt_cache_path(dir, j->key, ext, path, sizeof path);
-    RtCacheResult r = rt_cache_load(dir, j->key, ext, data, len);
+    char path[4400];
+    job_key(j, n);
+    rt_cache_path(&c, j->key, ext, path, sizeof path);
+    RtCacheResult r = rt_cache_load(&c, j->key, ext, data, len);
     if (verbose)
-        fprintf(log, "cdsl: cache %s: %s\n",
-                r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss" : "corrupt entry, recompiling", path);
-    if (r == RT_CACHE_HIT)
-        return CDSL_OK;
-    int st = run_nvrtc(j, arch, data, len);
-    if (st == CDSL_OK && rt_cache_store(dir, j->key, ext, *data, *len) != 0 && verbose)
-        fprintf(log, "cdsl: cache: could not store %s\n", path);
+        fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n),
+                result_word(r), path);
+    int st = r == RT_CACHE_HIT ? CDSL_OK : run_nvrtc(j, n, arch, data, len);
+    if (r != RT_CACHE_HIT && st == CDSL_OK)
+        store(&c, j, ext, *data, *len, verbose ? log : NULL, path);
+    rt_cache_close(&c);
     return st;
 }
 
@@ -245,4 +256,29 @@ int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype,
         if (!isalnum((unsigned char)*c) && *c != '.')
             *c = '_';
     return cached_compile(&j, arch, data, len);
+}
+
+int cdsl_cache_clean(FILE *report, FILE *log)
+{
+    FILE *err = log ? log : stderr;
+    RtCache c;
+    RtCacheState state = rt_cache_open(&c, RT_CACHE_IGNORE_OFF);
+    if (state == RT_CACHE_ABSENT) {
+        if (report)
+            fprintf(report, "0 files, 0 bytes removed: %s does not exist\n", c.path);
+        return CDSL_OK;
+    }
+    if (state != RT_CACHE_OPEN) {
+        fprintf(err, "cdsl: error: %s; not cleaning it\n", c.why);
+        return CDSL_ERR_SYSTEM;
+    }
+    RtCacheEvicted removed;
+    int rc = rt_cache_clean(&c, report, &removed);
+    if (report)
+        fprintf(report, "%u file%s, %llu bytes removed from %s\n", removed.files,
+                removed.files == 1 ? "" : "s", (unsigned long long)removed.bytes, c.path);
+    if (rc)
+        fprintf(err, "cdsl: error: the cache folder %s could not be read to the end\n", c.path);
+    rt_cache_close(&c);
+    return rc ? CDSL_ERR_SYSTEM : CDSL_OK;
 }

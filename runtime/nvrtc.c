@@ -4,12 +4,16 @@
  * We declare the NVRTC entry points we use ourselves (their C signatures have been stable
  * since CUDA 11.1, which added nvrtcGetCUBIN) instead of including nvrtc.h, so that libcdsl
  * builds without the toolkit's headers. A missing symbol means a library too old to use, and
- * is reported as such. Loading the library takes several milliseconds, more than a cache
- * hit should cost, so the cache identifies it by stat() instead (rt_nvrtc_locator).
+ * is reported as such. The JIT cache's key names the library loaded here (rt_nvrtc_identity),
+ * not the one some search would find: whatever dlopen returned (a preloaded library, one the
+ * host application loaded, one found through RPATH) is what compiles, so it is what the key
+ * describes. Loading costs about 6 ms of CPU, once per process, on a hit too.
  */
 #include "nvrtc.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,14 +21,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "sha256.h"
-
 typedef int nvrtcResult; /* NVRTC_SUCCESS == 0 */
 typedef struct _nvrtcProgram *nvrtcProgram;
 
 struct RtNvrtc {
     void *lib;
     char path[512];
+    char identity[900];   /* rt_nvrtc_identity */
     int major, minor;
     nvrtcResult (*Version)(int *, int *);
     const char *(*GetErrorString)(nvrtcResult);
@@ -45,6 +48,7 @@ struct RtNvrtc {
 static const char *const LIB_NAMES[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
 
 static RtNvrtc g_nvrtc;
+static void describe(const Dl_info *info);
 static const char *g_why;
 static char g_why_buf[768];
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -84,12 +88,11 @@ static void *open_candidates(void)
     return NULL;
 }
 
-static int bind_all(void)
+static int bind_all(Dl_info *info)
 {
     void *version = bind(g_nvrtc.lib, "nvrtcVersion", &g_nvrtc.Version, sizeof g_nvrtc.Version);
-    Dl_info info;
-    if (version && dladdr(version, &info) && info.dli_fname)
-        snprintf(g_nvrtc.path, sizeof g_nvrtc.path, "%s", info.dli_fname);
+    if (version && dladdr(version, info) && info->dli_fname)
+        snprintf(g_nvrtc.path, sizeof g_nvrtc.path, "%s", info->dli_fname);
     return version && BIND(GetErrorString, "nvrtcGetErrorString") &&
            BIND(CreateProgram, "nvrtcCreateProgram") &&
            BIND(DestroyProgram, "nvrtcDestroyProgram") &&
@@ -108,7 +111,8 @@ static void load_once(void)
                 "CUDA_HOME (or LD_LIBRARY_PATH) at the toolkit that has it";
         return;
     }
-    if (!bind_all() || g_nvrtc.Version(&g_nvrtc.major, &g_nvrtc.minor) != 0) {
+    Dl_info info = {0};
+    if (!bind_all(&info) || g_nvrtc.Version(&g_nvrtc.major, &g_nvrtc.minor) != 0) {
         snprintf(g_why_buf, sizeof g_why_buf,
                  "the NVRTC library found (%s) lacks nvrtcGetCUBIN or another entry point; "
                  "NVRTC from CUDA 11.1 or newer is needed",
@@ -116,7 +120,9 @@ static void load_once(void)
         g_why = g_why_buf;
         dlclose(g_nvrtc.lib);
         memset(&g_nvrtc, 0, sizeof g_nvrtc);
+        return;
     }
+    describe(&info);
 }
 
 const RtNvrtc *rt_nvrtc_get(const char **why)
@@ -141,74 +147,88 @@ const char *rt_nvrtc_path(const RtNvrtc *n)
     return n->path[0] ? n->path : "libnvrtc.so";
 }
 
-/* ---- Identifying the library without loading it ------------------------------------------ */
+/* ---- Identifying the library that compiles ------------------------------------------------- */
 
-static int file_id(const char *path, char *buf, size_t size)
+typedef struct BuildIdSearch {
+    uintptr_t base;       /* the object's load address (dladdr's dli_fbase) */
+    char hex[2 * 64 + 1];
+} BuildIdSearch;
+
+/* Whether the loaded object maps its ELF header (file offset 0) at base. */
+static bool object_at(const struct dl_phdr_info *info, uintptr_t base)
 {
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && ph->p_offset == 0)
+            return info->dlpi_addr + ph->p_vaddr == base;
+    }
+    return false;
+}
+
+/* The GNU build id in one PT_NOTE segment (notes padded to its alignment), as hex; false if
+   it holds none. Offsets, not pointers, so that a damaged note cannot walk past the segment. */
+static bool note_build_id(const unsigned char *seg, size_t size, size_t align, char *hex)
+{
+    size_t off = 0;
+    while (size - off >= sizeof(ElfW(Nhdr))) {
+        ElfW(Nhdr) n;
+        memcpy(&n, seg + off, sizeof n);
+        size_t name = off + sizeof n, namesz = (n.n_namesz + align - 1) & ~(align - 1);
+        size_t descsz = (n.n_descsz + align - 1) & ~(align - 1);
+        if (namesz > size - name || descsz > size - name - namesz)
+            return false;
+        size_t desc = name + namesz;
+        if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && !memcmp(seg + name, "GNU", 4) &&
+            n.n_descsz <= 64) {
+            for (unsigned b = 0; b < n.n_descsz; b++)
+                snprintf(hex + 2 * b, 3, "%02x", seg[desc + b]);
+            return true;
+        }
+        off = desc + descsz;
+    }
+    return false;
+}
+
+/* dl_iterate_phdr callback: the build id of the loaded object at s->base, from memory. */
+static int find_build_id(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    BuildIdSearch *s = arg;
+    (void)size;
+    if (!object_at(info, s->base))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        size_t align = ph->p_align == 8 ? 8 : 4;
+        if (ph->p_type == PT_NOTE &&
+            note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr), ph->p_memsz, align, s->hex))
+            break;
+    }
+    return 1;
+}
+
+/* What the cache key says about the compiler: NVRTC's own version; the build id of the code
+   mapped in this process (which is what runs, even if the file at the path was replaced since
+   it was loaded); the file dladdr reports; and that file's identity now (device, inode, size,
+   modification time), for libraries built without a build id. Computed once, at load: stat()
+   and walking the loaded objects' headers cost microseconds, while hashing the 100 MB library
+   would cost more than the compile a hit saves. */
+static void describe(const Dl_info *info)
+{
+    BuildIdSearch s = {(uintptr_t)info->dli_fbase, "none"};
+    dl_iterate_phdr(find_build_id, &s);
     struct stat st;
-    if (stat(path, &st) != 0)
-        return -1;
-    snprintf(buf, size, "%lu %lld %lld.%09ld", (unsigned long)st.st_ino, (long long)st.st_size,
-             (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
-    return 0;
+    char id[160] = "unknown";
+    if (stat(g_nvrtc.path, &st) == 0)
+        snprintf(id, sizeof id, "dev %llu ino %llu size %lld mtime %lld.%09ld",
+                 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, (long long)st.st_size,
+                 (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+    snprintf(g_nvrtc.identity, sizeof g_nvrtc.identity, "nvrtc %d.%d build-id %s file %s %s",
+             g_nvrtc.major, g_nvrtc.minor, s.hex, id, g_nvrtc.path);
 }
 
-void rt_nvrtc_describe(const RtNvrtc *n, char *buf, size_t size)
+const char *rt_nvrtc_identity(const RtNvrtc *n)
 {
-    char id[128] = "? ? ?";
-    file_id(rt_nvrtc_path(n), id, sizeof id);
-    snprintf(buf, size, "nvrtc %d.%d %s %s", n->major, n->minor, id, rt_nvrtc_path(n));
-}
-
-bool rt_nvrtc_description_current(const char *desc)
-{
-    int major, minor, used = 0;
-    char ino[32], len[32], mtime[48], id[128], now[128];
-    if (sscanf(desc, "nvrtc %d.%d %31s %31s %47s %n", &major, &minor, ino, len, mtime, &used) != 5 || !used)
-        return false;
-    snprintf(id, sizeof id, "%s %s %s", ino, len, mtime);
-    return file_id(desc + used, now, sizeof now) == 0 && strcmp(id, now) == 0;
-}
-
-static void hash_dir(RtSha256 *s, const char *dir, size_t dirlen)
-{
-    for (size_t i = 0; i < sizeof LIB_NAMES / sizeof *LIB_NAMES; i++) {
-        char path[1024], id[128] = "-";
-        snprintf(path, sizeof path, "%.*s/%s", (int)dirlen, dir, LIB_NAMES[i]);
-        file_id(path, id, sizeof id);
-        rt_sha256_update(s, path, strlen(path) + 1);
-        rt_sha256_update(s, id, strlen(id) + 1);
-    }
-}
-
-void rt_nvrtc_locator(char hex[65])
-{
-    static const char *const fixed[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
-                                        "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
-                                        "/lib64", "/usr/lib64", "/lib", "/usr/lib",
-                                        "/usr/local/cuda/lib64"};
-    RtSha256 s;
-    rt_sha256_init(&s);
-    const char *ld = getenv("LD_LIBRARY_PATH"), *home = getenv("CUDA_HOME");
-    char id[128] = "-", cuda[1024];
-    rt_sha256_update(&s, ld ? ld : "", ld ? strlen(ld) + 1 : 1);
-    rt_sha256_update(&s, home ? home : "", home ? strlen(home) + 1 : 1);
-    file_id("/etc/ld.so.cache", id, sizeof id);
-    rt_sha256_update(&s, id, strlen(id) + 1);
-    for (const char *d = ld; d && *d;) {
-        size_t n = strcspn(d, ":");
-        hash_dir(&s, d, n);
-        d += n + (d[n] == ':');
-    }
-    if (home && *home) {
-        snprintf(cuda, sizeof cuda, "%s/lib64", home);
-        hash_dir(&s, cuda, strlen(cuda));
-    }
-    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
-        hash_dir(&s, fixed[i], strlen(fixed[i]));
-    uint8_t digest[32];
-    rt_sha256_final(&s, digest);
-    rt_sha256_hex(digest, hex);
+    return n->identity;
 }
 
 /* ---- Compiling ------------------------------------------------------------------------------ */

@@ -21,15 +21,10 @@ const RtNvrtc *rt_nvrtc_get(const char **why);
 void rt_nvrtc_version(const RtNvrtc *n, int *major, int *minor);
 const char *rt_nvrtc_path(const RtNvrtc *n);
 
-/* For the JIT cache, which must not pay for loading NVRTC (milliseconds) on a hit:
- * rt_nvrtc_describe() names the loaded library precisely ("nvrtc 13.0 INODE SIZE MTIME PATH");
- * rt_nvrtc_description_current() says whether that file is still the same, by stat alone;
- * rt_nvrtc_locator() is a digest of everything that decides which file rt_nvrtc_get() would
- * load (the search variables, the loader's cache, every candidate file's identity), so that a
- * description remembered under it stays right until one of those changes. */
-void rt_nvrtc_describe(const RtNvrtc *n, char *buf, size_t size);
-bool rt_nvrtc_description_current(const char *desc);
-void rt_nvrtc_locator(char hex[65]);
+/* For the JIT cache's key: one line that names this loaded library precisely, "nvrtc 13.0
+ * build-id HEX file dev D ino I size S mtime T PATH" (the build id of the code in memory, the
+ * file dladdr reports for nvrtcVersion and that file's identity). */
+const char *rt_nvrtc_identity(const RtNvrtc *n);
 
 typedef struct RtNvrtcJob {
     const char *source;          /* CUDA C++, self-contained */

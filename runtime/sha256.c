@@ -1,7 +1,7 @@
 /*
  * sha256.c - SHA-256 as FIPS 180-4 specifies it: 64-byte blocks, a 64-round compression
  * function over eight 32-bit words, the message padded with 0x80, zeros and its bit length.
- * Checked against the standard's test vectors by tests/unit/sha256_unit.c.
+ * Checked against the standard's test vectors by tests/unit/emit_unit.c (test_sha256).
  */
 #include "sha256.h"
 

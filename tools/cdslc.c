@@ -56,9 +56,13 @@ static const char usage_text[] =
     "  -o FILE              write the output to FILE instead of standard output\n"
     "  --color=WHEN         colour diagnostics: auto (default), always, never\n"
     "  --help, --version\n"
+    "  --cache-clean        (alone) remove the JIT cache's entries and temporary files, list them\n"
     "\n"
     "exit status: 0 clean, 1 errors in the program, 2 bad usage\n"
-    "environment: CDSL_PATH (import folders), CDSL_CACHE_DIR, CDSL_NO_CACHE=1\n";
+    "environment: CDSL_PATH (import folders), CDSL_CACHE_DIR (JIT cache folder, default\n"
+    "  $XDG_CACHE_HOME/cdsl or ~/.cache/cdsl; used only when yours and not writable by others),\n"
+    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (cap in bytes, else CUDA_CACHE_MAXSIZE, default\n"
+    "  268435456), CDSL_CACHE_VERBOSE=1 (report hits, misses, evictions)\n";
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -142,6 +146,8 @@ static int parse_args(Args *a, int argc, char **argv)
             fputs(usage_text, stdout);
             exit(0);
         }
+        if (!strcmp(argv[i], "--cache-clean"))
+            return usage("--cache-clean takes no other arguments%s", "");
         if (!strcmp(argv[i], "--version")) {
             printf("cdslc %s\n", cdsl_version());
             exit(0);
@@ -231,6 +237,8 @@ static int emit_device(cdsl_program *p, const Args *a)
 
 int main(int argc, char **argv)
 {
+    if (argc == 2 && !strcmp(argv[1], "--cache-clean"))
+        return cdsl_cache_clean(stdout, stderr) ? 1 : 0;
     Args a;
     memset(&a, 0, sizeof a);
     int rc = parse_args(&a, argc, argv);

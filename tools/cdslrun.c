@@ -101,7 +101,10 @@ static const char usage_text[] =
     "outputs start as all-ones bytes, so a chunk nobody wrote is reported as never written.\n"
     "\n"
     "exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of\n"
-    "memory), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n";
+    "memory), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
+    "environment: CDSL_PATH (import folders); the GPU backends' JIT cache: CDSL_CACHE_DIR,\n"
+    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (else CUDA_CACHE_MAXSIZE), CDSL_CACHE_VERBOSE=1,\n"
+    "  as in cdslc --help\n";
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 

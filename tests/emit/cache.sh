@@ -5,12 +5,10 @@
 # folder falls back to $XDG_CACHE_HOME/cdsl and ~/.cache/cdsl. [SKIP] when NVRTC is missing.
 cd "$(dirname "$0")/../.." || exit 1
 cdslc=${CDSLC:-./build/cdslc}
-spec=${SPEC_DIR:-../shared/spec/programs}
-[ -d "$spec" ] || spec=/work/shared/spec/programs
-prog=$spec/allgather_nvls.cdsl
+prog=stdlib/allgather_nvls.cdsl
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
-unset CDSL_NO_CACHE XDG_CACHE_HOME
+unset CDSL_NO_CACHE XDG_CACHE_HOME CDSL_CACHE_MAXSIZE CUDA_CACHE_MAXSIZE
 export CDSL_CACHE_VERBOSE=1 CDSL_CACHE_DIR=$tmp/cache
 
 compile() {   # compile OUT [env...]: the cubin into OUT, cache messages into OUT.log
@@ -33,8 +31,8 @@ compile "$tmp/second"
 grep -q "cache hit" "$tmp/second.log" && cmp -s "$tmp/first" "$tmp/second" && pass "second compile hits, same cubin" \
     || fail "second compile: $(cat "$tmp/second.log")"
 
-# Flip one payload byte (the header is 48 bytes).
-printf '\xff' | dd of="$entry" bs=1 seek=100 conv=notrunc status=none
+# Flip one payload byte (the header is 112 bytes).
+printf '\xff' | dd of="$entry" bs=1 seek=200 conv=notrunc status=none
 compile "$tmp/third"
 grep -q "corrupt entry, recompiling" "$tmp/third.log" && cmp -s "$tmp/first" "$tmp/third" \
     && pass "a corrupted entry is detected and recompiled" || fail "corrupt entry: $(cat "$tmp/third.log")"

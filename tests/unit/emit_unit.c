@@ -4,16 +4,14 @@
  * Built and run by tests/emit/unit.sh (under ASan and UBSan), without the front end: each test
  * makes an IrProgram directly, emits it and looks at the text, so that the placement rules of
  * emit_cuda.c and emit_fence.c are pinned down independently of what the
- * checker happens to produce. Also the SHA-256 test vectors, the cache's hit / miss / corrupt
- * cases, and (when libnvrtc is found) an NVRTC compile of emitted sources. Prints one
+ * checker happens to produce. Also the SHA-256 test vectors and (when libnvrtc is found) an
+ * NVRTC compile of emitted sources (the cache has its own, tests/unit/cache_unit.c). Prints one
  * [PASS]/[FAIL] line per test; exits 1 on any failure.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "cache.h"
 #include "emit.h"
 #include "hb.h"
 #include "nvrtc.h"
@@ -428,56 +426,6 @@ static void test_sha256(void)
     report("SHA-256 test vectors (FIPS 180-4)", ok, "digest differs");
 }
 
-static void corrupt_byte(const char *path, long at)
-{
-    FILE *f = fopen(path, "r+b");
-    if (!f)
-        return;
-    fseek(f, at, SEEK_SET);
-    int c = fgetc(f);
-    fseek(f, at, SEEK_SET);
-    fputc(c ^ 0x5a, f);
-    fclose(f);
-}
-
-static void test_cache(void)
-{
-    char dir[] = "/tmp/cdsl_unit_cacheXXXXXX";
-    if (!mkdtemp(dir)) {
-        report("cache", 0, "no temporary folder");
-        return;
-    }
-    const char *payload = "cubin bytes \x7f\x00 and more";
-    size_t plen = 24;
-    const void *parts[] = {"src", "opts"};
-    size_t lens[] = {3, 4};
-    char key[65], key2[65], path[512];
-    rt_cache_key(parts, lens, 2, key);
-    const void *parts2[] = {"sr", "copts"};   /* same bytes, split differently */
-    size_t lens2[] = {2, 5};
-    rt_cache_key(parts2, lens2, 2, key2);
-    void *data = NULL;
-    size_t len = 0;
-    int ok = strcmp(key, key2) != 0;
-    ok &= rt_cache_load(dir, key, "cubin", &data, &len) == RT_CACHE_MISS;
-    ok &= rt_cache_store(dir, key, "cubin", payload, plen) == 0;
-    ok &= rt_cache_load(dir, key, "cubin", &data, &len) == RT_CACHE_HIT && len == plen &&
-          memcmp(data, payload, plen) == 0;
-    free(data);
-    data = NULL;
-    report("cache: miss, store, hit with the same bytes; keys length-prefixed", ok, "unexpected result");
-    rt_cache_path(dir, key, "cubin", path, sizeof path);
-    corrupt_byte(path, 48 + 3);
-    ok = rt_cache_load(dir, key, "cubin", &data, &len) == RT_CACHE_CORRUPT && !data;
-    ok &= truncate(path, 40) == 0 && rt_cache_load(dir, key, "cubin", &data, &len) == RT_CACHE_CORRUPT;
-    ok &= rt_cache_store(dir, key, "cubin", payload, plen) == 0 &&
-          rt_cache_load(dir, key, "cubin", &data, &len) == RT_CACHE_HIT;
-    free(data);
-    report("cache: a flipped payload byte or a truncated file is corrupt, and is replaced", ok, "accepted a bad entry");
-    unlink(path);
-    rmdir(dir);
-}
-
 int main(void)
 {
     test_sim_refused();
@@ -490,7 +438,6 @@ int main(void)
     test_fence_mc_read_then_write();
     test_fence_prior_work();
     test_sha256();
-    test_cache();
     test_nvrtc();
     return failures ? 1 : 0;
 }
