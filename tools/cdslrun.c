@@ -638,8 +638,9 @@ static const char *status_word(int status)
 static void json_row(const Run *R, const Row *r)
 {
     double bw = algbw(r);
-    printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.4f, "
-           "\"busbw_gbs\": %.4f, \"wrong\": ",
+    /* Six significant digits, however small the figure (a slow build's small sizes). */
+    printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.6g, "
+           "\"busbw_gbs\": %.6g, \"wrong\": ",
            r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * busbw_factor(R->prog));
     if (R->a->check && has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
         printf("%llu", r->wrong);
