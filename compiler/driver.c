@@ -74,6 +74,7 @@ void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t)
 {
     diag_fatal(&p->diag, "out of memory (asked for %zu more bytes, with %zu MiB in use)", t->asked,
                arena_used(p->arena) >> 20);
+    errno = ENOMEM;
 }
 
 int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
@@ -145,7 +146,6 @@ const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype d
     arena_trap_push(p->arena, &trap);
     if (setjmp(trap.env)) {
         driver_out_of_memory(p, &trap);
-        errno = ENOMEM;
         return NULL;
     }
     const char *src = emit_cuda(p->ir, flavour, dtype, p->arena, &p->diag);
@@ -163,7 +163,6 @@ int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     arena_trap_push(mp->arena, &trap);
     if (setjmp(trap.env)) {
         driver_out_of_memory(mp, &trap);
-        errno = ENOMEM;
         return CDSL_ERR_SYSTEM;
     }
     int rc = program_dump(p, what, out);

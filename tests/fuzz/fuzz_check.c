@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "ast.h"
+#include "fuzz.h"
 #include "check.h"
 #include "emit.h"
 #include "eval.h"
@@ -106,9 +107,7 @@ static void compile_for(const Decl *program, int nranks, const Defines *defs, Ar
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static FILE *sink;
-    if (!sink)
-        sink = fopen("/dev/null", "w");
+    FILE *sink = fuzz_sink();
     Arena *a = arena_create();
     if (!a)
         return 0;
@@ -121,15 +120,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     Diag d;
     diag_init(&d, sink);
-    Source *src = ARENA_NEW(a, Source);
-    char *text = arena_alloc(a, size + 1);
-    memcpy(text, data, size);
-    src->path = "fuzz.cdsl";
-    src->text = text;
-    src->len = size;
-    src->arena = a;
+    Source *src = fuzz_source(a, data, size);
     Defines defs;
-    read_defines(text, size, &defs);
+    read_defines(src->text, size, &defs);
     AstFile *file = parse_file(a, &d, src);
     Decl *program = NULL;
     if (file) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ast.h"
+#include "fuzz.h"
 #include "parse.h"
 #include "resolve.h"
 
@@ -19,9 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static FILE *sink;
-    if (!sink)
-        sink = fopen("/dev/null", "w");
+    FILE *sink = fuzz_sink();
     Arena *a = arena_create();
     if (!a)
         return 0;
@@ -33,13 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     Diag d;
     diag_init(&d, sink);
-    Source *src = ARENA_NEW(a, Source);
-    char *text = arena_alloc(a, size + 1);
-    memcpy(text, data, size);
-    src->path = "fuzz.cdsl";
-    src->text = text;
-    src->len = size;
-    src->arena = a;
+    Source *src = fuzz_source(a, data, size);
     AstFile *file = parse_file(a, &d, src);
     if (file) {
         AstUnit unit = {&file, 1};
