@@ -86,7 +86,7 @@ may=$(echo "$out" | sed -n 's/.*it may use \([0-9.]*\) \([KMG]\)iB here.*/\1 \2/
 ok "sim budget under ulimit -v 1000000: refused, a budget below the limit" \
     '[ $rc = 3 ] && [ -n "$may" ] && awk -v v="${may% *}" -v u="${may#* }" "BEGIN { m = u == \"G\" ? 1048576 : u == \"M\" ? 1024 : 1; exit !(v * m < 1000000) }"' \
     "exit $rc: $out"
-out=$( (ulimit -v 1000000; "$CDSLRUN" stdlib/allgather_ring.cdsl -n 4 --backend sim --size 64M) 2>&1); rc=$?
+out=$( (ulimit -v 1000000; "$CDSLRUN" stdlib/allgather_ring.cdsl -n 4 --backend sim --size 16M) 2>&1); rc=$?
 ok "sim under ulimit -v 1000000: a run that fits still verifies" '[ $rc = 0 ]' "exit $rc: $out"
 
 # ---- deep imports -----------------------------------------------------------------------------------------
