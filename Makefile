@@ -6,7 +6,8 @@
 #                   bounded fuzz run; ends with "N passed, N failed"
 #   make asan       the same binaries under AddressSanitizer + UBSan in build/asan/
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
-#   make fuzz       the libFuzzer target over lex+parse in build/fuzz/ (clang)
+#   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
+#                   resolve) and fuzz_check (through the checker and CUDA emission)
 #   make install PREFIX=/usr/local
 #
 # Generated C (re2c, Lemon) goes to build/gen/ and is never committed. Every variant build
@@ -89,8 +90,10 @@ tsan: $(GEN)/parser.h $(GEN)/lexer.c
 FUZZ_CC ?= clang
 fuzz: $(GEN)/parser.h $(GEN)/lexer.c
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
-	$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
-		-o build/fuzz/fuzz_parse tests/fuzz/fuzz_parse.c build/fuzz/libcdsl.a $(LDLIBS)
+	for t in fuzz_parse fuzz_check; do \
+		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
+			-o build/fuzz/$$t tests/fuzz/$$t.c build/fuzz/libcdsl.a $(LDLIBS) || exit 1; \
+	done
 
 test: all asan tsan
 	@bash tests/run.sh

@@ -3,6 +3,8 @@
  *
  * Blocks grow geometrically up to 64 MiB; a request larger than a block gets a block of its
  * own. Memory is zeroed so that AST and IR nodes start with every optional field empty.
+ * Running out of memory jumps to the newest trap (arena.h); the blocks allocated so far stay
+ * owned by the arena and are freed with it.
  */
 #include "arena.h"
 
@@ -22,21 +24,48 @@ struct Arena {
     Block *head;
     size_t next_size;
     size_t total;
+    size_t limit;       /* bytes in blocks at most; 0: none */
+    size_t in_blocks;   /* bytes in blocks now */
+    ArenaTrap *trap;    /* where running out of memory unwinds to */
 };
 
-static void out_of_memory(size_t n)
+static _Noreturn void out_of_memory(Arena *a, size_t n)
 {
-    fprintf(stderr, "cdsl: out of memory (asked for %zu bytes)\n", n);
-    exit(1);
+    ArenaTrap *t = a->trap;
+    if (!t) {
+        /* Every entry point of the library sets a trap before it allocates. */
+        fprintf(stderr, "cdsl: internal error: out of memory (%zu bytes) with no trap set\n", n);
+        abort();
+    }
+    a->trap = t->prev;
+    t->asked = n;
+    longjmp(t->env, 1);
 }
 
 Arena *arena_create(void)
 {
     Arena *a = calloc(1, sizeof *a);
-    if (!a)
-        out_of_memory(sizeof *a);
-    a->next_size = 64 * 1024;
+    if (a)
+        a->next_size = 64 * 1024;
     return a;
+}
+
+void arena_trap_push(Arena *a, ArenaTrap *t)
+{
+    t->prev = a->trap;
+    t->asked = 0;
+    a->trap = t;
+}
+
+void arena_trap_pop(Arena *a, ArenaTrap *t)
+{
+    if (a->trap == t)
+        a->trap = t->prev;
+}
+
+void arena_set_limit(Arena *a, size_t bytes)
+{
+    a->limit = bytes;
 }
 
 void arena_destroy(Arena *a)
@@ -55,9 +84,12 @@ static Block *new_block(Arena *a, size_t need)
     size_t size = a->next_size;
     if (size < need)
         size = need;
+    if (size > SIZE_MAX - sizeof(Block) || (a->limit && (a->in_blocks > a->limit || size > a->limit - a->in_blocks)))
+        out_of_memory(a, size);
     Block *b = malloc(sizeof(Block) + size);
     if (!b)
-        out_of_memory(size);
+        out_of_memory(a, size);
+    a->in_blocks += size;
     b->size = size;
     b->used = 0;
     b->next = a->head;
@@ -71,7 +103,7 @@ void *arena_alloc(Arena *a, size_t size)
 {
     const size_t align = sizeof(max_align_t);
     if (size > SIZE_MAX - align)
-        out_of_memory(size);
+        out_of_memory(a, size);
     size = (size + align - 1) / align * align;
     Block *b = a->head;
     if (!b || b->size - b->used < size)
@@ -86,7 +118,7 @@ void *arena_alloc(Arena *a, size_t size)
 void *arena_array(Arena *a, size_t n, size_t size)
 {
     if (size && n > SIZE_MAX / size)
-        out_of_memory(SIZE_MAX);
+        out_of_memory(a, SIZE_MAX);
     return arena_alloc(a, n * size);
 }
 

@@ -3,18 +3,47 @@
  *
  * Everything the compiler builds (tokens' copies, the AST, the per-rank IR, the checker's
  * facts, the emitted text) lives in one Arena and dies with it: no individual frees, no
- * leaks, one arena_destroy() at the end (QBE's and chibicc's policy). Allocation failure is
- * fatal: it prints a message and exits 1 rather than returning NULL into every caller.
+ * leaks, one arena_destroy() at the end (QBE's and chibicc's policy).
+ *
+ * Allocation never returns NULL into its callers. When memory runs out (or the arena's limit,
+ * if one is set, is reached) it unwinds, as Lua's allocator does, with longjmp to the newest
+ * trap set on the arena: the library's entry points (cdsl_compile and the others that
+ * allocate) set one, so that out-of-memory becomes CDSL_ERR_SYSTEM for the caller. Code
+ * between a trap and an allocation must therefore hold nothing that the jump would leak: no
+ * malloc'ed memory, no open FILE, no lock. Allocating with no trap set is a bug; it aborts.
  */
 #ifndef CDSL_ARENA_H
 #define CDSL_ARENA_H
 
+#include <setjmp.h>
 #include <stddef.h>
 
 typedef struct Arena Arena;
 
+/* NULL when even the arena's header cannot be allocated. */
 Arena *arena_create(void);
 void arena_destroy(Arena *a);
+
+/* A place to unwind to when memory runs out. Use:
+ *
+ *     ArenaTrap t;
+ *     arena_trap_push(a, &t);
+ *     if (setjmp(t.env)) { ... out of memory: the trap is already popped ... }
+ *     ... allocate ...
+ *     arena_trap_pop(a, &t);
+ *
+ * Traps nest (an entry point may call another); a jump pops its trap first. */
+typedef struct ArenaTrap {
+    jmp_buf env;
+    struct ArenaTrap *prev;
+    size_t asked;               /* after a jump: the request that failed, in bytes */
+} ArenaTrap;
+void arena_trap_push(Arena *a, ArenaTrap *t);
+void arena_trap_pop(Arena *a, ArenaTrap *t);
+
+/* Treat more than `bytes` in all as out of memory (0: no limit). The fuzz harnesses bound
+ * their inputs' memory with it. */
+void arena_set_limit(Arena *a, size_t bytes);
 
 /* Zeroed memory, aligned for any object. */
 void *arena_alloc(Arena *a, size_t size);

@@ -4,9 +4,13 @@
  * Lines are found through a table of line starts built the first time a file is quoted, so
  * the lexer pays nothing per token. Long lines are cut around the column so that a 1 MB
  * single-line file still gives a readable message. Tabs in the quoted line are kept and
- * mirrored in the caret line so that the caret sits under the right byte.
+ * mirrored in the caret line so that the caret sits under the right byte. Everything printed
+ * that could hold user text (the path, the message with its arguments, the quoted line) goes
+ * through escape.c, so that no call site can let a terminal escape or a bidi override out.
  */
 #include "diag.h"
+
+#include "escape.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -67,31 +71,44 @@ static void quote(Diag *d, Loc at)
     int from = 0;
     if (len > QUOTE_WIDTH && col > QUOTE_WIDTH / 2)
         from = col - QUOTE_WIDTH / 2;
+    while (from > 0 && from < col && ((unsigned char)line[from] & 0xC0) == 0x80)
+        from++;   /* start at a whole character */
     int to = from + QUOTE_WIDTH < len ? from + QUOTE_WIDTH : len;
+    /* Each character in its printable form (escape.c); the caret line gets as many columns
+     * for it as that form takes. */
+    char form[ESC_MAX + 1], caret[QUOTE_WIDTH * (ESC_MAX + 1) + 8];
+    size_t ncaret = 0;
+    int width;
     fputs(from ? "    ..." : "    ", d->out);
-    for (int i = from; i < to; i++) {
-        unsigned char c = (unsigned char)line[i];
-        fputc(c == '\t' || c >= 0x20 ? c : '?', d->out);
+    for (int i = from; i < to;) {
+        int n = (int)esc_char(line + i, (size_t)(len - i), true, form, &width);
+        fputs(form, d->out);
+        for (int w = 0; i < col && w < width; w++)
+            caret[ncaret++] = form[0] == '\t' ? '\t' : ' ';
+        i += n;
     }
+    caret[ncaret] = 0;
     fputs(to < len ? "...\n" : "\n", d->out);
     fputs(from ? "       " : "    ", d->out);
-    for (int i = from; i < col; i++)   /* one column per character: skip UTF-8 continuations */
-        if (((unsigned char)line[i] & 0xC0) != 0x80)
-            fputc(line[i] == '\t' ? '\t' : ' ', d->out);
+    fputs(caret, d->out);
     fputs(d->color ? "\033[1;32m^\033[0m\n" : "^\n", d->out);
 }
 
 static void report(Diag *d, Loc at, const char *kind, const char *color, const char *fmt, va_list ap)
 {
-    if (at.src)
-        fprintf(d->out, d->color ? "\033[1m%s:%d:%d: \033[0m" : "%s:%d:%d: ", at.src->path, at.line, at.col);
-    else
-        fputs(d->color ? "\033[1mcdsl: \033[0m" : "cdsl: ", d->out);
     if (d->color)
-        fprintf(d->out, "%s%s:\033[0m ", color, kind);
+        fputs("\033[1m", d->out);
+    if (at.src) {
+        esc_write(d->out, at.src->path, strlen(at.src->path));
+        fprintf(d->out, ":%d:%d: ", at.line, at.col);
+    } else {
+        fputs("cdsl: ", d->out);
+    }
+    if (d->color)
+        fprintf(d->out, "\033[0m%s%s:\033[0m ", color, kind);
     else
         fprintf(d->out, "%s: ", kind);
-    vfprintf(d->out, fmt, ap);
+    esc_vprint(d->out, fmt, ap);   /* every %s may be user text: escape.c */
     fputc('\n', d->out);
     if (at.src && at.line > 0)
         quote(d, at);
@@ -129,4 +146,14 @@ void diag_fatal(Diag *d, const char *fmt, ...)
     va_start(ap, fmt);
     report(d, (Loc){0}, "error", "\033[1;31m", fmt, ap);
     va_end(ap);
+}
+
+void diag_text(Diag *d, const char *text)
+{
+    for (const char *line = text; *line;) {
+        size_t n = strcspn(line, "\n");
+        esc_write(d->out, line, n);
+        fputc('\n', d->out);
+        line += n + (line[n] == '\n');
+    }
 }

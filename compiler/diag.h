@@ -65,6 +65,9 @@ void diag_fatal(Diag *d, const char *fmt, ...)
 #endif
     ;
 
+/* Lines of text from a tool (NVRTC's log) after an error, each line escaped as messages are. */
+void diag_text(Diag *d, const char *text);
+
 /* The text of line `line` of src (without its newline) and its length. */
 const char *source_line(const Source *src, int line, int *len);
 

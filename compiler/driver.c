@@ -6,15 +6,20 @@
  *     eval      per-rank operation sequences; bounds and shapes       (eval.c)
  *     check     races, synchronisation, deadlocks, postcondition      (check.c)
  *
- * Everything lives in the program's arena, destroyed with the program.
+ * Everything lives in the program's arena, destroyed with the program. Running out of memory
+ * anywhere in the phases unwinds to cdsl_compile (arena.h's trap), which frees the half-built
+ * program and returns CDSL_ERR_SYSTEM: the host goes on.
  */
 #include "driver.h"
 
+#include <errno.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "ast.h"
 #include "check.h"
+#include "emit.h"
 #include "eval.h"
 #include "load.h"
 #include "resolve.h"
@@ -25,6 +30,10 @@ static cdsl_program *new_program(const cdsl_compile_opts *o)
     if (!p)
         return NULL;
     p->arena = arena_create();
+    if (!p->arena) {
+        free(p);
+        return NULL;
+    }
     FILE *out = o->diag ? o->diag : stderr;
     diag_init(&p->diag, out);
     if (o->color >= 0)
@@ -38,18 +47,9 @@ static int usage_error(FILE *out, const char *msg, int n)
     return CDSL_ERR_USAGE;
 }
 
-int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
+/* The phases; any of them may unwind to cdsl_compile's trap when memory runs out. */
+static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
 {
-    *out = NULL;
-    if (!o->path)
-        return usage_error(o->diag, "cdsl: error: no input file%.0d\n", 0);
-    if (o->nranks < 1 || o->nranks > IR_MAX_RANKS)
-        return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " "4096, not %d\n",
-                           o->nranks);
-    cdsl_program *p = new_program(o);
-    if (!p)
-        return CDSL_ERR_SYSTEM;
-    *out = p;
     LoadOptions lo = {o->include_dirs, o->ninclude_dirs};
     p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
     if (!p->ast)
@@ -70,6 +70,46 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
     return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
 }
 
+void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t)
+{
+    diag_fatal(&p->diag, "out of memory (asked for %zu more bytes, with %zu MiB in use)", t->asked,
+               arena_used(p->arena) >> 20);
+    errno = ENOMEM;
+}
+
+int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
+{
+    if (!out || !o)
+        return usage_error(o ? o->diag : NULL, "cdsl: error: cdsl_compile needs options and a place for the "
+                           "program%.0d\n", 0);
+    *out = NULL;
+    if (!o->path)
+        return usage_error(o->diag, "cdsl: error: no input file%.0d\n", 0);
+    if (o->nranks < 1 || o->nranks > IR_MAX_RANKS)
+        return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " "4096, not %d\n",
+                           o->nranks);
+    if ((o->ndefines && !o->defines) || (o->ninclude_dirs && !o->include_dirs) || o->ndefines < 0 ||
+        o->ninclude_dirs < 0)
+        return usage_error(o->diag, "cdsl: error: -D or -I counts without their lists%.0d\n", 0);
+    cdsl_program *p = new_program(o);
+    if (!p) {
+        fputs("cdsl: error: out of memory\n", o->diag ? o->diag : stderr);
+        return CDSL_ERR_SYSTEM;
+    }
+    ArenaTrap trap;
+    arena_trap_push(p->arena, &trap);
+    if (setjmp(trap.env)) {
+        /* Whatever the phases built is half made: free it all, and the memory with it. */
+        driver_out_of_memory(p, &trap);
+        cdsl_program_destroy(p);
+        return CDSL_ERR_SYSTEM;
+    }
+    int rc = compile_phases(p, o);
+    arena_trap_pop(p->arena, &trap);
+    *out = p;
+    return rc;
+}
+
 void cdsl_program_destroy(cdsl_program *p)
 {
     if (!p)
@@ -78,7 +118,7 @@ void cdsl_program_destroy(cdsl_program *p)
     free(p);
 }
 
-int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
+static int program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
 {
     switch (what) {
     case CDSL_DUMP_AST:
@@ -100,7 +140,39 @@ int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     return CDSL_ERR_USAGE;
 }
 
-const char *cdsl_program_name(const cdsl_program *p) { return p->ir ? p->ir->name : NULL; }
-const char *cdsl_program_collective(const cdsl_program *p) { return p->ir ? p->ir->coll_name : NULL; }
-int cdsl_program_nranks(const cdsl_program *p) { return p->ir ? p->ir->nranks : 0; }
-int cdsl_program_chunks(const cdsl_program *p) { return p->ir ? p->ir->chunks : 0; }
+const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
+{
+    ArenaTrap trap;
+    arena_trap_push(p->arena, &trap);
+    if (setjmp(trap.env)) {
+        driver_out_of_memory(p, &trap);
+        return NULL;
+    }
+    const char *src = emit_cuda(p->ir, flavour, dtype, p->arena, &p->diag);
+    arena_trap_pop(p->arena, &trap);
+    return src;
+}
+
+/* Dumps allocate (the graph's labels, a file's line table for a quoted line): under a trap. */
+int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
+{
+    if (!p || !out)
+        return CDSL_ERR_USAGE;
+    cdsl_program *mp = (cdsl_program *)p;   /* the arena grows; what p means does not change */
+    ArenaTrap trap;
+    arena_trap_push(mp->arena, &trap);
+    if (setjmp(trap.env)) {
+        driver_out_of_memory(mp, &trap);
+        return CDSL_ERR_SYSTEM;
+    }
+    int rc = program_dump(p, what, out);
+    arena_trap_pop(mp->arena, &trap);
+    if (rc == CDSL_OK && (fflush(out) != 0 || ferror(out)))
+        rc = CDSL_ERR_SYSTEM;
+    return rc;
+}
+
+const char *cdsl_program_name(const cdsl_program *p) { return p && p->ir ? p->ir->name : NULL; }
+const char *cdsl_program_collective(const cdsl_program *p) { return p && p->ir ? p->ir->coll_name : NULL; }
+int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
+int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }

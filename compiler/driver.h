@@ -29,4 +29,10 @@ struct cdsl_program {
     const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
 };
 
+/* The message for a trap that caught out-of-memory (the entry points of cdsl.h that allocate);
+ * sets errno to ENOMEM. */
+void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t);
+/* emit_cuda (emit.h) for p under a trap: NULL, with errno ENOMEM, when memory ran out. */
+const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype);
+
 #endif

@@ -32,6 +32,8 @@ typedef struct Loader {
     const char *shown[LOAD_MAX_FILES];  /* the same files as the user named them */
     Loc stack_at[LOAD_MAX_FILES];       /* the import that started each */
     int depth;
+    char real_buf[PATH_MAX];            /* realpath()'s answer, copied at once: not on the
+                                           stack, which holds one load_file per import level */
 } Loader;
 
 static Source *read_source(Loader *ld, const char *path, Loc from)
@@ -52,16 +54,18 @@ static Source *read_source(Loader *ld, const char *path, Loc from)
                    LOAD_MAX_BYTES >> 20);
         return NULL;
     }
+    /* Everything allocated before the file is opened: running out of memory unwinds (arena.h)
+     * and must not leave the FILE open. */
+    char *text = arena_alloc(ld->arena, (size_t)st.st_size + 1);
+    Source *src = ARENA_NEW(ld->arena, Source);
+    src->path = arena_strdup(ld->arena, path);
     FILE *f = fopen(path, "rb");
     if (!f) {
         diag_fatal(ld->diag, "cannot open '%s': %s", path, strerror(errno));
         return NULL;
     }
-    char *text = arena_alloc(ld->arena, (size_t)st.st_size + 1);
     size_t n = fread(text, 1, (size_t)st.st_size, f);
     fclose(f);
-    Source *src = ARENA_NEW(ld->arena, Source);
-    src->path = arena_strdup(ld->arena, path);
     src->text = text;
     src->len = n;
     src->arena = ld->arena;
@@ -172,11 +176,17 @@ static bool report_cycle(Loader *ld, int at, Loc from)
     return false;
 }
 
+/* The file's real path, in the arena (the path as given when it has none). */
+static const char *real_path(Loader *ld, const char *path)
+{
+    return arena_strdup(ld->arena, realpath(path, ld->real_buf) ? ld->real_buf : path);
+}
+
+/* Recursive, one level per import: the frame is small (no path buffers), so that a chain of
+ * LOAD_MAX_FILES files fits a host thread's stack of 1 MiB with room to spare. */
 static bool load_file(Loader *ld, const char *path, Loc from)
 {
-    char real[PATH_MAX];
-    if (!realpath(path, real))
-        snprintf(real, sizeof real, "%s", path);
+    const char *real = real_path(ld, path);
     for (int k = 0; k < ld->depth; k++)
         if (!strcmp(ld->stack[k], real))
             return report_cycle(ld, k, from);
@@ -193,7 +203,7 @@ static bool load_file(Loader *ld, const char *path, Loc from)
     AstFile *file = parse_file(ld->arena, ld->diag, src);
     if (!file)
         return false;
-    ld->real[ld->unit->nfiles] = arena_strdup(ld->arena, real);
+    ld->real[ld->unit->nfiles] = real;
     ld->unit->files[ld->unit->nfiles++] = file;
     ld->stack[ld->depth] = ld->real[ld->unit->nfiles - 1];
     ld->shown[ld->depth] = src->path;

@@ -16,9 +16,9 @@
 
 #include "parser.h"
 
-void *cdsl_parseAlloc(void *(*alloc)(size_t), Parser *px);
+void cdsl_parseInit(void *engine, Parser *px);
 void cdsl_parse(void *engine, int kind, Token tok);
-void cdsl_parseFree(void *engine, void (*dealloc)(void *));
+void cdsl_parseFinalize(void *engine);
 int cdsl_parse_would_accept(void *engine, int kind, Token at);
 int cdsl_parse_ntokens(void);
 size_t cdsl_parse_snapshot_size(void);
@@ -127,12 +127,11 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
     px->diag = d;
     px->file = ARENA_NEW(a, AstFile);
     px->file->src = src;
-    void *engine = cdsl_parseAlloc(malloc, px);
+    /* The engine lives in the arena too: running out of memory in a grammar action unwinds
+     * (arena.h) past this function, and must leave nothing behind. */
+    void *engine = arena_alloc(a, cdsl_parse_snapshot_size());
+    cdsl_parseInit(engine, px);
     px->snapshot = arena_alloc(a, cdsl_parse_snapshot_size());
-    if (!engine) {
-        diag_fatal(d, "out of memory");
-        return NULL;
-    }
     Lexer lx;
     lex_init(&lx, src, d);
     Token t;
@@ -147,6 +146,6 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
         cdsl_parse_save(engine, px->snapshot);
         cdsl_parse(engine, kind, t);
     } while (kind != LEX_EOF && !px->failed);
-    cdsl_parseFree(engine, free);
+    cdsl_parseFinalize(engine);
     return px->failed ? NULL : px->file;
 }

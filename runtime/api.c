@@ -68,8 +68,17 @@ FILE *rt_comm_log(const cdsl_comm *c)
 
 /* ---- create / destroy ---------------------------------------------------------------------- */
 
+/* A NULL communicator: refused, with the message on stderr (there is no log to use). */
+static int comm_missing(const char *function)
+{
+    rt_error(NULL, "%s: the communicator is NULL", function);
+    return CDSL_ERR_USAGE;
+}
+
 void cdsl_comm_opts_init(cdsl_comm_opts *opts)
 {
+    if (!opts)
+        return;
     memset(opts, 0, sizeof *opts);
     opts->backend = CDSL_BACKEND_AUTO;
 }
@@ -193,12 +202,12 @@ void cdsl_comm_destroy(cdsl_comm *c)
 
 cdsl_backend cdsl_comm_backend(const cdsl_comm *c)
 {
-    return c->backend;
+    return c ? c->backend : (cdsl_backend)CDSL_BACKEND_AUTO;
 }
 
 int cdsl_comm_nranks(const cdsl_comm *c)
 {
-    return c->cfg.nranks;
+    return c ? c->cfg.nranks : 0;
 }
 
 /* ---- a program's buffers ------------------------------------------------------------------- */
@@ -267,6 +276,8 @@ static void comm_set_layout(cdsl_comm *c, const IrProgram *ir, size_t chunk_byte
 
 int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
 {
+    if (!c)
+        return comm_missing(__func__);
     const IrProgram *ir = comm_ir(c, p);
     size_t bytes[IR_MAX_BUFS] = {0};
     int rc = ir ? comm_layout_bytes(c, ir, chunk_bytes, bytes) : CDSL_ERR_USAGE;
@@ -304,6 +315,8 @@ static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, 
 
 int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, void *const *ptrs)
 {
+    if (!c)
+        return comm_missing(__func__);
     const IrProgram *ir = comm_ir(c, p);
     size_t bytes[IR_MAX_BUFS] = {0};
     int rc = ir ? comm_layout_bytes(c, ir, chunk_bytes, bytes) : CDSL_ERR_USAGE;
@@ -325,15 +338,15 @@ int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, 
 
 size_t cdsl_comm_chunk_bytes(const cdsl_comm *c)
 {
-    return c->allocated ? c->chunk_bytes : 0;
+    return c && c->allocated ? c->chunk_bytes : 0;
 }
 
 size_t cdsl_comm_buf_bytes(const cdsl_comm *c, int buf)
 {
-    return c->allocated && buf >= 0 && buf < c->nbufs ? c->bytes[buf] : 0;
+    return c && c->allocated && buf >= 0 && buf < c->nbufs ? c->bytes[buf] : 0;
 }
 
-static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, size_t bytes)
+static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, const void *host, size_t bytes)
 {
     if (!c->allocated) {
         rt_error(c->user_log, "cannot %s a buffer before cdsl_comm_alloc or cdsl_comm_register", what);
@@ -343,23 +356,34 @@ static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, s
         rt_error(c->user_log, "cannot %s %zu bytes of rank %d's buffer %d: out of range", what, bytes, rank, buf);
         return CDSL_ERR_USAGE;
     }
+    if (!host && bytes) {
+        rt_error(c->user_log, "cannot %s %zu bytes of rank %d's buffer %d: the host pointer is NULL", what, bytes,
+                 rank, buf);
+        return CDSL_ERR_USAGE;
+    }
     return CDSL_OK;
 }
 
 int cdsl_comm_write(cdsl_comm *c, int rank, int buf, const void *src, size_t bytes)
 {
-    int rc = comm_transfer_ok(c, "write", rank, buf, bytes);
+    if (!c)
+        return comm_missing(__func__);
+    int rc = comm_transfer_ok(c, "write", rank, buf, src, bytes);
     return rc ? rc : c->ops->write(c->state, rank, buf, src, bytes);
 }
 
 int cdsl_comm_read(cdsl_comm *c, int rank, int buf, void *dst, size_t bytes)
 {
-    int rc = comm_transfer_ok(c, "read", rank, buf, bytes);
+    if (!c)
+        return comm_missing(__func__);
+    int rc = comm_transfer_ok(c, "read", rank, buf, dst, bytes);
     return rc ? rc : c->ops->read(c->state, rank, buf, dst, bytes);
 }
 
 int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
 {
+    if (!c)
+        return comm_missing(__func__);
     if (!ptr) {
         rt_error(c->user_log, "cdsl_comm_buffer needs a place for the address");
         return CDSL_ERR_USAGE;
@@ -421,17 +445,23 @@ static int comm_prepare(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int ite
 
 int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter)
 {
+    if (!c)
+        return comm_missing(__func__);
     int rc = comm_prepare(c, p, dtype, iters);
     return rc ? rc : c->ops->run(c->state, c->chunk_bytes, iters, us_per_iter);
 }
 
 int cdsl_run_async(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, void *const *streams)
 {
+    if (!c)
+        return comm_missing(__func__);
     int rc = comm_prepare(c, p, dtype, 1);
     return rc ? rc : c->ops->launch(c->state, c->chunk_bytes, streams);
 }
 
 int cdsl_comm_status(cdsl_comm *c)
 {
+    if (!c)
+        return comm_missing(__func__);
     return c->ops->status(c->state);
 }

@@ -9,7 +9,11 @@
  *
  * Conventions: functions return 0 on success and a non-zero cdsl_status otherwise; objects
  * are created and destroyed explicitly; messages for the user go to the FILE* given at
- * creation; nothing is global, so several programs and communicators can coexist.
+ * creation; nothing is global, so several programs and communicators can coexist. The
+ * library never exits or aborts its host: running out of memory is CDSL_ERR_SYSTEM. A NULL
+ * object or result pointer is refused with CDSL_ERR_USAGE, never dereferenced; a getter given
+ * NULL returns what it returns for "none" (NULL, 0 or -1, as it says); destroy(NULL) does
+ * nothing. Text that came from the user is shown escaped in every message (cdsl_escape).
  */
 #ifndef CDSL_H
 #define CDSL_H
@@ -40,6 +44,14 @@ int cdsl_dtype_parse(const char *s, cdsl_dtype *out);         /* 0 on success */
 size_t cdsl_dtype_size(cdsl_dtype t);
 const char *cdsl_version(void);
 
+/* Text that came from a user (a file name, an option's value), made safe to print on a
+ * terminal as the library's own messages are: C0 and C1 controls, DEL, bytes that are not
+ * UTF-8 and invisible format characters (bidi overrides and isolates, zero-width and tag
+ * characters) are written escaped, as \x1b or \u202e. Writes at most size bytes to out,
+ * NUL-terminated and cut at a whole character, and returns the length of the whole escaped
+ * text, as snprintf does (out may be NULL when size is 0). NULL text counts as "". */
+size_t cdsl_escape(const char *text, char *out, size_t size);
+
 /* ---- Compiling ------------------------------------------------------------------------ */
 
 typedef enum cdsl_stage {
@@ -65,26 +77,32 @@ typedef struct cdsl_program cdsl_program;
 
 /* Compile. *out is set whenever the file could be read, also when the program has errors,
  * so that --emit-dot can draw what the checker found; destroy it in every case. Returns
- * CDSL_OK, CDSL_ERR_PROGRAM (diagnostics printed) or CDSL_ERR_USAGE/CDSL_ERR_SYSTEM. */
+ * CDSL_OK, CDSL_ERR_PROGRAM (diagnostics printed) or CDSL_ERR_USAGE/CDSL_ERR_SYSTEM (out of
+ * memory: everything made so far is freed, a message printed, and *out is NULL). */
 int cdsl_compile(const cdsl_compile_opts *opts, cdsl_program **out);
 void cdsl_program_destroy(cdsl_program *p);
 
 typedef enum cdsl_dump { CDSL_DUMP_AST, CDSL_DUMP_IR, CDSL_DUMP_DOT } cdsl_dump;
-/* Print the syntax tree, the per-rank operations, or the happens-before graph (Graphviz). */
+/* Print the syntax tree, the per-rank operations, or the happens-before graph (Graphviz).
+ * Flushes out; CDSL_ERR_SYSTEM when writing failed (a full disk) or memory ran out (errno is
+ * ENOMEM then), CDSL_ERR_PROGRAM when the stage it prints was not reached. */
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out);
 
+/* NULL, or 0, when p is NULL or was not evaluated. */
 const char *cdsl_program_name(const cdsl_program *p);
 const char *cdsl_program_collective(const cdsl_program *p);
 int cdsl_program_nranks(const cdsl_program *p);
 int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
 
 /* The CUDA source for one device flavour (P2P or NVLS) and element type. The string belongs
- * to p. Returns NULL, with a diagnostic, for a combination multimem does not have. */
+ * to p. Returns NULL, with a diagnostic, for a combination multimem does not have, for a
+ * program that did not pass its checks, and when memory ran out (errno is ENOMEM then). */
 const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype);
 
 typedef enum cdsl_artifact { CDSL_PTX, CDSL_CUBIN } cdsl_artifact;
-/* Compile the CUDA source through NVRTC (loaded at run time) for arch ("sm_90"), through the
- * cubin cache. *data is malloc'd; free() it. */
+/* Compile the CUDA source through NVRTC (loaded at run time) for arch ("sm_90"; NULL or ""
+ * for that default), through the cubin cache. *data is malloc'd; free() it. An unknown
+ * artifact kind is CDSL_ERR_USAGE. */
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len);
 
@@ -139,6 +157,7 @@ void cdsl_comm_opts_init(cdsl_comm_opts *opts);
  * few GPUs, no multicast); *out is NULL then. */
 int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out);
 void cdsl_comm_destroy(cdsl_comm *comm);
+/* For NULL: (cdsl_backend)CDSL_BACKEND_AUTO, which names no backend, and 0 ranks. */
 cdsl_backend cdsl_comm_backend(const cdsl_comm *comm);
 int cdsl_comm_nranks(const cdsl_comm *comm);
 
@@ -147,7 +166,7 @@ int cdsl_comm_nranks(const cdsl_comm *comm);
 enum { CDSL_BUF_INPUT = 0, CDSL_BUF_OUTPUT = 1 };
 int cdsl_program_nbufs(const cdsl_program *p);
 int cdsl_program_buf_chunks(const cdsl_program *p, int buf);    /* -1 when there is none */
-const char *cdsl_program_buf_name(const cdsl_program *p, int buf);
+const char *cdsl_program_buf_name(const cdsl_program *p, int buf);  /* NULL when there is none */
 
 /* The chunk size for a collective of `size` bytes, nccl-tests' convention: the size of the
  * larger of one rank's input and output buffers (allgather: the whole output; reducescatter:
@@ -159,10 +178,11 @@ int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, si
 /* Symmetric buffers for p's layout on every rank, chunk_bytes (a multiple of 4) per chunk;
  * replaces any earlier allocation. Contents start zeroed. */
 int cdsl_comm_alloc(cdsl_comm *comm, const cdsl_program *p, size_t chunk_bytes);
-size_t cdsl_comm_chunk_bytes(const cdsl_comm *comm);
-size_t cdsl_comm_buf_bytes(const cdsl_comm *comm, int buf);
+size_t cdsl_comm_chunk_bytes(const cdsl_comm *comm);            /* 0 before any allocation */
+size_t cdsl_comm_buf_bytes(const cdsl_comm *comm, int buf);      /* 0 when there is none */
 
-/* Host <-> rank `rank`'s buffer `buf`: the first `bytes` bytes of it. */
+/* Host <-> rank `rank`'s buffer `buf`: the first `bytes` bytes of it (src/dst may be NULL
+ * only when bytes is 0). */
 int cdsl_comm_write(cdsl_comm *comm, int rank, int buf, const void *src, size_t bytes);
 int cdsl_comm_read(cdsl_comm *comm, int rank, int buf, void *dst, size_t bytes);
 
@@ -232,7 +252,9 @@ int cdsl_comm_status(cdsl_comm *comm);
  * rank's output back and compares it with the collective's postcondition; it reports the
  * first wrong rank, chunk and element (expected vs got) to the log, stores the number of
  * wrong elements in *wrong (may be NULL) and returns CDSL_ERR_VERIFY when there are any.
- * barrier and custom programs have no postcondition on data: cdsl_check returns CDSL_OK. */
+ * barrier and custom programs have no postcondition on data: cdsl_check returns CDSL_OK.
+ * Both refuse (CDSL_ERR_USAGE) a program compiled for another rank count than the
+ * communicator's, buffers not allocated for it, and an unknown element type. */
 int cdsl_fill(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype);
 int cdsl_check(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype, unsigned long long *wrong);
 

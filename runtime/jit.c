@@ -45,7 +45,7 @@ const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dty
         return NULL;
     }
     if (!p->cuda[flavour][dtype])
-        p->cuda[flavour][dtype] = emit_cuda(p->ir, flavour, dtype, p->arena, &p->diag);
+        p->cuda[flavour][dtype] = driver_emit_cuda(p, flavour, dtype);
     return p->cuda[flavour][dtype];
 }
 
@@ -151,9 +151,9 @@ static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, si
         free(log);
         return CDSL_OK;
     }
-    diag_fatal(&j->p->diag, "NVRTC failed to compile the generated CUDA for %s (%s, %s, %s):\n%s",
-               j->name, cdsl_backend_name(j->flavour), cdsl_dtype_name(j->dtype), arch,
-               log ? log : "(no log)");
+    diag_fatal(&j->p->diag, "NVRTC failed to compile the generated CUDA for %s (%s, %s, %s):", j->name,
+               cdsl_backend_name(j->flavour), cdsl_dtype_name(j->dtype), arch);
+    diag_text(&j->p->diag, log ? log : "(no log)");
     free(log);
     return CDSL_ERR_SYSTEM;
 }
@@ -231,10 +231,16 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len)
 {
-    *data = NULL;
-    *len = 0;
-    if (!p)
+    if (data)
+        *data = NULL;
+    if (len)
+        *len = 0;
+    if (!p || !data || !len)
         return CDSL_ERR_USAGE;
+    if (what != CDSL_PTX && what != CDSL_CUBIN) {
+        diag_fatal(&p->diag, "unknown device artifact kind %d (CDSL_PTX or CDSL_CUBIN)", (int)what);
+        return CDSL_ERR_USAGE;
+    }
     Arch a;
     arch = arch && *arch ? arch : "sm_90";
     bool device = valid_choice(flavour, dtype) && flavour != CDSL_BACKEND_SIM;

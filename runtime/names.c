@@ -25,7 +25,7 @@ const char *cdsl_backend_name(cdsl_backend b)
 int cdsl_backend_parse(const char *s, cdsl_backend *out)
 {
     static const cdsl_backend all[] = {CDSL_BACKEND_SIM, CDSL_BACKEND_P2P, CDSL_BACKEND_NVLS};
-    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++) {
+    for (size_t i = 0; s && out && i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(s, cdsl_backend_name(all[i])) == 0) {
             *out = all[i];
             return CDSL_OK;
@@ -57,7 +57,7 @@ int cdsl_dtype_parse(const char *s, cdsl_dtype *out)
         {"half", CDSL_F16},  {"bfloat16", CDSL_BF16},  {"uint32", CDSL_U32},
         {"int32", CDSL_S32},
     };
-    for (size_t i = 0; s && i < sizeof names / sizeof names[0]; i++) {
+    for (size_t i = 0; s && out && i < sizeof names / sizeof names[0]; i++) {
         if (strcmp(s, names[i].name) == 0) {
             *out = names[i].t;
             return CDSL_OK;

@@ -51,6 +51,7 @@
 #include "backend.h"
 #include "driver.h"
 #include "ir.h"
+#include "mem_limit.h"
 #include "verify.h"
 
 enum {
@@ -623,14 +624,13 @@ static int sim_create(const RtConfig *cfg, void **state)
     return CDSL_OK;
 }
 
-/* What the sim may take for buffers: three quarters of the machine's memory. Beyond that,
- * calloc might still succeed (overcommit) and the run be killed when the pages are touched. */
+/* What the sim may take for buffers: three quarters of what this process may still take
+ * (mem_limit.c: the machine, its memory cgroup, ulimit -v). Beyond that, calloc might still
+ * succeed (overcommit) and the run be killed when the pages are touched. */
 static size_t sim_memory_budget(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || page <= 0)
-        return SIZE_MAX;
-    return (size_t)pages / 4 * 3 * (size_t)page;
+    size_t lim = rt_memory_limit();
+    return lim == SIZE_MAX ? SIZE_MAX : lim / 4 * 3;
 }
 
 static int sim_out_of_memory(Sim *s, size_t total)

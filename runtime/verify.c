@@ -213,7 +213,7 @@ int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, si
     size_t chunks = most > 0 ? (size_t)most : 1;
     if (granule)
         *granule = 4 * chunks;
-    if (!p || !p->ir || size == 0 || size % (4 * chunks))
+    if (!p || !p->ir || !chunk_bytes || size == 0 || size % (4 * chunks))
         return CDSL_ERR_USAGE;
     *chunk_bytes = size / chunks;
     return CDSL_OK;
@@ -221,11 +221,26 @@ int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, si
 
 /* ---- fill ------------------------------------------------------------------------------------ */
 
-static const IrProgram *vf_program(cdsl_comm *c, const cdsl_program *p)
+/* p's IR when it fits the communicator (its rank count and buffers) and t is an element type;
+ * NULL after a message otherwise (a usage error: the result would be meaningless). */
+static const IrProgram *vf_program(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
 {
     const IrProgram *ir = p ? p->ir : NULL;
+    if (!c) {
+        rt_error(NULL, "there is no communicator (NULL) to fill or check");
+        return NULL;
+    }
     if (!ir) {
         rt_error(rt_comm_log(c), "the program was not evaluated; there is nothing to fill or check");
+        return NULL;
+    }
+    if (ir->nranks != cdsl_comm_nranks(c)) {
+        rt_error(rt_comm_log(c), "%s was compiled for %d ranks; the communicator has %d", ir->name, ir->nranks,
+                 cdsl_comm_nranks(c));
+        return NULL;
+    }
+    if ((unsigned)t > CDSL_S32) {
+        rt_error(rt_comm_log(c), "unknown element type %d", (int)t);
         return NULL;
     }
     for (int b = 0; b < ir->nbufs; b++) {
@@ -271,7 +286,7 @@ static int vf_fill_inputs(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, char 
 
 int cdsl_fill(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
 {
-    const IrProgram *ir = vf_program(c, p);
+    const IrProgram *ir = vf_program(c, p, t);
     if (!ir)
         return CDSL_ERR_USAGE;
     size_t biggest = 0;
@@ -403,7 +418,7 @@ int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long 
 {
     if (wrong)
         *wrong = 0;
-    const IrProgram *ir = vf_program(c, p);
+    const IrProgram *ir = vf_program(c, p, t);
     if (!ir)
         return CDSL_ERR_USAGE;
     if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)

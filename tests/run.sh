@@ -10,12 +10,19 @@
 #   tests/<suite>/*.sh          script test, run from the repository root; it prints
 #                               "[PASS] x" / "[FAIL] x" lines (each counts) or is judged by its exit.
 # Then the spec programs (../shared/spec/run.sh, also with RUN=1), the golden suites again under
-# the ASan/UBSan build, and a short bounded fuzz run. The last line is "N passed, N failed".
+# the ASan/UBSan build, and a short bounded fuzz run of both fuzz harnesses; last, a check that
+# no test left a temporary file behind. The last line is "N passed, N failed".
 cd "$(dirname "$0")/.." || exit 2
 export CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 export ASAN_CDSLC=$PWD/build/asan/cdslc ASAN_CDSLRUN=$PWD/build/asan/cdslrun
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0} UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-export CDSL_CACHE_DIR=${CDSL_CACHE_DIR:-$(mktemp -d)}
+# A private TMPDIR: every temporary file of the suite goes there, and whatever a test leaves
+# behind is found at the end (below) and then removed with it, as is the JIT cache.
+SUITE_TMP=$(mktemp -d "${TMPDIR:-/tmp}/cdsl-suite.XXXXXX") || exit 2
+trap 'rm -rf "$SUITE_TMP"' EXIT
+export TMPDIR=$SUITE_TMP
+export CDSL_CACHE_DIR=${CDSL_CACHE_DIR:-$SUITE_TMP/cache}
+mkdir -p -m 700 "$CDSL_CACHE_DIR"
 # Never let a test reach a multicast object, whatever the machine.
 export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 SHARED=${SHARED:-$PWD/../shared}
@@ -97,6 +104,8 @@ else
     bad "asan build" "missing $ASAN_CDSLC (make asan)"
 fi
 if [ -z "${NO_FUZZ:-}" ]; then script tests/fuzz/fuzz.sh.run; fi
+left=$(cd "$SUITE_TMP" && find . -mindepth 1 -maxdepth 1 ! -name cache | sed 's|^\./||' | head -5 | tr '\n' ' ')
+if [ -z "$left" ]; then ok "the suite leaves no temporary files"; else bad "the suite leaves no temporary files" "$left"; fi
 
 [ ${#failed[@]} -eq 0 ] || { echo "failed:"; printf '  %s\n' "${failed[@]}"; }
 echo "$pass passed, $fail failed"

@@ -3,7 +3,10 @@
  *
  * A thin user of cdsl.h: it turns arguments into cdsl_compile_opts, compiles, and writes the
  * requested artifact (nothing on success by default, like a compiler's -fsyntax-only). Exit
- * status: 0 clean, 1 errors in the program (or in producing the artifact), 2 bad usage.
+ * status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory, a failed
+ * write, NVRTC missing or failing). Output to -o FILE goes to a temporary file in FILE's
+ * folder, renamed over FILE once complete, so that a failure never leaves half a file; -o
+ * naming the input file itself is refused.
  */
 #include <errno.h>
 #include <limits.h>
@@ -11,12 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cdsl.h"
 #include "cli.h"
 
-enum { MAX_LIST = 256 };
+enum { MAX_LIST = 256, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
 typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
 
@@ -58,7 +62,8 @@ static const char usage_text[] =
     "  --help, --version\n"
     "  --cache-clean        (alone) remove the JIT cache's entries and temporary files, list them\n"
     "\n"
-    "exit status: 0 clean, 1 errors in the program, 2 bad usage\n"
+    "exit status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory,\n"
+    "a failed write, NVRTC missing or failing)\n"
     "environment: CDSL_PATH (import folders), CDSL_CACHE_DIR (JIT cache folder, default\n"
     "  $XDG_CACHE_HOME/cdsl or ~/.cache/cdsl; used only when yours and not writable by others),\n"
     "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (cap in bytes, else CUDA_CACHE_MAXSIZE, default\n"
@@ -178,47 +183,130 @@ static int parse_args(Args *a, int argc, char **argv)
     return 0;
 }
 
-static int write_output(const char *path, const void *data, size_t len, bool binary)
+/* Where the output goes: standard output, or a temporary file beside -o's that replaces it
+ * only when everything was written. */
+typedef struct Output {
+    FILE *f;
+    const char *path;         /* -o, or NULL for standard output */
+    bool direct;              /* -o names a device or a FIFO (/dev/null): written in place */
+    char tmp[PATH_MAX + 16];
+} Output;
+
+/* "cannot write 'FILE': why" (or "to standard output"); returns EXIT_SYSTEM. */
+static int write_error(const char *path)
 {
-    if (!path && binary && isatty(STDOUT_FILENO)) {
-        fputs("cdslc: error: a cubin is binary; write it to a file with -o FILE\n", stderr);
-        return 2;
-    }
-    FILE *f = path ? fopen(path, "wb") : stdout;
-    if (!f) {
-        fprintf(stderr, "cdslc: error: cannot write '%s': %s\n", path, strerror(errno));
-        return 1;
-    }
-    bool ok = fwrite(data, 1, len, f) == len;
+    char shown[PATH_MAX];
+    cdsl_escape(path, shown, sizeof shown);
+    const char *why = strerror(errno ? errno : EIO);
     if (path)
-        ok &= fclose(f) == 0;
+        fprintf(stderr, "cdslc: error: cannot write '%s': %s\n", shown, why);
     else
-        ok &= fflush(f) == 0;
-    if (!ok) {
-        fprintf(stderr, "cdslc: error: writing '%s' failed\n", path ? path : "standard output");
-        return 1;
+        fprintf(stderr, "cdslc: error: cannot write to standard output: %s\n", why);
+    return EXIT_SYSTEM;
+}
+
+static int output_open(Output *o, const char *path)
+{
+    struct stat st;
+    o->path = path;
+    o->f = stdout;
+    o->direct = path && stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    if (!path)
+        return 0;
+    if (o->direct) {
+        errno = 0;
+        o->f = fopen(path, "wb");
+        return o->f ? 0 : write_error(path);
+    }
+    const char *slash = strrchr(path, '/');
+    int dirlen = slash ? (int)(slash - path + 1) : 0;
+    if (snprintf(o->tmp, sizeof o->tmp, "%.*s.cdslc.XXXXXX", dirlen, path) >= (int)sizeof o->tmp) {
+        errno = ENAMETOOLONG;
+        return write_error(path);
+    }
+    int fd = mkstemp(o->tmp);
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || !(o->f = fdopen(fd, "wb"))) {
+        int err = errno;
+        if (fd >= 0) {
+            close(fd);
+            unlink(o->tmp);
+        }
+        errno = err;
+        return write_error(path);
     }
     return 0;
 }
 
+/* Finish the output: flushed and checked; -o's file renamed into place when ok, else removed. */
+static int output_close(Output *o, bool ok)
+{
+    errno = 0;
+    bool written = fflush(o->f) == 0 && !ferror(o->f);
+    if (!o->path)
+        return written || !ok ? 0 : write_error(NULL);
+    int err = errno;
+    written &= fclose(o->f) == 0;
+    err = err ? err : errno;
+    if (o->direct)
+        return written || !ok ? 0 : (errno = err, write_error(o->path));
+    if (ok && written && rename(o->tmp, o->path) == 0)
+        return 0;
+    err = err ? err : errno;
+    unlink(o->tmp);
+    errno = err;
+    return ok ? write_error(o->path) : 0;
+}
+
+static int write_output(const char *path, const void *data, size_t len, bool binary)
+{
+    if (!path && binary && isatty(STDOUT_FILENO)) {
+        fputs("cdslc: error: a cubin is binary; write it to a file with -o FILE\n", stderr);
+        return EXIT_USAGE;
+    }
+    Output o;
+    int rc = output_open(&o, path);
+    if (rc)
+        return rc;
+    errno = 0;
+    bool ok = fwrite(data, 1, len, o.f) == len;
+    int err = errno;
+    rc = output_close(&o, ok);
+    errno = err;
+    return ok ? rc : write_error(path);
+}
+
+static int status_of(int rc)
+{
+    return rc == CDSL_ERR_USAGE ? EXIT_USAGE : rc == CDSL_ERR_SYSTEM ? EXIT_SYSTEM : rc ? EXIT_PROGRAM : 0;
+}
+
 static int emit_dump(cdsl_program *p, cdsl_dump what, const char *path)
 {
-    FILE *f = path ? fopen(path, "w") : stdout;
-    if (!f) {
-        fprintf(stderr, "cdslc: error: cannot write '%s': %s\n", path, strerror(errno));
-        return 1;
+    Output o;
+    int rc = output_open(&o, path);
+    if (rc)
+        return rc;
+    errno = 0;
+    rc = cdsl_program_dump(p, what, o.f);
+    int err = errno;
+    int closed = output_close(&o, rc == CDSL_OK);
+    if (rc == CDSL_ERR_SYSTEM && err != ENOMEM) {   /* out of memory: the library said so */
+        errno = err;
+        return write_error(path);
     }
-    int rc = cdsl_program_dump(p, what, f);
-    if (path)
-        fclose(f);
-    return rc ? 1 : 0;
+    return rc ? status_of(rc) : closed;
 }
 
 static int emit_device(cdsl_program *p, const Args *a)
 {
     if (a->emit == EMIT_CUDA) {
+        errno = 0;
         const char *src = cdsl_emit_cuda(p, a->backend, a->dtype);
-        return src ? write_output(a->output, src, strlen(src), false) : 1;
+        if (!src)
+            return errno == ENOMEM ? EXIT_SYSTEM : EXIT_PROGRAM;
+        return write_output(a->output, src, strlen(src), false);
     }
     void *data = NULL;
     size_t len = 0;
@@ -226,13 +314,21 @@ static int emit_device(cdsl_program *p, const Args *a)
                                  &data, &len);
     if (rc) {
         free(data);
-        return rc == CDSL_ERR_USAGE ? 2 : 1;
+        return status_of(rc);
     }
     if (a->emit == EMIT_PTX && len && ((char *)data)[len - 1] == 0)
         len--;   /* NVRTC's PTX is NUL-terminated text */
     rc = write_output(a->output, data, len, a->emit == EMIT_CUBIN);
     free(data);
     return rc;
+}
+
+/* -o naming the input (by device and inode, as gcc compares): writing would destroy it. */
+static bool output_is_input(const Args *a)
+{
+    struct stat in, out;
+    return a->output && stat(a->opts.path, &in) == 0 && stat(a->output, &out) == 0 && in.st_dev == out.st_dev &&
+           in.st_ino == out.st_ino;
 }
 
 int main(int argc, char **argv)
@@ -244,16 +340,18 @@ int main(int argc, char **argv)
     int rc = parse_args(&a, argc, argv);
     if (rc)
         return rc;
+    if (a.emit != EMIT_NONE && output_is_input(&a))
+        return usage("-o '%s' is the input file; refusing to overwrite it", a.output);
     cdsl_program *p = NULL;
     rc = cdsl_compile(&a.opts, &p);
-    if (rc == CDSL_ERR_USAGE || !p) {
+    if (rc == CDSL_ERR_USAGE || rc == CDSL_ERR_SYSTEM || !p) {
         cdsl_program_destroy(p);
-        return 2;
+        return rc == CDSL_ERR_SYSTEM ? EXIT_SYSTEM : EXIT_USAGE;
     }
-    int status = rc ? 1 : 0;
-    if (a.emit == EMIT_DOT && p) {
+    int status = rc ? EXIT_PROGRAM : 0;
+    if (a.emit == EMIT_DOT) {
         int drc = emit_dump(p, CDSL_DUMP_DOT, a.output);   /* drawn also when checks failed */
-        status = status ? status : drc;
+        status = drc == EXIT_SYSTEM || !status ? drc : status;
     } else if (!rc && (a.emit == EMIT_AST || a.emit == EMIT_IR)) {
         status = emit_dump(p, a.emit == EMIT_AST ? CDSL_DUMP_AST : CDSL_DUMP_IR, a.output);
     } else if (!rc && a.emit >= EMIT_CUDA) {

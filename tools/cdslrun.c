@@ -9,7 +9,8 @@
  * --json. Sizes follow nccl-tests: the larger of one rank's input and output buffers.
  *
  * Exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of
- * memory), 4 a run failed (a wait ran out of its bound), 5 a wrong result.
+ * memory, standard output could not be written), 4 a run failed (a wait ran out of its
+ * bound), 5 a wrong result.
  */
 #include <errno.h>
 #include <limits.h>
@@ -101,7 +102,7 @@ static const char usage_text[] =
     "outputs start as all-ones bytes, so a chunk nobody wrote is reported as never written.\n"
     "\n"
     "exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of\n"
-    "memory), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
+    "memory, a failed write), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
     "environment: CDSL_PATH (import folders); the GPU backends' JIT cache: CDSL_CACHE_DIR,\n"
     "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (else CUDA_CACHE_MAXSIZE), CDSL_CACHE_VERBOSE=1,\n"
     "  as in cdslc --help\n";
@@ -608,18 +609,18 @@ static void print_row(const Run *R, const Row *r)
     fflush(stdout);
 }
 
-/* A JSON string: names come from identifiers and file paths; escape what JSON requires. */
-static void json_string(const char *s)
+/* A JSON string: names come from identifiers and file paths. A path is first made safe for a
+ * terminal (cdsl_escape: "\x1b" stands for ESC), then escaped as JSON requires. */
+static void json_string(const char *text)
 {
+    char s[PATH_MAX * 2];
+    cdsl_escape(text, s, sizeof s);
     putchar('"');
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
+    for (const char *c = s; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
         else
-            putchar(c);
+            putchar(*c);
     }
     putchar('"');
 }
@@ -640,8 +641,9 @@ static const char *status_word(int status)
 static void json_row(const Run *R, const Row *r)
 {
     double bw = algbw(r);
-    printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.4f, "
-           "\"busbw_gbs\": %.4f, \"wrong\": ",
+    /* Six significant digits, however small the figure (a slow build's small sizes). */
+    printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.6g, "
+           "\"busbw_gbs\": %.6g, \"wrong\": ",
            r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * busbw_factor(R->prog));
     if (R->a->check && has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
         printf("%llu", r->wrong);
@@ -721,6 +723,10 @@ int main(int argc, char **argv)
     R.status = run(&R, &a);
     if (a.json)
         print_json(&R);
+    if (fflush(stdout) != 0 || ferror(stdout)) {   /* a full disk, a closed pipe: say so */
+        fprintf(stderr, "cdslrun: error: cannot write to standard output: %s\n", strerror(errno ? errno : EIO));
+        R.status = R.status ? R.status : CDSL_ERR_SYSTEM;
+    }
     cdsl_comm_destroy(R.comm);
     cdsl_program_destroy(R.prog);
     return R.status;

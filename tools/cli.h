@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cdsl.h"
+
 /* The value of an option given as "--opt VALUE" or "--opt=VALUE"; NULL if argv[*i] is another
  * option; "" when the value is missing (the caller reports it). */
 static inline const char *cli_option_value(int argc, char **argv, int *i, const char *name)
@@ -20,11 +22,14 @@ static inline const char *cli_option_value(int argc, char **argv, int *i, const 
     return *i + 1 < argc ? argv[++*i] : "";
 }
 
-/* "TOOL: error: <fmt with arg>" and a pointer to --help, on stderr; returns 2 (bad usage). */
+/* "TOOL: error: <fmt with arg>" and a pointer to --help, on stderr; returns 2 (bad usage).
+ * arg is the user's text: shown escaped (cdsl_escape), cut at 1 KiB. */
 static inline int cli_usage(const char *tool, const char *fmt, const char *arg)
 {
+    char shown[1024];
+    cdsl_escape(arg, shown, sizeof shown);
     fprintf(stderr, "%s: error: ", tool);
-    fprintf(stderr, fmt, arg);
+    fprintf(stderr, fmt, shown);
     fprintf(stderr, "\n(see %s --help)\n", tool);
     return 2;
 }

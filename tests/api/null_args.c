@@ -1,0 +1,236 @@
+/*
+ * null_args.c - every public function of cdsl.h, called with NULL for each of its pointer
+ * arguments in turn: a function that acts refuses with CDSL_ERR_USAGE, a getter returns its
+ * documented "none" value, destroy(NULL) does nothing; none of them dereferences the NULL
+ * (built and run under ASan/UBSan by tests/api/api.sh, which also checks that `functions`
+ * below names every function cdsl.h declares, so that a new one cannot be forgotten here).
+ *
+ *     null_args FILE.cdsl        (an allgather; compiled for 2 ranks, run on the sim)
+ *     null_args --list           (the functions this test covers, one a line)
+ *
+ * Prints "[PASS] function" or "[FAIL] function: what", one line per function.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cdsl.h"
+
+static const char *const functions[] = {
+    "cdsl_backend_name", "cdsl_backend_parse", "cdsl_dtype_name", "cdsl_dtype_parse", "cdsl_dtype_size",
+    "cdsl_version", "cdsl_escape", "cdsl_compile", "cdsl_program_destroy", "cdsl_program_dump",
+    "cdsl_program_name", "cdsl_program_collective", "cdsl_program_nranks", "cdsl_program_chunks",
+    "cdsl_emit_cuda", "cdsl_compile_device", "cdsl_comm_opts_init", "cdsl_comm_create", "cdsl_comm_destroy",
+    "cdsl_comm_backend", "cdsl_comm_nranks", "cdsl_program_nbufs", "cdsl_program_buf_chunks",
+    "cdsl_program_buf_name", "cdsl_chunk_bytes", "cdsl_comm_alloc", "cdsl_comm_chunk_bytes",
+    "cdsl_comm_buf_bytes", "cdsl_comm_write", "cdsl_comm_read", "cdsl_run", "cdsl_comm_buffer",
+    "cdsl_comm_register", "cdsl_run_async", "cdsl_comm_status", "cdsl_fill", "cdsl_check", "cdsl_cache_clean",
+};
+
+static int failures;
+static char why[256];   /* the first failed expectation of the function being tested */
+
+#define EXPECT(cond)                                                                               \
+    do {                                                                                           \
+        if (!(cond) && !why[0])                                                                    \
+            snprintf(why, sizeof why, "line %d: %s", __LINE__, #cond);                             \
+    } while (0)
+
+static void done(const char *function)
+{
+    printf(why[0] ? "[FAIL] %s: %s\n" : "[PASS] %s\n", function, why);
+    failures += why[0] != 0;
+    why[0] = 0;
+}
+
+static void names(void)
+{
+    cdsl_backend b = CDSL_BACKEND_P2P;
+    cdsl_dtype t = CDSL_F16;
+    EXPECT(!strcmp(cdsl_backend_name((cdsl_backend)99), "?"));
+    done("cdsl_backend_name");
+    EXPECT(cdsl_backend_parse(NULL, &b) == CDSL_ERR_USAGE && b == CDSL_BACKEND_P2P);
+    EXPECT(cdsl_backend_parse("sim", NULL) == CDSL_ERR_USAGE);
+    done("cdsl_backend_parse");
+    EXPECT(!strcmp(cdsl_dtype_name((cdsl_dtype)99), "?"));
+    done("cdsl_dtype_name");
+    EXPECT(cdsl_dtype_parse(NULL, &t) == CDSL_ERR_USAGE && t == CDSL_F16);
+    EXPECT(cdsl_dtype_parse("f32", NULL) == CDSL_ERR_USAGE);
+    done("cdsl_dtype_parse");
+    EXPECT(cdsl_dtype_size(CDSL_BF16) == 2);
+    done("cdsl_dtype_size");
+    EXPECT(cdsl_version() != NULL);
+    done("cdsl_version");
+    char out[8] = "x";
+    EXPECT(cdsl_escape(NULL, out, sizeof out) == 0 && out[0] == 0);
+    EXPECT(cdsl_escape("\x1b", NULL, 0) == 4);
+    EXPECT(cdsl_escape("\x1b", NULL, sizeof out) == 4);
+    done("cdsl_escape");
+    /* NULL streams: report nothing, log nothing; a folder that does not exist is clean already. */
+    setenv("CDSL_CACHE_DIR", "/nonexistent-cdsl-cache", 1);
+    EXPECT(cdsl_cache_clean(NULL, NULL) == CDSL_OK);
+    done("cdsl_cache_clean");
+}
+
+static cdsl_program *compile(const char *path, FILE *quiet)
+{
+    cdsl_compile_opts o = {.path = path, .nranks = 2, .stop_after = CDSL_STAGE_CHECK, .diag = quiet};
+    cdsl_program *p = NULL;
+    EXPECT(cdsl_compile(NULL, &p) == CDSL_ERR_USAGE && p == NULL);
+    EXPECT(cdsl_compile(&o, NULL) == CDSL_ERR_USAGE);
+    o.path = NULL;
+    EXPECT(cdsl_compile(&o, &p) == CDSL_ERR_USAGE && p == NULL);
+    o.path = path;
+    o.ndefines = 1;   /* a count without its list */
+    EXPECT(cdsl_compile(&o, &p) == CDSL_ERR_USAGE && p == NULL);
+    o.ndefines = 0;
+    o.ninclude_dirs = 1;
+    EXPECT(cdsl_compile(&o, &p) == CDSL_ERR_USAGE && p == NULL);
+    o.ninclude_dirs = 0;
+    EXPECT(cdsl_compile(&o, &p) == CDSL_OK && p != NULL);
+    done("cdsl_compile");
+    cdsl_program_destroy(NULL);
+    done("cdsl_program_destroy");
+    return p;
+}
+
+static void program(cdsl_program *p, FILE *quiet)
+{
+    EXPECT(cdsl_program_dump(NULL, CDSL_DUMP_IR, quiet) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_program_dump(p, CDSL_DUMP_IR, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_program_dump");
+    EXPECT(cdsl_program_name(NULL) == NULL);
+    done("cdsl_program_name");
+    EXPECT(cdsl_program_collective(NULL) == NULL);
+    done("cdsl_program_collective");
+    EXPECT(cdsl_program_nranks(NULL) == 0);
+    done("cdsl_program_nranks");
+    EXPECT(cdsl_program_chunks(NULL) == 0);
+    done("cdsl_program_chunks");
+    EXPECT(cdsl_emit_cuda(NULL, CDSL_BACKEND_P2P, CDSL_F32) == NULL);
+    done("cdsl_emit_cuda");
+    void *data = (void *)1;
+    size_t len = 1;
+    EXPECT(cdsl_compile_device(NULL, CDSL_BACKEND_P2P, CDSL_F32, "sm_90", CDSL_PTX, &data, &len) == CDSL_ERR_USAGE);
+    EXPECT(data == NULL && len == 0);
+    EXPECT(cdsl_compile_device(p, CDSL_BACKEND_P2P, CDSL_F32, "sm_90", CDSL_PTX, NULL, &len) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_compile_device(p, CDSL_BACKEND_P2P, CDSL_F32, "sm_90", CDSL_PTX, &data, NULL) == CDSL_ERR_USAGE);
+    /* arch NULL is the default architecture; the sim flavour has no device code: refused. */
+    EXPECT(cdsl_compile_device(p, CDSL_BACKEND_SIM, CDSL_F32, NULL, CDSL_PTX, &data, &len) == CDSL_ERR_USAGE);
+    done("cdsl_compile_device");
+    EXPECT(cdsl_program_nbufs(NULL) == 0);
+    done("cdsl_program_nbufs");
+    EXPECT(cdsl_program_buf_chunks(NULL, 0) == -1);
+    done("cdsl_program_buf_chunks");
+    EXPECT(cdsl_program_buf_name(NULL, 0) == NULL);
+    done("cdsl_program_buf_name");
+    size_t chunk = 0, granule = 0;
+    EXPECT(cdsl_chunk_bytes(NULL, 64, &chunk, &granule) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_chunk_bytes(p, 64, NULL, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_chunk_bytes(p, 64, &chunk, NULL) == CDSL_OK && chunk == 32);
+    done("cdsl_chunk_bytes");
+}
+
+static cdsl_comm *comm_create(FILE *quiet)
+{
+    cdsl_comm_opts_init(NULL);
+    done("cdsl_comm_opts_init");
+    cdsl_comm_opts o;
+    cdsl_comm_opts_init(&o);
+    o.backend = CDSL_BACKEND_SIM;
+    o.nranks = 2;
+    o.log = quiet;
+    cdsl_comm *c = (cdsl_comm *)1;
+    EXPECT(cdsl_comm_create(NULL, &c) == CDSL_ERR_USAGE && c == NULL);
+    EXPECT(cdsl_comm_create(&o, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_create(&o, &c) == CDSL_OK && c != NULL);
+    done("cdsl_comm_create");
+    cdsl_comm_destroy(NULL);
+    done("cdsl_comm_destroy");
+    EXPECT((int)cdsl_comm_backend(NULL) == CDSL_BACKEND_AUTO);
+    done("cdsl_comm_backend");
+    EXPECT(cdsl_comm_nranks(NULL) == 0);
+    done("cdsl_comm_nranks");
+    return c;
+}
+
+static void comm_buffers(cdsl_comm *c, cdsl_program *p)
+{
+    EXPECT(cdsl_comm_alloc(NULL, p, 64) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_alloc(c, NULL, 64) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_alloc(c, p, 64) == CDSL_OK);
+    done("cdsl_comm_alloc");
+    EXPECT(cdsl_comm_chunk_bytes(NULL) == 0);
+    done("cdsl_comm_chunk_bytes");
+    EXPECT(cdsl_comm_buf_bytes(NULL, 0) == 0);
+    done("cdsl_comm_buf_bytes");
+    char host[64] = {0};
+    EXPECT(cdsl_comm_write(NULL, 0, 0, host, 16) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_write(c, 0, 0, NULL, 16) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_write(c, 0, 0, NULL, 0) == CDSL_OK);
+    done("cdsl_comm_write");
+    EXPECT(cdsl_comm_read(NULL, 0, 0, host, 16) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_read(c, 0, 0, NULL, 16) == CDSL_ERR_USAGE);
+    done("cdsl_comm_read");
+    void *ptr = (void *)1;
+    EXPECT(cdsl_comm_buffer(NULL, 0, 0, &ptr) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_buffer(c, 0, 0, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_comm_buffer");
+    void *ptrs[2 * 2] = {0};
+    EXPECT(cdsl_comm_register(NULL, p, 64, ptrs) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_register(c, NULL, 64, ptrs) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_register(c, p, 64, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_comm_register");
+    /* The refusals left the allocation alone: a run on it still verifies. */
+    EXPECT(cdsl_comm_alloc(c, p, 64) == CDSL_OK);
+}
+
+static void comm_runs(cdsl_comm *c, cdsl_program *p)
+{
+    unsigned long long wrong = 0;
+    EXPECT(cdsl_fill(NULL, p, CDSL_F32) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_fill(c, NULL, CDSL_F32) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_fill(c, p, CDSL_F32) == CDSL_OK);
+    done("cdsl_fill");
+    EXPECT(cdsl_run(NULL, p, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_run(c, NULL, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_run(c, p, CDSL_F32, 1, NULL) == CDSL_OK);   /* us_per_iter may be NULL */
+    done("cdsl_run");
+    EXPECT(cdsl_run_async(NULL, p, CDSL_F32, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_run_async(c, NULL, CDSL_F32, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_run_async(c, p, CDSL_F32, NULL) == CDSL_OK);   /* streams may be NULL */
+    done("cdsl_run_async");
+    EXPECT(cdsl_comm_status(NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_status(c) == CDSL_OK);
+    done("cdsl_comm_status");
+    EXPECT(cdsl_check(NULL, p, CDSL_F32, &wrong) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_check(c, NULL, CDSL_F32, &wrong) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_check(c, p, CDSL_F32, NULL) == CDSL_OK);   /* wrong may be NULL */
+    done("cdsl_check");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 2 && !strcmp(argv[1], "--list")) {
+        for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
+            puts(functions[i]);
+        return 0;
+    }
+    if (argc != 2)
+        return 99;
+    FILE *quiet = fopen("/dev/null", "w");
+    names();
+    cdsl_program *p = compile(argv[1], quiet);
+    if (!p)
+        return 1;
+    program(p, quiet);
+    cdsl_comm *c = comm_create(quiet);
+    if (c) {
+        comm_buffers(c, p);
+        comm_runs(c, p);
+    }
+    cdsl_comm_destroy(c);
+    cdsl_program_destroy(p);
+    fclose(quiet);
+    return failures != 0;
+}
