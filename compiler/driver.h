@@ -27,6 +27,8 @@ struct cdsl_program {
     struct CheckResult *check;  /* the checker's facts and findings, for --emit-dot */
     bool ok;                    /* every requested stage passed */
     const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
+    const char *cuda_rank[3][5];    /* one rank's source (cdsl_emit_cuda_rank), of rank */
+    int cuda_rank_of[3][5];
 };
 
 #endif

@@ -88,6 +88,13 @@ typedef enum cdsl_artifact { CDSL_PTX, CDSL_CUBIN } cdsl_artifact;
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len);
 
+/* One rank's code alone (one process per GPU needs only its own): the same as above with the
+ * kernel holding rank_<rank>() only, 0 <= rank < nranks. The checker has still checked every
+ * rank (cdsl_compile); this only emits and compiles less. */
+const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
+int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, const char *arch,
+                             cdsl_artifact what, void **data, size_t *len);
+
 /* ---- Running (runtime/api.c) ---------------------------------------------------------- */
 /* CDSL-RUNTIME-API: the runtime's declarations follow this line. */
 
