@@ -125,6 +125,11 @@ int gpu_reset_words(GpuComm *g);
 /* Round n up to a multiple of a power of two. */
 size_t gpu_round_up(size_t n, size_t align);
 
+/* nvls.c: refuse, before any CUDA call, when CDSL_NVLS=0, NCCL_NVLS_ENABLE=0,
+ * NVSHMEM_DISABLE_NVLS=1 or TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (any unclear value refuses);
+ * the per-rank GPU engines ask the same before their nvls flavour. */
+int rt_nvls_refuse_env(FILE *log);
+
 /* RtBackendOps entries both backends use as they are. */
 int gpu_write(void *state, int rank, int buf, const void *src, size_t bytes);
 int gpu_read(void *state, int rank, int buf, void *dst, size_t bytes);
