@@ -709,7 +709,7 @@ static void hub_gather(RtCtl *c, const char *what, size_t len, char *all, int *f
         else if (m.h.type != CTL_DATA || m.h.seq != c->seq || strncmp(m.h.what, what, CTL_WHAT_BYTES - 1))
             ctl_problem(&pr, "rank %d is at %s while rank 0 is at %s: every rank must make the same calls in "
                         "the same order", q, m.h.what[0] ? m.h.what : "another step", what);
-        else if (m.h.len != len || (fds && m.fd < 0))
+        else if (m.h.len != len)
             ctl_problem(&pr, "rank %d sent %u bytes at %s, rank 0 %zu", q, m.h.len, what, len);
         if (r == 0 && !pr.count) {
             memcpy(all + (size_t)q * len, m.payload, len);
@@ -764,7 +764,7 @@ static int spoke_exchange(RtCtl *c, const char *what, size_t len, char *all, int
         CtlMsg m = {.fd = -1};
         r = ctl_recv(c->sock[0], c->buf, &m, deadline + CTL_GRACE_S);
         if (r || m.h.type != CTL_DATA || m.h.seq != c->seq || m.h.len != len || m.h.rank < 0 ||
-            m.h.rank >= c->nranks || m.h.rank == c->rank || (fds && m.fd < 0)) {
+            m.h.rank >= c->nranks || m.h.rank == c->rank) {
             if (m.fd >= 0)
                 close(m.fd);
             c->broken = true;
@@ -814,19 +814,19 @@ int rt_ctl_allgather(RtCtl *c, const char *what, const void *mine, size_t len, v
     double deadline = ctl_now() + c->timeout_s;
     int st = CDSL_OK;
     if (c->rank == 0) {
-        hub_gather(c, what, len, out, fd >= 0 ? fds : NULL, deadline);
-        if (fd >= 0)
+        hub_gather(c, what, len, out, fds, deadline);
+        if (fds)
             fds[0] = fd;        /* ours goes out with the others'... */
         if (!c->broken)
-            hub_scatter(c, what, len, out, fd >= 0 ? fds : NULL, deadline + CTL_GRACE_S);
-        if (fd >= 0)
+            hub_scatter(c, what, len, out, fds, deadline + CTL_GRACE_S);
+        if (fds)
             fds[0] = -1;        /* ...and stays the caller's */
         st = c->broken ? CDSL_ERR_RUNTIME : CDSL_OK;
     } else {
-        st = spoke_exchange(c, what, len, out, fd, fd >= 0 ? fds : NULL, deadline);
+        st = spoke_exchange(c, what, len, out, fd, fds, deadline);
     }
     if (st)
-        ctl_close_received(c, fd >= 0 ? fds : NULL);
+        ctl_close_received(c, fds);
     return st;
 }
 

@@ -58,10 +58,10 @@ int rt_ctl_rank(const RtCtl *c);
 int rt_ctl_nranks(const RtCtl *c);
 long rt_ctl_pid(const RtCtl *c, int rank);
 
-/* Every rank's record of `len` bytes (the same len everywhere) into all[rank * len]; with fd
- * >= 0, also every rank's descriptor into fds[rank] (fds[own rank] = -1: keep your own; the
- * caller closes the others). `what` names the step in messages ("cdsl_rank_alloc"); every
- * rank must be at the same step. */
+/* Every rank's record of `len` bytes (the same len everywhere) into all[rank * len]; with fds
+ * not NULL, also every rank's descriptor fd (-1: none) into fds[rank] (fds[own rank] = -1:
+ * keep your own; the caller closes the others). `what` names the step in messages
+ * ("cdsl_rank_alloc"); every rank must be at the same step. */
 int rt_ctl_allgather(RtCtl *c, const char *what, const void *mine, size_t len, void *all, int fd, int *fds);
 int rt_ctl_barrier(RtCtl *c, const char *what);
 

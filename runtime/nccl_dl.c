@@ -17,6 +17,10 @@ _Static_assert(sizeof(ncclUniqueId) == 128, "NCCL_UNIQUE_ID_BYTES");
 _Static_assert(sizeof(ncclConfig_t) == 80, "ncclConfig_v22800 is 80 bytes on LP64");
 _Static_assert(offsetof(ncclConfig_t, commName) == 48, "nccl.h 2.28.9");
 _Static_assert(offsetof(ncclConfig_t, nvlinkCentricSched) == 76, "nccl.h 2.28.9");
+_Static_assert(offsetof(RtNcclWindowHead, lsaFlatBase) == 8 && offsetof(RtNcclWindowHead, lsaRank) == 16 &&
+                   offsetof(RtNcclWindowHead, stride4G) == 24 && sizeof(RtNcclWindowHead) == 32,
+               "struct ncclWindow_vidmem's head, 2.28.9");
+_Static_assert(sizeof(ncclTeam_t) == 12, "struct ncclTeam");
 
 void rt_nccl_config_init(ncclConfig_t *c)
 {

@@ -23,6 +23,7 @@ enum { NCCL_WIN_COLL_SYMMETRIC = 0x01, NCCL_WIN_REQUIRED_ALIGNMENT = 4096 };
 #define RT_NCCL_MIN_VERSION 22800   /* NCCL_VERSION(2, 28, 0): symmetric windows, LSA */
 
 typedef struct ncclComm *ncclComm_t;
+typedef struct { int nRanks, rank, stride; } ncclTeam_t;      /* nccl_device/core.h */
 typedef struct ncclWindow_vidmem *ncclWindow_t;
 typedef struct { char internal[128]; } ncclUniqueId;
 
@@ -69,7 +70,8 @@ void rt_nccl_config_init(ncclConfig_t *c);
       (ncclComm_t comm, void *buf, size_t size, ncclWindow_t *win, int flags))                 \
     X(CommWindowDeregister, "ncclCommWindowDeregister", (ncclComm_t comm, ncclWindow_t win))  \
     X(AllGather, "ncclAllGather",                                                              \
-      (const void *send, void *recv, size_t count, int datatype, ncclComm_t comm, void *stream))
+      (const void *send, void *recv, size_t count, int datatype, ncclComm_t comm, void *stream)) \
+    X(TeamLsa, "ncclTeamLsa", (ncclComm_t comm))
 
 typedef struct RtNccl {
     void *lib;
@@ -91,7 +93,24 @@ typedef struct RtNccl {
     ncclResult_t (*CommWindowDeregister)(ncclComm_t comm, ncclWindow_t win);
     ncclResult_t (*AllGather)(const void *send, void *recv, size_t count, int datatype, ncclComm_t comm,
                               void *stream);
+    ncclTeam_t (*TeamLsa)(ncclComm_t comm);
 } RtNccl;
+
+/* The head of a window's device-side descriptor (struct ncclWindow_vidmem of
+ * nccl_device/impl/core__types.h, 2.28; offsets checked against that header): what
+ * ncclGetLsaPointer reads. NVRTC cannot compile NCCL 2.28's device headers (they need GNU
+ * extensions: zero-length arrays in nccl::utility::loadConst, packed structs in the GIN
+ * headers), so the nccl engine reads these fields from the GPU and computes the same
+ * addresses on the host: base + (peer * stride4G) * 4 GiB + offset. It checks the result
+ * against the address of its own buffer and refuses a layout it does not recognise. */
+typedef struct RtNcclWindowHead {
+    void *winHost;
+    char *lsaFlatBase;
+    int lsaRank;
+    int worldRank;
+    unsigned int stride4G;
+    unsigned int mcOffset4K;
+} RtNcclWindowHead;
 
 /* Open libnccl.so.2 (CDSL_NCCL_LIB names another file), resolve every entry point, and
  * refuse a version older than 2.28. On failure *out is NULL and, with a log, a sentence

@@ -48,7 +48,9 @@ for p in "$PY" /usr/bin/python3; do
     if "$p" -c 'import venv, wheel, setuptools' 2>/dev/null; then VPY=$p; break; fi
 done
 if [ -n "$VPY" ] && "$VPY" -m venv --system-site-packages "$tmp/venv" >/dev/null 2>&1; then
-    if ! "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-index ./python >"$tmp/pip.log" 2>&1; then
+    cp -r python "$tmp/src"         # an in-tree build writes build/ and *.egg-info beside the sources
+    rm -rf "$tmp/src/build" "$tmp/src"/*.egg-info
+    if ! "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-index "$tmp/src" >"$tmp/pip.log" 2>&1; then
         fail "pip install --no-build-isolation ./python (offline, in a venv)" "$(tail -3 "$tmp/pip.log" | tr '\n' ' ')"
     else
         out=$(cd "$tmp" && timeout 120 "$tmp/venv/bin/python" -m cdsl.selftest -n 2 --program allgather_ring 2>&1)
