@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -44,6 +46,7 @@ enum {
     CTL_MAX_PROBLEMS = 8,
 };
 #define CTL_GRACE_S 2.0
+#define CTL_SHARED_BYTES 4096
 
 typedef struct CtlHdr {
     uint32_t magic;
@@ -72,6 +75,7 @@ struct RtCtl {
     unsigned seq;
     bool broken;                /* an earlier collective failed: every later one fails at once */
     char *buf;                  /* one received message */
+    _Atomic uint64_t *shared;   /* a page every rank maps: [0] = 1 + the first rank found dead */
 };
 
 /* A received packet, pointing into c->buf. */
@@ -313,6 +317,8 @@ void rt_ctl_close(RtCtl *c)
         if (c->pidfd[q] >= 0)
             close(c->pidfd[q]);
     }
+    if (c->shared)
+        munmap((void *)c->shared, CTL_SHARED_BYTES);
     free(c->sock);
     free(c->pid);
     free(c->pidfd);
@@ -364,7 +370,7 @@ static bool ctl_pid_gone(long pid)
     return paren && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-int rt_ctl_dead(RtCtl *c)
+static int ctl_find_dead(RtCtl *c)
 {
     for (int q = 0; q < c->nranks; q++) {
         if (q == c->rank || c->pid[q] <= 0)
@@ -378,6 +384,52 @@ int rt_ctl_dead(RtCtl *c)
         }
     }
     return -1;
+}
+
+/* The first rank any process found dead: a rank that exits after reporting that death is
+ * dead too, but it is not the news. */
+int rt_ctl_dead(RtCtl *c)
+{
+    int q = ctl_find_dead(c);
+    if (q < 0 || !c->shared)
+        return q;
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(&c->shared[0], &none, (uint64_t)q + 1);
+    return (int)atomic_load(&c->shared[0]) - 1;
+}
+
+/* Rank 0 makes a page of shared memory (a memfd: no name to leak) and every rank maps it. */
+static int ctl_share_page(RtCtl *c)
+{
+    int fd = -1, *fds = calloc((size_t)c->nranks, sizeof *fds);
+    char none = 0;
+    if (!fds)
+        return CDSL_ERR_SYSTEM;
+    if (c->rank == 0 && ((fd = memfd_create("cdsl-ctl", MFD_CLOEXEC)) < 0 || ftruncate(fd, CTL_SHARED_BYTES) != 0)) {
+        rt_error(c->log, "rank 0: cannot make a shared page: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+    }
+    int st = rt_ctl_allgather(c, "init: the shared page", &none, 0, &none, fd, fds);
+    int mine = c->rank == 0 ? fd : fds[0];
+    if (!st && mine >= 0) {
+        void *p = mmap(NULL, CTL_SHARED_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mine, 0);
+        c->shared = p == MAP_FAILED ? NULL : p;
+    }
+    if (!st && !c->shared) {
+        rt_error(c->log, "rank %d: cannot map the shared page", c->rank);
+        st = CDSL_ERR_SYSTEM;
+    }
+    if (fd >= 0)
+        close(fd);
+    for (int q = 1; q < c->nranks; q++)
+        if (q != c->rank && fds[q] >= 0)
+            close(fds[q]);
+    if (c->rank != 0 && fds[0] >= 0)
+        close(fds[0]);
+    free(fds);
+    return st;
 }
 
 /* ---- the rendezvous: rank 0 -------------------------------------------------------------------- */
@@ -651,6 +703,8 @@ int rt_ctl_open(RtCtl **out, const CtlAddress *a, int rank, int nranks, double t
     }
     c->pid[rank] = (long)getpid();
     int st = nranks == 1 ? CDSL_OK : rank == 0 ? ctl_open_hub(c, a) : ctl_open_spoke(c, a);
+    if (!st && nranks > 1)
+        st = ctl_share_page(c);
     if (st) {
         rt_ctl_close(c);
         return st;

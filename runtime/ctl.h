@@ -18,7 +18,9 @@
  * process is gone, is named in the error, which rank 0 also sends to every rank still there.
  *
  * Liveness: the process ids of the table are watched with pidfds (kill(pid, 0) where pidfd
- * is missing), so a run spinning on shared memory can ask, cheaply, whether a peer died.
+ * is missing), so a run spinning on shared memory can ask, cheaply, whether a peer died;
+ * rank 0 also gives every rank a page of shared memory (a memfd) where the first death found
+ * is kept.
  */
 #ifndef CDSL_CTL_H
 #define CDSL_CTL_H
@@ -65,7 +67,8 @@ long rt_ctl_pid(const RtCtl *c, int rank);
 int rt_ctl_allgather(RtCtl *c, const char *what, const void *mine, size_t len, void *all, int fd, int *fds);
 int rt_ctl_barrier(RtCtl *c, const char *what);
 
-/* A rank whose process has exited, or -1 when all are alive. Cheap: one poll(). */
+/* A rank whose process has exited, or -1 when all are alive: the first one any rank found
+ * (kept in a page the ranks share), so that every rank names the same one. Cheap: poll(). */
 int rt_ctl_dead(RtCtl *c);
 
 #endif

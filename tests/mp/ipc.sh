@@ -94,7 +94,7 @@ ipc() {
     elif [ -n "$bad" ]; then
         fail "$name" "$bad: $(echo "$out" | grep -m2 'error' | tr '\n' ' ')"
     elif [ "$(echo "$out" | grep -cE "$pat")" -lt "$min" ]; then
-        fail "$name" "fewer than $min lines with '$pat': $(echo "$out" | grep -v alive | head -4 | tr '\n' ' ')"
+        fail "$name" "fewer than $min lines with '$pat': $(echo "$out" | grep -v alive | tr '\n' ' ')"
     elif [ "$(echo "$out" | grep -c "$CLEAN")" != "$(echo "$out" | grep -cE '^rank [0-9]: exit')" ]; then
         fail "$name: nothing of the driver left" "$(echo "$out" | grep -m1 'alive:' | grep -v "$CLEAN")"
     else
