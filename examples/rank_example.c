@@ -88,11 +88,13 @@ static void mem_free(void *p)
         cu.MemFree((CUdeviceptr)(uintptr_t)p);
 }
 
+/* A copy from pageable memory may still be in flight when cuMemcpyHtoD returns, and the run's
+ * stream does not wait for the legacy stream: finish it before the run. */
 static int mem_put(void *dst, const void *src, size_t n)
 {
     if (!cu.lib)
         return memcpy(dst, src, n), 0;
-    return cu.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n);
+    return cu.MemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, n) || cu.CtxSynchronize();
 }
 
 static int mem_get(void *dst, const void *src, size_t n)

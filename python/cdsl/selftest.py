@@ -59,6 +59,7 @@ class Memory:
     def put(self, addr, host, nbytes):
         if self.dev and nbytes:
             self.dev.to_device(addr, ctypes.addressof(host), nbytes)
+            self.dev.synchronize()      # the run's stream does not wait for the legacy stream
         elif nbytes and addr != ctypes.addressof(host):
             ctypes.memmove(addr, host, nbytes)
 
