@@ -13,8 +13,10 @@ the sim engine on CPU tensors and gloo (what the test suite runs, small sizes on
 The NVLS-off variables are set before torch is imported and kept: neither NCCL nor torch nor
 cdsl creates a multicast object here (cdsl runs the p2p flavour). Inputs are small integers in
 f32, so every sum is exact whatever its order, and results compare bit for bit. Sizes are
-nccl-tests' (the larger of one rank's input and output). Prints one row per size and
-collective, and "torch_collectives: PASS" or "torch_collectives: FAIL" last.
+nccl-tests' (the larger of one rank's input and output). Each size is timed twice for cdsl: on
+ordinary tensors (the library copies them through its symmetric buffers on the stream) and on
+its symmetric tensors (no copy): the difference is what staging costs. Prints one row per size
+and collective, and "torch_collectives: PASS" or "torch_collectives: FAIL" last.
 """
 import os
 
@@ -83,7 +85,7 @@ class Setup:
                 out.copy_(inp)
                 dist.all_reduce(out)
             return out
-        c = inp.cpu()
+        c = inp.to("cpu", copy=True)           # never the input itself (on CPU .cpu() is no copy)
         if kind == "allgather":
             parts = [torch.empty_like(c) for _ in range(self.world)]
             dist.all_gather(parts, c)
@@ -165,6 +167,19 @@ def one(s, args, kind, prog, size):
     if not s.cpu:
         torch.cuda.synchronize()
     s.comm.status()
+    us_symm = None
+    if not args.no_symmetric:      # the same on the symmetric buffers: what staging costs
+        prog_obj = s.comm.program(prog)
+        si, so = s.comm.symmetric_tensors(prog_obj, out.numel(), dtype=out.dtype)
+        si.copy_(inp)
+        s.comm.run(prog_obj, so, si)                # this layout's handshake, outside the graph
+        if not s.cpu:
+            torch.cuda.synchronize()
+        us_symm = time_us(s, lambda: s.comm.run(prog_obj, so, si), iters)
+        if not s.cpu:
+            torch.cuda.synchronize()
+        s.comm.status()
+        ok = ok and torch.equal(so.cpu() if s.backend == "gloo" else so, want)
     us_torch = None
     if s.backend == "nccl":
         ref_out = torch.empty_like(out)
@@ -173,7 +188,7 @@ def one(s, args, kind, prog, size):
     ok_all = torch.tensor([1 if ok else 0], device=s.device if s.backend == "nccl" else "cpu")
     dist.all_reduce(ok_all, op=dist.ReduceOp.MIN)
     return {"collective": kind, "program": prog, "size": size, "ok": bool(ok_all.item()), "cdsl_us": us_cdsl,
-            "torch_us": us_torch, "iters": iters}
+            "cdsl_symmetric_us": us_symm, "torch_us": us_torch, "iters": iters}
 
 
 def main():
@@ -186,6 +201,7 @@ def main():
                     "a GPU, else auto: nccl when NCCL >= 2.28 is here)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--no-graphs", action="store_true", help="time plain launches instead of CUDA graphs")
+    ap.add_argument("--no-symmetric", action="store_true", help="skip the runs on symmetric tensors (no copies)")
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--json", help="write the rows as JSON (rank 0)")
     args = ap.parse_args()
@@ -196,7 +212,8 @@ def main():
         print("# torch_collectives: %d processes, torch group %s, cdsl engine %s, %s%s" %
               (s.world, s.backend, s.comm.engine, "CPU" if s.cpu else torch.cuda.get_device_name(s.device),
                ", 2 ranks per GPU (times only check that it runs)" if s.shared else ""))
-        print("# %-13s %8s %12s %12s %8s  %s" % ("collective", "size", "cdsl (us)", "torch (us)", "ratio", "result"))
+        print("# %-13s %8s %12s %12s %12s %8s  %s" % ("collective", "size", "cdsl (us)", "symmetric", "torch (us)",
+                                                     "ratio", "result"))
     for kind, prog in COLLECTIVES:
         size = lo
         while size <= hi:
@@ -205,7 +222,8 @@ def main():
                 rows.append(r)
                 if s.rank == 0:
                     ratio = "%.2fx" % (r["torch_us"] / r["cdsl_us"]) if r["torch_us"] else "-"
-                    print("  %-13s %8s %12.2f %12s %8s  %s" % (kind, fmt_size(size), r["cdsl_us"],
+                    symm = "%.2f" % r["cdsl_symmetric_us"] if r["cdsl_symmetric_us"] is not None else "-"
+                    print("  %-13s %8s %12.2f %12s %12s %8s  %s" % (kind, fmt_size(size), r["cdsl_us"], symm,
                           "%.2f" % r["torch_us"] if r["torch_us"] else "n/a", ratio, "ok" if r["ok"] else "WRONG"),
                           flush=True)
             size *= args.factor

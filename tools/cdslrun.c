@@ -101,7 +101,10 @@ static const char usage_text[] =
     "outputs start as all-ones bytes, so a chunk nobody wrote is reported as never written.\n"
     "\n"
     "exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of\n"
-    "memory), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n";
+    "memory), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
+    "\n"
+    "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun;\n"
+    "its environment: CDSL_ENGINE, CDSL_TIMEOUT, CDSL_NCCL_LIB (docs/multiprocess.md)\n";
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
