@@ -77,13 +77,7 @@ class Setup:
         """torch.distributed's result: NCCL on the GPU, else gloo on CPU copies."""
         if self.backend == "nccl":
             out = torch.empty(out_numel, dtype=inp.dtype, device=self.device)
-            if kind == "allgather":
-                dist.all_gather_into_tensor(out, inp)
-            elif kind == "reducescatter":
-                dist.reduce_scatter_tensor(out, inp)
-            else:
-                out.copy_(inp)
-                dist.all_reduce(out)
+            run_torch(kind, inp, out)
             return out
         c = inp.to("cpu", copy=True)           # never the input itself (on CPU .cpu() is no copy)
         if kind == "allgather":

@@ -29,6 +29,7 @@
  */
 #include "gpu_common.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -592,19 +593,27 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 /* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
  * overrides it for tuning), and never more than each rank's share of its device, so that all
  * ranks placed on a device are resident together (they spin on each other). */
-static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+unsigned gpu_grid_for(long share, size_t chunk_bytes)
 {
     long cap = gpu_env_long("CDSL_GPU_BLOCKS", GPU_MAX_BLOCKS);
-    for (int d = 0; d < g->ndev; d++) {
-        const GpuDevice *dv = &g->devs[d];
-        long share = (long)dv->blocks_per_sm * dv->sm_count / dv->nranks;
-        if (share < cap)
-            cap = share;
-    }
+    if (share < cap)
+        cap = share;
     size_t want = (chunk_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
     if (want < (size_t)cap)
         cap = (long)want;
     return cap < 1 ? 1u : (unsigned)cap;
+}
+
+static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+{
+    long share = LONG_MAX;
+    for (int d = 0; d < g->ndev; d++) {
+        const GpuDevice *dv = &g->devs[d];
+        long s = (long)dv->blocks_per_sm * dv->sm_count / dv->nranks;
+        if (s < share)
+            share = s;
+    }
+    return gpu_grid_for(share, chunk_bytes);
 }
 
 static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)

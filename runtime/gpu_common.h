@@ -122,6 +122,10 @@ int gpu_publish(GpuComm *g);
 /* Zero every rank's sync words, state words and error record. Only with no kernel in flight:
  * then all counters restart together, which is the same as a fresh communicator. */
 int gpu_reset_words(GpuComm *g);
+/* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
+ * overrides it), and at most `share`, the rank's part of its device (all ranks placed on a
+ * device must be resident together: they spin on each other). */
+unsigned gpu_grid_for(long share, size_t chunk_bytes);
 /* A positive integer from the environment (CDSL_GPU_BLOCKS, ...), or def. */
 long gpu_env_long(const char *name, long def);
 /* Round n up to a multiple of a power of two. */

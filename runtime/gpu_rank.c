@@ -268,14 +268,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 
 static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
 {
-    long cap = gpu_env_long("CDSL_GPU_BLOCKS", GPU_MAX_BLOCKS);
-    long share = (long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1);
-    if (share < cap)
-        cap = share;
-    size_t want = (chunk + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
-    if (want < (size_t)cap)
-        cap = (long)want;
-    return cap < 1 ? 1u : (unsigned)cap;
+    return gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), chunk);
 }
 
 /* The caller's stream belongs to our context; the caller's buffer is memory of our GPU. */
@@ -372,6 +365,17 @@ int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, v
         st = gpu_rank_enqueue(g, chunk, in, in_bytes, out, out_bytes, s);
     gpu_rank_leave(g);
     return st;
+}
+
+int gpu_rank_op_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype)
+{
+    return gpu_rank_load(r->engine, p, dtype);
+}
+
+int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                    void *stream)
+{
+    return gpu_rank_launch(r->engine, chunk, in, in_bytes, out, out_bytes, stream);
 }
 
 int gpu_rank_status(RankGpu *g, int dead, long dead_pid)

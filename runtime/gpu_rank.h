@@ -67,6 +67,10 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype);
 /* Enqueue one run: stage in, the kernel, stage out, on stream (NULL: ours). */
 int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
                     void *stream);
+/* RtRankOps.load and .run for an engine whose state (r->engine) begins with its RankGpu. */
+int gpu_rank_op_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype);
+int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                    void *stream);
 /* After the caller synchronised: the error record; `dead` >= 0 names a peer whose process
  * is gone (or -1). */
 int gpu_rank_status(RankGpu *g, int dead, long dead_pid);

@@ -97,7 +97,9 @@ struct cdsl_rank_comm {
     bool failed;                    /* a run failed: the communicator can only be destroyed */
 };
 
-/* Engines' shared helpers (rank_comm.c). */
+/* Engines' shared helpers (rank_comm.c). rt_engine_new: zeroed state of `size` bytes, set
+ * as r->engine (destroy frees it), or NULL after a message. */
+void *rt_engine_new(cdsl_rank_comm *r, size_t size);
 double rt_rank_timeout(const cdsl_rank_config *cfg);
 /* The digest of a checked program: every rank's operations, the buffers, the collective. */
 int rt_program_digest(const cdsl_program *p, unsigned char digest[32]);

@@ -48,6 +48,14 @@ double rt_rank_timeout(const cdsl_rank_config *cfg)
     return v && *v && !*end && t > 0 ? t : RT_DEFAULT_TIMEOUT_S;
 }
 
+void *rt_engine_new(cdsl_rank_comm *r, size_t size)
+{
+    r->engine = calloc(1, size);
+    if (!r->engine)
+        rt_error(r->log, "rank %d: out of memory", r->rank);
+    return r->engine;
+}
+
 static const RtRankOps *rt_engine_ops(cdsl_engine e)
 {
     switch (e) {

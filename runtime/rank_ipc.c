@@ -55,8 +55,8 @@ typedef struct IpcHello {
 } IpcHello;
 
 typedef struct Ipc {
+    RankGpu g;                          /* first: gpu_rank_op_load/run take the state as one */
     RtCtl *ctl;
-    RankGpu g;
     int n, me;
     IpcMap *sync;                       /* [n] every rank's sync words, mapped here */
     IpcMap *region;                     /* [n] every rank's symmetric region */
@@ -335,12 +335,9 @@ static int ipc_devices(cdsl_rank_comm *r)
 
 static int ipc_init(cdsl_rank_comm *r, const RtId *id)
 {
-    Ipc *s = calloc(1, sizeof *s);
-    if (!s) {
-        rt_error(r->log, "out of memory");
+    Ipc *s = rt_engine_new(r, sizeof *s);
+    if (!s)
         return CDSL_ERR_SYSTEM;
-    }
-    r->engine = s;
     s->n = r->nranks;
     s->me = r->rank;
     s->sync = calloc((size_t)s->n, sizeof *s->sync);
@@ -411,17 +408,6 @@ static void *ipc_address(cdsl_rank_comm *r, int b)
     return (void *)(uintptr_t)(s->region[s->me].va + (b < 0 ? 0 : r->off[b]));
 }
 
-static int ipc_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype)
-{
-    return gpu_rank_load(&ipc(r)->g, p, dtype);
-}
-
-static int ipc_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
-                   void *stream)
-{
-    return gpu_rank_launch(&ipc(r)->g, chunk, in, in_bytes, out, out_bytes, stream);
-}
-
 static int ipc_status(cdsl_rank_comm *r)
 {
     Ipc *s = ipc(r);
@@ -437,7 +423,7 @@ const RtRankOps rt_engine_ipc = {
     .reserve = ipc_reserve,
     .layout = ipc_layout,
     .address = ipc_address,
-    .load = ipc_load,
-    .run = ipc_run,
+    .load = gpu_rank_op_load,
+    .run = gpu_rank_op_run,
     .status = ipc_status,
 };

@@ -39,7 +39,7 @@ typedef struct NcclWin {
 } NcclWin;
 
 typedef struct Nccl {
-    RankGpu g;
+    RankGpu g;                          /* first: gpu_rank_op_load/run take the state as one */
     RtNccl *lib;
     ncclComm_t comm;
     int n, me;
@@ -212,12 +212,9 @@ static int nccl_comm(cdsl_rank_comm *r, const RtId *id)
 
 static int nccl_init(cdsl_rank_comm *r, const RtId *id)
 {
-    Nccl *s = calloc(1, sizeof *s);
-    if (!s) {
-        rt_error(r->log, "out of memory");
+    Nccl *s = rt_engine_new(r, sizeof *s);
+    if (!s)
         return CDSL_ERR_SYSTEM;
-    }
-    r->engine = s;
     s->n = r->nranks;
     s->me = r->rank;
     s->timeout_s = r->cfg.timeout_s;
@@ -310,17 +307,6 @@ static void *nccl_address(cdsl_rank_comm *r, int b)
     return (char *)s->region.ptr + (b < 0 ? 0 : r->off[b]);
 }
 
-static int nccl_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype)
-{
-    return gpu_rank_load(&nccl(r)->g, p, dtype);
-}
-
-static int nccl_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
-                    void *stream)
-{
-    return gpu_rank_launch(&nccl(r)->g, chunk, in, in_bytes, out, out_bytes, stream);
-}
-
 static int nccl_status(cdsl_rank_comm *r)
 {
     Nccl *s = nccl(r);
@@ -340,7 +326,7 @@ const RtRankOps rt_engine_nccl = {
     .reserve = nccl_reserve,
     .layout = nccl_layout,
     .address = nccl_address,
-    .load = nccl_load,
-    .run = nccl_run,
+    .load = gpu_rank_op_load,
+    .run = gpu_rank_op_run,
     .status = nccl_status,
 };

@@ -133,12 +133,9 @@ static int smp_words(cdsl_rank_comm *r)
 
 static int smp_init(cdsl_rank_comm *r, const RtId *id)
 {
-    SimMp *s = calloc(1, sizeof *s);
-    if (!s) {
-        rt_error(r->log, "out of memory");
+    SimMp *s = rt_engine_new(r, sizeof *s);
+    if (!s)
         return CDSL_ERR_SYSTEM;
-    }
-    r->engine = s;
     s->n = r->nranks;
     s->me = r->rank;
     s->words = calloc((size_t)s->n, sizeof *s->words);

@@ -28,15 +28,9 @@ pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: $2}"; }
 skip() { echo "[SKIP] $1"; }
 
-driver_present() {
-    ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && return 0
-    compgen -G '/dev/nvidia*' >/dev/null && return 0
-    local d
-    for d in ${LD_LIBRARY_PATH//:/ } /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/cuda/lib64 /usr/lib/wsl/lib; do
-        [ -e "$d/libcuda.so.1" ] && return 0
-    done
-    return 1
-}
+# A real NVIDIA driver here? (gpu_refusals.sh's test, taken from that script.)
+eval "$(sed -n '/^driver_present() {/,/^}/p' tests/run/gpu_refusals.sh)"
+type driver_present >/dev/null 2>&1 || { fail "driver_present from tests/run/gpu_refusals.sh"; exit 1; }
 
 if ! ${CC:-cc} -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g -Iruntime -o "$tmp/probe" tests/mp/mp_probe.c \
         build/libcdsl.a -ldl -lpthread -lm 2>"$tmp/cc.log"; then
