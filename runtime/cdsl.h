@@ -326,8 +326,9 @@ typedef struct cdsl_rank_io {
 } cdsl_rank_io;
 
 /* Run p once on this rank, chunk_bytes per chunk, enqueued on `stream` (a CUstream /
- * cudaStream_t of this rank's GPU, NULL: the communicator's own; sim: runs before it returns)
- * after the work already queued there. The first run of a program, dtype and chunk size is a
+ * cudaStream_t of this rank's GPU's primary context; NULL: the communicator's own stream,
+ * which waits for nothing of the caller's; (void *)1, CU_STREAM_LEGACY: the legacy default
+ * stream; sim: runs before it returns) after the work already queued there. The first run of a program, dtype and chunk size is a
  * collective handshake (every rank must run the same checked program: its digest is compared)
  * and may grow the symmetric allocation; later identical runs only enqueue. io may be NULL. */
 int cdsl_rank_run(cdsl_rank_comm *comm, cdsl_program *p, cdsl_dtype dtype, size_t chunk_bytes,

@@ -355,7 +355,8 @@ int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, v
     if (st)
         return st;
     CUstream s = stream ? (CUstream)stream : g->stream;
-    if (stream)
+    if ((uintptr_t)stream > 2)          /* 1, 2: the legacy and per-thread default streams of
+                                           the current context, which is ours now */
         st = gpu_rank_stream_ok(g, s);
     if (!st && in && in_bytes && in != g->checked_in && !(st = gpu_rank_ptr_ok(g, in, "input")))
         g->checked_in = in;

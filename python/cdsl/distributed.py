@@ -98,9 +98,12 @@ class Communicator:
         return _DTYPES[t.dtype]
 
     def _stream(self):
+        """The current stream's CUstream. torch's default stream is CUDA's legacy default stream,
+        whose handle is 0: that is passed as CU_STREAM_LEGACY (1), since 0 (NULL) would mean
+        the communicator's own stream, which does not wait for the legacy one."""
         if self.device.type != "cuda":
             return None
-        return torch.cuda.current_stream(self.device).cuda_stream
+        return torch.cuda.current_stream(self.device).cuda_stream or 1
 
     # ---- runs ---------------------------------------------------------------------------------------
     def run(self, program, output, input=None):
