@@ -358,9 +358,13 @@ int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, v
     if ((uintptr_t)stream > 2)          /* 1, 2: the legacy and per-thread default streams of
                                            the current context, which is ours now */
         st = gpu_rank_stream_ok(g, s);
-    if (!st && in && in_bytes && in != g->checked_in && !(st = gpu_rank_ptr_ok(g, in, "input")))
+    /* The caller's memory is looked at once per new pointer (not in a graph capture that
+     * repeats a warm-up run), and the symmetric buffers are ours. */
+    const void *sym_in = (const void *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + IR_INPUT];
+    const void *sym_out = (const void *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + IR_OUTPUT];
+    if (!st && in && in_bytes && in != sym_in && in != g->checked_in && !(st = gpu_rank_ptr_ok(g, in, "input")))
         g->checked_in = in;
-    if (!st && out && out_bytes && out != g->checked_out && !(st = gpu_rank_ptr_ok(g, out, "output")))
+    if (!st && out && out_bytes && out != sym_out && out != g->checked_out && !(st = gpu_rank_ptr_ok(g, out, "output")))
         g->checked_out = out;
     if (!st)
         st = gpu_rank_enqueue(g, chunk, in, in_bytes, out, out_bytes, s);
