@@ -35,7 +35,7 @@ LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o
 TOOLS    = $(B)/cdslc $(B)/cdslrun
 
-EXAMPLES = $(B)/api_example
+EXAMPLES = $(B)/api_example $(B)/rank_example
 
 all: $(TOOLS) $(B)/libcdsl.a $(B)/libcdsl.so $(EXAMPLES)
 
@@ -78,6 +78,16 @@ $(B)/%: $(B)/obj/tools/%.o $(B)/libcdsl.a
 $(B)/api_example: $(B)/obj/examples/api_example.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
 
+# examples/rank_example.c, one process per rank: without MPI (examples/rank_launch.sh starts
+# it), and with MPI where mpicc is (make rank_example_mpi; mpirun -n 2 build/rank_example_mpi).
+$(B)/rank_example: $(B)/obj/examples/rank_example.o $(B)/libcdsl.a
+	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
+
+MPICC ?= mpicc
+rank_example_mpi: $(B)/rank_example_mpi
+$(B)/rank_example_mpi: examples/rank_example.c $(B)/libcdsl.a
+	$(MPICC) -std=c11 -O2 -g -D_GNU_SOURCE -DCDSL_WITH_MPI -Iruntime -o $@ $< $(B)/libcdsl.a $(LDLIBS)
+
 # The variant builds share build/gen: make it first, so that parallel sub-makes never run
 # re2c or lemon at the same time.
 asan: $(GEN)/parser.h $(GEN)/lexer.c
@@ -110,7 +120,7 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all asan tsan fuzz test install clean
+.PHONY: all asan tsan fuzz test install clean rank_example_mpi
 .SECONDARY:
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

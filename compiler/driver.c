@@ -140,7 +140,7 @@ static int program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     return CDSL_ERR_USAGE;
 }
 
-const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
+const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
     ArenaTrap trap;
     arena_trap_push(p->arena, &trap);
@@ -148,7 +148,8 @@ const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype d
         driver_out_of_memory(p, &trap);
         return NULL;
     }
-    const char *src = emit_cuda(p->ir, flavour, dtype, p->arena, &p->diag);
+    const char *src = rank < 0 ? emit_cuda(p->ir, flavour, dtype, p->arena, &p->diag)
+                               : emit_cuda_rank(p->ir, flavour, dtype, rank, p->arena, &p->diag);
     arena_trap_pop(p->arena, &trap);
     return src;
 }

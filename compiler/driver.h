@@ -27,12 +27,15 @@ struct cdsl_program {
     struct CheckResult *check;  /* the checker's facts and findings, for --emit-dot */
     bool ok;                    /* every requested stage passed */
     const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
+    const char *cuda_rank[3][5];    /* one rank's source (cdsl_emit_cuda_rank), of rank */
+    int cuda_rank_of[3][5];
 };
 
 /* The message for a trap that caught out-of-memory (the entry points of cdsl.h that allocate);
  * sets errno to ENOMEM. */
 void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t);
-/* emit_cuda (emit.h) for p under a trap: NULL, with errno ENOMEM, when memory ran out. */
-const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype);
+/* emit_cuda (every rank: rank -1) or emit_cuda_rank (emit.h) for p under a trap: NULL, with
+ * errno ENOMEM, when memory ran out. */
+const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
 
 #endif

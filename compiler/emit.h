@@ -28,6 +28,10 @@
 /* The CUDA source for p at its rank count, in arena a; NULL after a diag_error when the
  * combination cannot be emitted (the sim backend, an element type multimem cannot add). */
 const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, Arena *a, Diag *d);
+/* The same with rank `rank`'s code alone (rank_<rank>() and the kernel's one case for it), for
+ * one process per GPU: the size and compile time of one rank, not of all of them. rank -1: all. */
+const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, Arena *a,
+                           Diag *d);
 
 /* What the switch can do for one element type (PTX ISA, multimem.ld_reduce). */
 typedef struct EmitDtype {

@@ -106,6 +106,13 @@ typedef enum cdsl_artifact { CDSL_PTX, CDSL_CUBIN } cdsl_artifact;
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len);
 
+/* One rank's code alone (one process per GPU needs only its own): the same as above with the
+ * kernel holding rank_<rank>() only, 0 <= rank < nranks. The checker has still checked every
+ * rank (cdsl_compile); this only emits and compiles less. */
+const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
+int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, const char *arch,
+                             cdsl_artifact what, void **data, size_t *len);
+
 /* Empty the JIT cache folder ($CDSL_CACHE_DIR, else $XDG_CACHE_HOME/cdsl, else ~/.cache/cdsl) of
  * the cache's own files: entries and temporary files, nothing else. Writes "removed PATH" for
  * each and a last line "N files, B bytes removed from DIR" to report (NULL: nothing). A folder
@@ -244,6 +251,131 @@ int cdsl_run_async(cdsl_comm *comm, cdsl_program *p, cdsl_dtype dtype, void *con
  * file:line:col ..." for each one, on the log), after which the communicator's counters are
  * reset so that the next run starts as on a fresh communicator. */
 int cdsl_comm_status(cdsl_comm *comm);
+
+/* ---- One process per rank (runtime/rank_comm.c) -----------------------------------------------
+ * How NCCL, torchrun and mpirun users run collectives: one process per GPU, each holding only
+ * its own buffers. NCCL's shape:
+ *
+ *     cdsl_unique_id id;
+ *     if (rank == 0) cdsl_get_unique_id(&id);
+ *     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);     // or torch.distributed
+ *     cdsl_rank_comm *comm;
+ *     cdsl_comm_init_rank(&comm, nranks, &id, rank, NULL);         // every process
+ *     cdsl_rank_alloc(comm, prog, chunk_bytes);                    // symmetric buffers, optional
+ *     cdsl_rank_run(comm, prog, CDSL_F32, chunk_bytes, &io, stream);   // this rank's part
+ *     cuStreamSynchronize(stream); cdsl_rank_status(comm);
+ *     cdsl_rank_comm_destroy(comm);
+ *
+ * Every process compiles the same program for nranks (cdsl_compile: the checker checks every
+ * rank) and loads only its own rank's code. The engine under a communicator (the id says
+ * which) provides the bootstrap and memory every rank can address (docs/multiprocess.md):
+ *   sim   CPU processes of one host; buffers and counters in shared memory (CI runs this);
+ *   ipc   the GPUs of one host: CUDA VMM memory passed between the processes as file
+ *         descriptors; also several ranks on one GPU;
+ *   nccl  NCCL >= 2.28 (loaded at run time): ncclCommInitRank, symmetric windows, one rank
+ *         per GPU (NCCL refuses two ranks on one GPU).
+ * Collective calls (init, alloc, the first run of a program, size or type) must be made by
+ * every rank in the same order; each has the communicator's time bound, and an error names
+ * the rank that did not come, disagrees, or died. A run that fails leaves the communicator
+ * failed: destroy it (as ncclCommAbort). */
+typedef enum cdsl_engine {
+    CDSL_ENGINE_AUTO = -1,          /* CDSL_ENGINE from the environment, else: nccl when
+                                       NCCL >= 2.28 and a GPU are here, ipc with a GPU and no
+                                       NCCL, sim without a GPU */
+    CDSL_ENGINE_SIM = 0,
+    CDSL_ENGINE_IPC = 1,
+    CDSL_ENGINE_NCCL = 2,
+} cdsl_engine;
+const char *cdsl_engine_name(cdsl_engine e);
+int cdsl_engine_parse(const char *s, cdsl_engine *out);   /* "sim", "ipc", "nccl", "auto" */
+
+enum { CDSL_UNIQUE_ID_BYTES = 256 };
+typedef struct cdsl_unique_id {
+    char internal[CDSL_UNIQUE_ID_BYTES];
+} cdsl_unique_id;
+
+/* Made by one process (any), passed by the caller to every rank, used for one communicator.
+ * It carries the engine, a random nonce, where rank 0 will wait for the others (an abstract
+ * Unix socket name, sim and ipc) or NCCL's unique id (nccl; ncclGetUniqueId starts NCCL's
+ * bootstrap listener in this process). */
+int cdsl_get_unique_id(cdsl_unique_id *id);
+int cdsl_get_unique_id_engine(cdsl_engine engine, cdsl_unique_id *id);
+cdsl_engine cdsl_unique_id_engine(const cdsl_unique_id *id);   /* -1 for an invalid id */
+
+typedef struct cdsl_rank_config {
+    int flavour;                    /* GPU engines: CDSL_BACKEND_P2P (default) or _NVLS */
+    int device;                     /* GPU engines: this rank's CUDA device; -1 (default):
+                                       the calling thread's current one, else device 0 */
+    double timeout_s;               /* bound of every collective call (default 60, or
+                                       CDSL_TIMEOUT seconds from the environment) */
+    unsigned long long spin_limit;  /* polls before a wait in a run gives up; 0: default */
+    unsigned seed;                  /* sim: schedule jitter seed; 0 = no jitter */
+    int jitter_us;                  /* sim: the longest random delay (0: 20 with a seed) */
+    FILE *log;                      /* messages; NULL means stderr */
+} cdsl_rank_config;
+void cdsl_rank_config_init(cdsl_rank_config *config);
+
+typedef struct cdsl_rank_comm cdsl_rank_comm;
+
+/* Every process, with the same id and nranks and its own rank (0 <= rank < nranks); config
+ * may be NULL (the defaults). Returns when every rank has arrived, or an error naming the
+ * ranks that did not come, came with another nranks, or came twice. */
+int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id *id, int rank,
+                        const cdsl_rank_config *config);
+/* Not collective. Frees this rank's memory; peers must not run on the communicator after. */
+void cdsl_rank_comm_destroy(cdsl_rank_comm *comm);
+int cdsl_rank_comm_rank(const cdsl_rank_comm *comm);
+int cdsl_rank_comm_nranks(const cdsl_rank_comm *comm);
+cdsl_engine cdsl_rank_comm_engine(const cdsl_rank_comm *comm);
+int cdsl_rank_comm_device(const cdsl_rank_comm *comm);     /* -1 on sim */
+
+/* Collective: symmetric buffers for p's layout with chunk_bytes per chunk (a multiple of 4),
+ * on every rank (every rank must ask for the same; refused with the rank that differs).
+ * Keeps a larger allocation. Not needed before cdsl_rank_run, which grows it itself. */
+int cdsl_rank_alloc(cdsl_rank_comm *comm, const cdsl_program *p, size_t chunk_bytes);
+/* This rank's symmetric buffer `buf` (CDSL_BUF_INPUT, CDSL_BUF_OUTPUT, scratch): a device
+ * pointer on this rank's GPU (a host pointer on sim), valid until the allocation grows or the
+ * communicator is destroyed. Running on these needs no copy at all. */
+int cdsl_rank_buffer(cdsl_rank_comm *comm, int buf, void **ptr);
+size_t cdsl_rank_buffer_bytes(const cdsl_rank_comm *comm, int buf);
+
+/* This rank's buffers for a run. NULL input: the symmetric input as it stands; NULL output:
+ * the result stays in the symmetric output. Other memory (a PyTorch tensor: any device memory
+ * of this rank's GPU, host memory on sim) is staged: copied into the symmetric input before
+ * the kernel and out of the symmetric output after it, on the run's stream; input_bytes and
+ * output_bytes say how much memory is there, and a run that needs more is refused. input may
+ * equal output (in place). */
+typedef struct cdsl_rank_io {
+    const void *input;
+    size_t input_bytes;
+    void *output;
+    size_t output_bytes;
+} cdsl_rank_io;
+
+/* Run p once on this rank, chunk_bytes per chunk, enqueued on `stream` (a CUstream /
+ * cudaStream_t of this rank's GPU's primary context; NULL: the communicator's own stream,
+ * which waits for nothing of the caller's; (void *)1, CU_STREAM_LEGACY: the legacy default
+ * stream; sim: runs before it returns) after the work already queued there. The first run of a program, dtype and chunk size is a
+ * collective handshake (every rank must run the same checked program: its digest is compared)
+ * and may grow the symmetric allocation; later identical runs only enqueue. io may be NULL. */
+int cdsl_rank_run(cdsl_rank_comm *comm, cdsl_program *p, cdsl_dtype dtype, size_t chunk_bytes,
+                  const cdsl_rank_io *io, void *stream);
+/* After the caller synchronised the stream of the last run: CDSL_OK, or CDSL_ERR_RUNTIME when
+ * this rank's wait ran out of its bound ("rank r gave up waiting at file:line:col for ...",
+ * naming a peer that has died when one has); the communicator is then failed. */
+int cdsl_rank_status(cdsl_rank_comm *comm);
+
+/* The verification pattern of one rank (runtime/verify.h), for checking a per-rank run as
+ * cdsl_fill and cdsl_check do a whole communicator: cdsl_pattern_fill writes rank's input for p
+ * at chunk_bytes into host memory (bytes of it, at least the input buffer's size);
+ * cdsl_pattern_check compares rank's output (host memory) with the collective's
+ * postcondition, reports the first wrong element on log (NULL: stderr), stores the number of
+ * wrong elements in *wrong (may be NULL) and returns CDSL_ERR_VERIFY when there are any.
+ * barrier and custom programs have no postcondition on data: CDSL_OK. */
+int cdsl_pattern_fill(const cdsl_program *p, cdsl_dtype dtype, int rank, size_t chunk_bytes, void *input,
+                      size_t bytes);
+int cdsl_pattern_check(const cdsl_program *p, cdsl_dtype dtype, int rank, size_t chunk_bytes, const void *output,
+                       size_t bytes, unsigned long long *wrong, FILE *log);
 
 /* Verification (runtime/verify.c; the pattern is described in runtime/verify.h).
  * cdsl_fill writes every rank's input with a pattern in which elements are distinct as far

@@ -152,3 +152,11 @@ int cu_has_multicast(const CuDrv *cu)
            cu->MemSetAccess && cu->MulticastGetGranularity && cu->MulticastCreate &&
            cu->MulticastAddDevice && cu->MulticastBindMem && cu->MulticastUnbind;
 }
+
+int cu_has_ipc(const CuDrv *cu)
+{
+    return cu->CtxGetCurrent && cu->CtxGetDevice && cu->StreamGetCtx && cu->MemcpyDtoDAsync &&
+           cu->PointerGetAttribute && cu->DeviceGetUuid && cu->MemExportToShareableHandle &&
+           cu->MemImportFromShareableHandle && cu->MemGetAllocationGranularity && cu->MemCreate && cu->MemRelease &&
+           cu->MemAddressReserve && cu->MemAddressFree && cu->MemMap && cu->MemUnmap && cu->MemSetAccess;
+}

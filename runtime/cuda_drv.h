@@ -29,6 +29,13 @@ typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUuuid {
+    char bytes[16];
+} CUuuid;
+
+/* CUpointer_attribute, CUmemorytype */
+enum { CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9 };
+enum { CU_MEMORYTYPE_HOST = 1, CU_MEMORYTYPE_DEVICE = 2, CU_MEMORYTYPE_UNIFIED = 4 };
 
 /* ---- CUresult values we explain or treat specially ----------------------------------------- */
 enum {
@@ -196,7 +203,26 @@ typedef struct CUmulticastObjectProp {
       (CUmemGenericAllocationHandle mc, size_t mc_offset, CUmemGenericAllocationHandle mem,    \
        size_t mem_offset, size_t size, unsigned long long flags))                              \
     X(0, MulticastUnbind, "cuMulticastUnbind", NULL,                                           \
-      (CUmemGenericAllocationHandle mc, CUdevice dev, size_t mc_offset, size_t size))
+      (CUmemGenericAllocationHandle mc, CUdevice dev, size_t mc_offset, size_t size))          \
+    CU_RANK_FUNCS(X)
+
+/* One process per GPU (gpu_rank.c, rank_ipc.c): the caller's context and streams, memory
+ * passed between processes as file descriptors, copies on a stream, pointer checks. */
+#define CU_RANK_FUNCS(X)                                                                        \
+    X(0, CtxGetCurrent, "cuCtxGetCurrent", NULL, (CUcontext * ctx))                            \
+    X(0, CtxGetDevice, "cuCtxGetDevice", NULL, (CUdevice * dev))                               \
+    X(0, StreamGetCtx, "cuStreamGetCtx", NULL, (CUstream s, CUcontext * ctx))                  \
+    X(0, StreamQuery, "cuStreamQuery", NULL, (CUstream s))                                     \
+    X(0, MemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", NULL,                                        \
+      (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s))                                \
+    X(0, MemsetD8Async, "cuMemsetD8Async", NULL,                                               \
+      (CUdeviceptr dst, unsigned char v, size_t n, CUstream s))                                \
+    X(0, PointerGetAttribute, "cuPointerGetAttribute", NULL, (void *data, int attr, CUdeviceptr p)) \
+    X(0, DeviceGetUuid, "cuDeviceGetUuid_v2", "cuDeviceGetUuid", (CUuuid * uuid, CUdevice dev)) \
+    X(0, MemExportToShareableHandle, "cuMemExportToShareableHandle", NULL,                     \
+      (void *shareable, CUmemGenericAllocationHandle h, int type, unsigned long long flags))   \
+    X(0, MemImportFromShareableHandle, "cuMemImportFromShareableHandle", NULL,                 \
+      (CUmemGenericAllocationHandle * h, void *shareable, int type))
 
 #define CU_DECLARE_MEMBER(req, member, sym, alt, params) CUresult (*member) params;
 
@@ -221,5 +247,6 @@ const char *cu_error_string(CuDrv *cu, CUresult r);
 /* True when every optional entry point of one group was found. */
 int cu_has_graphs(const CuDrv *cu);
 int cu_has_multicast(const CuDrv *cu);
+int cu_has_ipc(const CuDrv *cu);    /* everything one process per GPU with VMM memory needs */
 
 #endif

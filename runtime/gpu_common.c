@@ -29,6 +29,7 @@
  */
 #include "gpu_common.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ int gpu_use(GpuComm *g, int d)
 }
 
 /* A positive integer from the environment, or def when unset or not a number. */
-static long gpu_env_long(const char *name, long def)
+long gpu_env_long(const char *name, long def)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -592,19 +593,27 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 /* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
  * overrides it for tuning), and never more than each rank's share of its device, so that all
  * ranks placed on a device are resident together (they spin on each other). */
-static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+unsigned gpu_grid_for(long share, size_t chunk_bytes)
 {
     long cap = gpu_env_long("CDSL_GPU_BLOCKS", GPU_MAX_BLOCKS);
-    for (int d = 0; d < g->ndev; d++) {
-        const GpuDevice *dv = &g->devs[d];
-        long share = (long)dv->blocks_per_sm * dv->sm_count / dv->nranks;
-        if (share < cap)
-            cap = share;
-    }
+    if (share < cap)
+        cap = share;
     size_t want = (chunk_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
     if (want < (size_t)cap)
         cap = (long)want;
     return cap < 1 ? 1u : (unsigned)cap;
+}
+
+static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+{
+    long share = LONG_MAX;
+    for (int d = 0; d < g->ndev; d++) {
+        const GpuDevice *dv = &g->devs[d];
+        long s = (long)dv->blocks_per_sm * dv->sm_count / dv->nranks;
+        if (s < share)
+            share = s;
+    }
+    return gpu_grid_for(share, chunk_bytes);
 }
 
 static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
@@ -805,13 +814,12 @@ static int gpu_finish(GpuComm *g)
 }
 
 /* "ring.cdsl:7:9" for the wait of `rank` at `line` on counter ctr, else "line 7". */
-static void gpu_wait_site(const GpuComm *g, int rank, int line, unsigned ctr, char *out,
-                          size_t n)
+static void gpu_wait_site(const IrProgram *ir, int rank, int line, unsigned ctr, char *out, size_t n)
 {
     snprintf(out, n, "line %d", line);
-    if (!g->ir || rank < 0 || rank >= g->ir->nranks)
+    if (!ir || rank < 0 || rank >= ir->nranks)
         return;
-    const IrSeq *seq = &g->ir->ranks[rank];
+    const IrSeq *seq = &ir->ranks[rank];
     for (int i = 0; i < seq->nops; i++) {
         const IrOp *op = &seq->ops[i];
         int match = (op->kind == IR_SW_WAIT && ctr == CDSL_SYNC_SWITCH) ||
@@ -824,23 +832,29 @@ static void gpu_wait_site(const GpuComm *g, int rank, int line, unsigned ctr, ch
     }
 }
 
-/* One line per rank whose wait ran out of its bound. */
-static void gpu_report_gave_up(const GpuComm *g, int q, const unsigned *rec)
+void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const unsigned *rec,
+                       unsigned long long spin_limit)
 {
-    int rank = rec[1] < (unsigned)g->nranks ? (int)rec[1] : q;
+    int rank = rec[1] < (unsigned)nranks ? (int)rec[1] : q;
     unsigned ctr = rec[3];
     char what[64], where[512];
     if (ctr == CDSL_SYNC_SWITCH)
         snprintf(what, sizeof what, "the switch barrier");
-    else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + g->nranks))
+    else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + nranks))
         snprintf(what, sizeof what, "peer %u's semaphore", ctr - CDSL_SYNC_PEER);
     else if (ctr == GPU_GRID_COUNTER)
         snprintf(what, sizeof what, "its own thread blocks' grid barrier (were all blocks resident?)");
     else
         snprintf(what, sizeof what, "sync word %u", ctr);
-    gpu_wait_site(g, rank, (int)rec[2], ctr, where, sizeof where);
-    rt_error(g->cfg.log, "rank %d gave up waiting at %s (%s): no arrival after %llu polls",
-             rank, where, what, g->spin_limit);
+    gpu_wait_site(ir, rank, (int)rec[2], ctr, where, sizeof where);
+    rt_error(log, "rank %d gave up waiting at %s (%s): no arrival after %llu polls", rank, where, what,
+             spin_limit);
+}
+
+/* One line per rank whose wait ran out of its bound. */
+static void gpu_report_gave_up(const GpuComm *g, int q, const unsigned *rec)
+{
+    gpu_report_record(g->cfg.log, g->ir, g->nranks, q, rec, g->spin_limit);
 }
 
 /* Read every rank's error record; after a report, zero all counters for the next run. */

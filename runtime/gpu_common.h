@@ -122,8 +122,24 @@ int gpu_publish(GpuComm *g);
 /* Zero every rank's sync words, state words and error record. Only with no kernel in flight:
  * then all counters restart together, which is the same as a fresh communicator. */
 int gpu_reset_words(GpuComm *g);
+/* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
+ * overrides it), and at most `share`, the rank's part of its device (all ranks placed on a
+ * device must be resident together: they spin on each other). */
+unsigned gpu_grid_for(long share, size_t chunk_bytes);
+/* A positive integer from the environment (CDSL_GPU_BLOCKS, ...), or def. */
+long gpu_env_long(const char *name, long def);
 /* Round n up to a multiple of a power of two. */
 size_t gpu_round_up(size_t n, size_t align);
+
+/* nvls.c: refuse, before any CUDA call, when CDSL_NVLS=0, NCCL_NVLS_ENABLE=0,
+ * NVSHMEM_DISABLE_NVLS=1 or TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (any unclear value refuses);
+ * the per-rank GPU engines ask the same before their nvls flavour. */
+int rt_nvls_refuse_env(FILE *log);
+
+/* "rank 2 gave up waiting at ring.cdsl:7:9 (peer 1's semaphore): no arrival after N polls",
+ * from rank q's error record (abi.h); also for one process per GPU (gpu_rank.c). */
+void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const unsigned *rec,
+                       unsigned long long spin_limit);
 
 /* RtBackendOps entries both backends use as they are. */
 int gpu_write(void *state, int rank, int buf, const void *src, size_t bytes);

@@ -27,7 +27,9 @@ static bool valid_choice(cdsl_backend flavour, cdsl_dtype dtype)
     return (int)flavour >= 0 && flavour <= CDSL_BACKEND_NVLS && (int)dtype >= 0 && dtype <= CDSL_S32;
 }
 
-const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
+/* The checked program's CUDA, every rank's (rank -1) or one rank's, kept in the program: a
+ * process of one rank asks for its own rank's code only, again on every run. */
+static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
     if (!p)
         return NULL;
@@ -44,9 +46,35 @@ const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dty
         diag_fatal(&p->diag, "no CUDA for a program that has not passed every check");
         return NULL;
     }
-    if (!p->cuda[flavour][dtype])
-        p->cuda[flavour][dtype] = driver_emit_cuda(p, flavour, dtype);
-    return p->cuda[flavour][dtype];
+    if (rank < -1 || rank >= p->ir->nranks) {
+        diag_fatal(&p->diag, "there is no rank %d in %s at %d ranks (ranks are 0 to %d)", rank, p->ir->name,
+                   p->ir->nranks, p->ir->nranks - 1);
+        return NULL;
+    }
+    if (rank < 0) {
+        if (!p->cuda[flavour][dtype])
+            p->cuda[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, -1);
+        return p->cuda[flavour][dtype];
+    }
+    if (!p->cuda_rank[flavour][dtype] || p->cuda_rank_of[flavour][dtype] != rank) {
+        p->cuda_rank[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, rank);
+        p->cuda_rank_of[flavour][dtype] = p->cuda_rank[flavour][dtype] ? rank : -1;
+    }
+    return p->cuda_rank[flavour][dtype];
+}
+
+const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
+{
+    return emit_checked(p, flavour, dtype, -1);
+}
+
+const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
+{
+    if (p && rank < 0) {
+        diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
+        return NULL;
+    }
+    return emit_checked(p, flavour, dtype, rank);
 }
 
 /* ---- Architecture ---------------------------------------------------------------------------- */
@@ -228,8 +256,9 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     return st;
 }
 
-int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
-                        cdsl_artifact what, void **data, size_t *len)
+/* rank -1: every rank's code in one source; else rank's alone. */
+static int compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, const char *arch,
+                          cdsl_artifact what, void **data, size_t *len)
 {
     if (data)
         *data = NULL;
@@ -248,7 +277,7 @@ int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype,
     if (st)
         return st;
     Job j = {.p = p, .flavour = flavour, .dtype = dtype, .what = what};
-    j.src = cdsl_emit_cuda(p, flavour, dtype);
+    j.src = emit_checked(p, flavour, dtype, rank);
     if (!j.src)
         return device ? CDSL_ERR_PROGRAM : CDSL_ERR_USAGE;
     /* PTX comes from the virtual architecture of the same number. */
@@ -256,8 +285,8 @@ int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype,
              what == CDSL_CUBIN ? "sm" : "compute", a.sm, a.suffix);
     j.options[0] = j.arch_opt;
     j.options[1] = "-std=c++17";
-    snprintf(j.name, sizeof j.name, "%s_%s_%s.cu", p->ir->name, cdsl_backend_name(flavour),
-             cdsl_dtype_name(dtype));
+    snprintf(j.name, sizeof j.name, "%s_%s_%s%s.cu", p->ir->name, cdsl_backend_name(flavour),
+             cdsl_dtype_name(dtype), rank >= 0 ? "_rank" : "");
     for (char *c = j.name; *c; c++)   /* a file name for NVRTC's messages: keep it plain */
         if (!isalnum((unsigned char)*c) && *c != '.')
             *c = '_';
@@ -287,4 +316,22 @@ int cdsl_cache_clean(FILE *report, FILE *log)
         fprintf(err, "cdsl: error: the cache folder %s could not be read to the end\n", c.path);
     rt_cache_close(&c);
     return rc ? CDSL_ERR_SYSTEM : CDSL_OK;
+}
+
+int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
+                        cdsl_artifact what, void **data, size_t *len)
+{
+    return compile_device(p, flavour, dtype, -1, arch, what, data, len);
+}
+
+int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, const char *arch,
+                             cdsl_artifact what, void **data, size_t *len)
+{
+    if (p && data && len && rank < 0) {
+        *data = NULL;
+        *len = 0;
+        diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
+        return CDSL_ERR_USAGE;
+    }
+    return compile_device(p, flavour, dtype, rank, arch, what, data, len);
 }

@@ -61,7 +61,7 @@ static int nvls_env_allows(const NvlsEnvVar *e, const char *v)
 }
 
 /* Only getenv: no CUDA call, no dlopen, happens first. */
-static int nvls_refuse_env(FILE *log)
+int rt_nvls_refuse_env(FILE *log)
 {
     int refused = 0;
     for (size_t i = 0; i < sizeof nvls_env_vars / sizeof nvls_env_vars[0]; i++) {
@@ -266,7 +266,7 @@ static void nvls_teardown(GpuComm *g, NvlsGroup *grp)
 
 static int nvls_build(GpuComm *g, NvlsGroup *grp, size_t need)
 {
-    int st = nvls_refuse_env(g->cfg.log);   /* again, right before the multicast calls */
+    int st = rt_nvls_refuse_env(g->cfg.log);   /* again, right before the multicast calls */
     if (!st)
         st = nvls_granularity(g, grp, need);
     if (!st)
@@ -424,7 +424,7 @@ static void nvls_destroy(void *state)
 static int nvls_create(const RtConfig *cfg, void **state)
 {
     *state = NULL;
-    int st = nvls_refuse_env(cfg->log);     /* before any CUDA call, before dlopen */
+    int st = rt_nvls_refuse_env(cfg->log);     /* before any CUDA call, before dlopen */
     if (st)
         return st;
     if (cfg->ranks_per_gpu > 1) {

@@ -52,6 +52,7 @@
 #include "driver.h"
 #include "ir.h"
 #include "mem_limit.h"
+#include "sim.h"
 #include "verify.h"
 
 enum {
@@ -63,15 +64,18 @@ enum {
     SIM_DEFAULT_JITTER_US = 20,
     SIM_STALL_SECONDS = 5,          /* default bound: no progress anywhere for this long */
     SIM_STACK_BYTES = 1 << 20,
+    SIM_WATCH_POLLS = 32,           /* sleeping polls between two looks at the peers' processes */
 };
 
 typedef struct SimRank {
     char *buf[IR_MAX_BUFS];
+    /* The rank's words (SIM_RANK_WORDS(n) of them, in Sim.own_words or, for sim_mp.c, in
+     * memory shared between processes): */
     _Atomic uint64_t *arrivals;     /* [n]: arrivals[p] = signals rank p made for this rank */
-    uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
-    _Atomic uint64_t sw_counter;    /* this rank's copy of the switch counter: every rank's
+    _Atomic uint64_t *sw_counter;   /* this rank's copy of the switch counter: every rank's
                                        arrivals land in it (rounds.c says why that is exact) */
-    _Atomic uint64_t sw_made;       /* arrivals this rank made, for the stuck report only */
+    _Atomic uint64_t *sw_made;      /* arrivals this rank made, for the stuck report only */
+    uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
@@ -95,8 +99,13 @@ typedef struct Sim {
     /* The current run: */
     size_t chunk;
     int iters;
-    atomic_int stop;                /* set when a wait gives up: every rank stops */
-    _Atomic uint64_t progress;      /* operations and blocks completed by any rank */
+    _Atomic uint64_t *stop;         /* set when a wait gives up: every rank stops */
+    _Atomic uint64_t *progress;     /* operations and blocks completed by any rank */
+    _Atomic uint64_t *dead_word;    /* a view: 1 + the first rank found dead, or 0 */
+    _Atomic uint64_t *own_words;    /* every rank's words and the two above; NULL in a view */
+    int (*watch)(void *ctx);        /* a view: a rank whose process has died, or -1 */
+    void *watch_ctx;
+
     pthread_mutex_t gate_mu;        /* the start gate, so that timing starts with all ranks */
     pthread_cond_t gate_cv;
     bool gate_open;
@@ -161,13 +170,13 @@ static void sim_jitter(SimWorker *w, unsigned odds)
 
 static bool sim_stopped(Sim *s)
 {
-    return atomic_load_explicit(&s->stop, memory_order_relaxed) != 0;
+    return atomic_load_explicit(s->stop, memory_order_relaxed) != 0;
 }
 
 /* One block or operation done: progress for the wait bound, a chance of jitter. */
 static void sim_advance(SimWorker *w, unsigned odds)
 {
-    atomic_fetch_add_explicit(&w->s->progress, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(w->s->progress, 1, memory_order_relaxed);
     sim_jitter(w, odds);
 }
 
@@ -300,13 +309,26 @@ static bool sim_bound_reached(const Sim *s, unsigned long long idle, double sinc
     return sim_now_us() - since_us >= SIM_STALL_SECONDS * 1e6;
 }
 
+/* A view: a peer's process has died. The first rank found dead is kept in the shared control
+ * words, so that every rank names that one, not a rank that left after reporting it. */
+static bool sim_peer_died(Sim *s)
+{
+    int q = s->watch(s->watch_ctx);
+    if (q < 0)
+        return false;
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(s->dead_word, &none, (uint64_t)q + 1);
+    atomic_store_explicit(s->stop, 1, memory_order_relaxed);
+    return true;
+}
+
 /* Wait until *ctr >= want. False when the run stopped, or when this wait reached the bound
  * (then it stops the run). Progress by any rank restarts the bound, so a slow rank in a long
  * reduction never makes its peers give up. */
 static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
 {
     Sim *s = w->s;
-    uint64_t seen = atomic_load_explicit(&s->progress, memory_order_relaxed);
+    uint64_t seen = atomic_load_explicit(s->progress, memory_order_relaxed);
     unsigned long long idle = 0;
     double since = 0;
     for (unsigned long long polls = 0;; polls++) {
@@ -315,7 +337,9 @@ static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
         if (sim_stopped(s))
             return false;
         sim_backoff(polls);
-        uint64_t now = atomic_load_explicit(&s->progress, memory_order_relaxed);
+        if (s->watch && polls >= SIM_YIELD_POLLS && polls % SIM_WATCH_POLLS == 0 && sim_peer_died(s))
+            return false;
+        uint64_t now = atomic_load_explicit(s->progress, memory_order_relaxed);
         if (now != seen) {
             seen = now;
             idle = 0;
@@ -324,7 +348,7 @@ static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
         if (idle++ == 0 && !s->cfg.spin_limit)
             since = sim_now_us();
         if (sim_bound_reached(s, idle, since)) {
-            atomic_store_explicit(&s->stop, 1, memory_order_relaxed);
+            atomic_store_explicit(s->stop, 1, memory_order_relaxed);
             return false;
         }
     }
@@ -338,16 +362,16 @@ static bool sim_switch_wait(SimWorker *w)
     Sim *s = w->s;
     SimRank *self = &s->ranks[w->rank];
     w->want = ++self->sw_waited * (uint64_t)s->n;
-    return sim_wait(w, &self->sw_counter, w->want);
+    return sim_wait(w, self->sw_counter, w->want);
 }
 
 /* One arrival: one increment on every rank's copy of the counter, as the multimem.red does. */
 static void sim_switch_signal(SimWorker *w)
 {
     Sim *s = w->s;
-    atomic_fetch_add_explicit(&s->ranks[w->rank].sw_made, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(s->ranks[w->rank].sw_made, 1, memory_order_relaxed);
     for (int q = 0; q < s->n; q++)
-        atomic_fetch_add_explicit(&s->ranks[q].sw_counter, 1, memory_order_release);
+        atomic_fetch_add_explicit(s->ranks[q].sw_counter, 1, memory_order_release);
 }
 
 /* ---- one operation ------------------------------------------------------------------------ */
@@ -460,7 +484,7 @@ static void *sim_rank_main(void *arg)
                 }
                 return NULL;
             }
-            atomic_fetch_add_explicit(&s->progress, 1, memory_order_relaxed);
+            atomic_fetch_add_explicit(s->progress, 1, memory_order_relaxed);
         }
     }
     if (self->final_out) {
@@ -500,13 +524,13 @@ static bool sim_report_rank(const Sim *s, int r)
                  r, where, op->peer, op->peer, have, want);
         return true;
     }
-    unsigned long long have = atomic_load(&rk->sw_counter);
+    unsigned long long have = atomic_load(rk->sw_counter);
     if (have >= want)
         return false;
     /* The counter does not say whose arrival is missing; the ranks' own counts do. */
     unsigned long long round = want / (unsigned long long)s->n;
     for (int q = 0; q < s->n; q++) {
-        unsigned long long made = atomic_load(&s->ranks[q].sw_made);
+        unsigned long long made = atomic_load(s->ranks[q].sw_made);
         if (made < round) {
             rt_error(s->cfg.log,
                      "rank %d gave up waiting at %s for rank %d's switch arrival (counter switch: %llu of %llu arrivals)",
@@ -544,8 +568,8 @@ static void sim_reset_counters(Sim *s)
             atomic_store(&rk->arrivals[p], 0);
             rk->consumed[p] = 0;
         }
-        atomic_store(&rk->sw_counter, 0);
-        atomic_store(&rk->sw_made, 0);
+        atomic_store(rk->sw_counter, 0);
+        atomic_store(rk->sw_made, 0);
         rk->sw_waited = 0;
     }
 }
@@ -576,20 +600,36 @@ static void sim_destroy(void *state)
         return;
     if (s->ranks) {
         sim_free_bufs(s);
-        for (int r = 0; r < s->n; r++) {
-            free(s->ranks[r].arrivals);
+        for (int r = 0; r < s->n; r++)
             free(s->ranks[r].consumed);
-        }
     }
+    free(s->own_words);
     free(s->ranks);
     pthread_cond_destroy(&s->gate_cv);
     pthread_mutex_destroy(&s->gate_mu);
     free(s);
 }
 
-static int sim_create(const RtConfig *cfg, void **state)
+void sim_view_words(Sim *s, int rank, _Atomic uint64_t *words)
 {
-    *state = NULL;
+    SimRank *rk = &s->ranks[rank];
+    rk->arrivals = words;
+    rk->sw_counter = words + s->n;
+    rk->sw_made = words + s->n + 1;
+}
+
+void sim_view_control(Sim *s, _Atomic uint64_t *control)
+{
+    s->stop = control;
+    s->progress = control + 1;
+    s->dead_word = control + 2;
+}
+
+/* A sim of cfg->nranks ranks with private counters, and with words of its own (the threaded
+ * sim) or without (a view: sim_mp.c points them at shared memory). */
+static int sim_new(const RtConfig *cfg, bool own_words, Sim **out)
+{
+    *out = NULL;
     if (cfg->nranks < 1 || cfg->nranks > IR_MAX_RANKS) {
         rt_error(cfg->log, "the sim runs 1 to %d ranks, not %d", IR_MAX_RANKS, cfg->nranks);
         return CDSL_ERR_USAGE;
@@ -604,24 +644,35 @@ static int sim_create(const RtConfig *cfg, void **state)
     s->n = cfg->nranks;
     s->jitter_us = cfg->seed ? (cfg->jitter_us > 0 ? cfg->jitter_us : SIM_DEFAULT_JITTER_US) : 0;
     s->ranks = calloc((size_t)s->n, sizeof *s->ranks);
-    bool ok = s->ranks != NULL;
+    size_t per = SIM_RANK_WORDS(s->n), nwords = per * (size_t)s->n + SIM_CONTROL_WORDS;
+    /* calloc'd zeros are valid _Atomic uint64_t zeros on every platform we build for */
+    if (own_words)
+        s->own_words = calloc(nwords, sizeof *s->own_words);
+    bool ok = s->ranks != NULL && (!own_words || s->own_words);
     for (int r = 0; ok && r < s->n; r++) {
         SimRank *rk = &s->ranks[r];
-        rk->arrivals = malloc((size_t)s->n * sizeof *rk->arrivals);
         rk->consumed = calloc((size_t)s->n, sizeof *rk->consumed);
-        ok = rk->arrivals && rk->consumed;
-        for (int p = 0; ok && p < s->n; p++)
-            atomic_init(&rk->arrivals[p], 0);
-        atomic_init(&rk->sw_counter, 0);
-        atomic_init(&rk->sw_made, 0);
+        ok = rk->consumed != NULL;
+        if (ok && own_words)
+            sim_view_words(s, r, s->own_words + per * (size_t)r);
     }
     if (!ok) {
         sim_destroy(s);
         rt_error(cfg->log, "out of memory setting up the sim for %d ranks", cfg->nranks);
         return CDSL_ERR_SYSTEM;
     }
-    *state = s;
+    if (own_words)
+        sim_view_control(s, s->own_words + per * (size_t)s->n);
+    *out = s;
     return CDSL_OK;
+}
+
+static int sim_create(const RtConfig *cfg, void **state)
+{
+    Sim *s;
+    int rc = sim_new(cfg, true, &s);
+    *state = s;
+    return rc;
 }
 
 /* What the sim may take for buffers: three quarters of what this process may still take
@@ -825,32 +876,39 @@ static bool sim_layout_fits(const Sim *s, size_t chunk)
     return true;
 }
 
+static void sim_worker_free(SimWorker *w)
+{
+    free(w->acc);
+    free(w->out);
+    free(w->srcs);
+    free(w->dsts);
+}
+
 static void sim_workers_free(SimWorker *ws, int n)
 {
-    for (int r = 0; ws && r < n; r++) {
-        free(ws[r].acc);
-        free(ws[r].out);
-        free(ws[r].srcs);
-        free(ws[r].dsts);
-    }
+    for (int r = 0; ws && r < n; r++)
+        sim_worker_free(&ws[r]);
     free(ws);
+}
+
+static bool sim_worker_init(Sim *s, SimWorker *w, int r)
+{
+    w->s = s;
+    w->rank = r;
+    w->rng = s->cfg.seed * 0x100000001B3ull + (uint64_t)r * 0x9E3779B97F4A7C15ull;
+    w->acc = malloc(SIM_BLOCK_ELEMS * 4);
+    w->out = malloc(SIM_BLOCK_ELEMS * 4);
+    w->srcs = malloc((size_t)s->n * sizeof *w->srcs);
+    w->dsts = malloc((size_t)s->n * sizeof *w->dsts);
+    return w->acc && w->out && w->srcs && w->dsts;
 }
 
 static SimWorker *sim_workers_new(Sim *s)
 {
     SimWorker *ws = calloc((size_t)s->n, sizeof *ws);
     bool ok = ws != NULL;
-    for (int r = 0; ok && r < s->n; r++) {
-        SimWorker *w = &ws[r];
-        w->s = s;
-        w->rank = r;
-        w->rng = s->cfg.seed * 0x100000001B3ull + (uint64_t)r * 0x9E3779B97F4A7C15ull;
-        w->acc = malloc(SIM_BLOCK_ELEMS * 4);
-        w->out = malloc(SIM_BLOCK_ELEMS * 4);
-        w->srcs = malloc((size_t)s->n * sizeof *w->srcs);
-        w->dsts = malloc((size_t)s->n * sizeof *w->dsts);
-        ok = w->acc && w->out && w->srcs && w->dsts;
-    }
+    for (int r = 0; ok && r < s->n; r++)
+        ok = sim_worker_init(s, &ws[r], r);
     if (!ok) {
         sim_workers_free(ws, ws ? s->n : 0);
         return NULL;
@@ -863,8 +921,8 @@ static void sim_run_reset(Sim *s, size_t chunk, int iters)
     s->chunk = chunk;
     s->iters = iters;
     s->gate_open = false;
-    atomic_store(&s->stop, 0);
-    atomic_store(&s->progress, 0);
+    atomic_store(s->stop, 0);
+    atomic_store(s->progress, 0);
     for (int r = 0; r < s->n; r++) {
         s->ranks[r].stuck_op = -1;
         s->ranks[r].final_valid = false;
@@ -883,7 +941,7 @@ static int sim_run_threads(Sim *s, SimWorker *ws, int *err, double *elapsed_us)
         started++;
     pthread_attr_destroy(&attr);
     if (*err)
-        atomic_store(&s->stop, 1); /* the started ones leave at their first operation */
+        atomic_store(s->stop, 1); /* the started ones leave at their first operation */
     sim_gate_open(s);
     double t0 = sim_now_us();
     for (int r = 0; r < started; r++)
@@ -892,13 +950,20 @@ static int sim_run_threads(Sim *s, SimWorker *ws, int *err, double *elapsed_us)
     return started;
 }
 
+static bool sim_run_ready(Sim *s, size_t chunk_bytes, int iters)
+{
+    if (!s->ir || iters < 1 || chunk_bytes % 4 || !sim_layout_fits(s, chunk_bytes)) {
+        rt_error(s->cfg.log, "internal error: sim run without a loaded program that fits the buffers");
+        return false;
+    }
+    return true;
+}
+
 static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
 {
     Sim *s = state;
-    if (!s->ir || iters < 1 || chunk_bytes % 4 || !sim_layout_fits(s, chunk_bytes)) {
-        rt_error(s->cfg.log, "internal error: sim run without a loaded program that fits the buffers");
+    if (!sim_run_ready(s, chunk_bytes, iters))
         return CDSL_ERR_USAGE;
-    }
     SimWorker *ws = sim_workers_new(s);
     if (!ws) {
         rt_error(s->cfg.log, "out of memory starting the sim's %d ranks", s->n);
@@ -914,7 +979,7 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
         sim_reset_counters(s);
         return CDSL_ERR_SYSTEM;
     }
-    if (atomic_load(&s->stop)) {
+    if (atomic_load(s->stop)) {
         sim_report_stuck(s);
         sim_reset_counters(s);
         return CDSL_ERR_RUNTIME;
@@ -960,3 +1025,74 @@ const RtBackendOps rt_backend_sim = {
     .launch = sim_launch,
     .status = sim_status,
 };
+
+/* ---- a view: one rank of a sim whose memory other processes share (sim_mp.c) --------------- */
+
+int sim_view_create(const RtConfig *cfg, Sim **out)
+{
+    return sim_new(cfg, false, out);
+}
+
+void sim_view_watch(Sim *s, int (*watch)(void *ctx), void *ctx)
+{
+    s->watch = watch;
+    s->watch_ctx = ctx;
+}
+
+void sim_view_buffers(Sim *s, int rank, char *const *bufs, const size_t *bytes, int nbufs)
+{
+    SimRank *rk = &s->ranks[rank];
+    for (int b = 0; b < IR_MAX_BUFS; b++)
+        rk->buf[b] = b < nbufs ? bufs[b] : NULL;
+    s->registered = true;   /* the caller's memory: never freed here */
+    s->nbufs = nbufs;
+    memcpy(s->bytes, bytes, (size_t)nbufs * sizeof *bytes);
+}
+
+/* Why this rank stopped, when its own wait is not what ran out. */
+static void sim_report_view(const Sim *s, int rank)
+{
+    const SimRank *rk = &s->ranks[rank];
+    char where[512] = "";
+    int dead = (int)atomic_load(s->dead_word) - 1;
+    if (rk->stuck_op >= 0) {
+        sim_where(s, &s->ir->ranks[rank].ops[rk->stuck_op], rk->stuck_iter, where, sizeof where);
+        if (dead >= 0) {
+            rt_error(s->cfg.log, "rank %d stopped waiting at %s: rank %d's process has exited", rank, where, dead);
+            return;
+        }
+        if (sim_report_rank(s, rank))
+            return;
+    }
+    if (dead >= 0)
+        rt_error(s->cfg.log, "rank %d stopped: rank %d's process has exited", rank, dead);
+    else
+        rt_error(s->cfg.log, "rank %d stopped%s%s: another rank gave up waiting (its message says where)", rank,
+                 where[0] ? " at " : "", where);
+}
+
+int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
+{
+    if (!sim_run_ready(s, chunk_bytes, 1) || rank < 0 || rank >= s->n)
+        return CDSL_ERR_USAGE;
+    SimWorker w = {0};
+    if (!sim_worker_init(s, &w, rank)) {
+        sim_worker_free(&w);
+        rt_error(s->cfg.log, "out of memory starting the sim's rank %d", rank);
+        return CDSL_ERR_SYSTEM;
+    }
+    s->chunk = chunk_bytes;
+    s->iters = 1;
+    s->gate_open = true;
+    s->ranks[rank].stuck_op = -1;
+    s->ranks[rank].final_valid = false;
+    double t0 = sim_now_us();
+    sim_rank_main(&w);
+    if (us)
+        *us = sim_now_us() - t0;
+    sim_worker_free(&w);
+    if (!sim_stopped(s))
+        return CDSL_OK;
+    sim_report_view(s, rank);
+    return CDSL_ERR_RUNTIME;
+}

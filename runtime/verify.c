@@ -379,7 +379,7 @@ static void vf_check_rank(VfCheck *k, int r, const char *host, size_t elems)
     k->ranks_wrong += k->wrong > before;
 }
 
-static void vf_report(cdsl_comm *c, const VfCheck *k, size_t out_elems)
+static void vf_report(FILE *log, const VfCheck *k, size_t out_elems, int ranks_checked)
 {
     const IrProgram *ir = k->ir;
     size_t ce = k->chunk_elems, chunk = k->first_elem / ce, elem = k->first_elem % ce;
@@ -395,11 +395,11 @@ static void vf_report(cdsl_comm *c, const VfCheck *k, size_t out_elems)
     else
         snprintf(from, sizeof from, "the sum over ranks of input chunk %zu", chunk);
     bool poison = k->first_got == vf_poison(k->t);
-    rt_error(rt_comm_log(c), "wrong result on rank %d: output chunk %zu, element %zu is %s%s, expected %s (from %s)",
+    rt_error(log, "wrong result on rank %d: output chunk %zu, element %zu is %s%s, expected %s (from %s)",
              k->first_rank, chunk, elem, got, poison ? " (never written)" : "", want, from);
-    FILE *log = rt_comm_log(c) ? rt_comm_log(c) : stderr;
+    log = log ? log : stderr;
     fprintf(log, "cdsl: note: %llu of %llu output elements wrong, on %d of %d ranks\n", k->wrong,
-            (unsigned long long)out_elems * (unsigned long long)ir->nranks, k->ranks_wrong, ir->nranks);
+            (unsigned long long)out_elems * (unsigned long long)ranks_checked, k->ranks_wrong, ranks_checked);
     fflush(log);
 }
 
@@ -441,6 +441,72 @@ int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long 
         *wrong = k.wrong;
     if (!k.wrong)
         return CDSL_OK;
-    vf_report(c, &k, elems);
+    vf_report(rt_comm_log(c), &k, elems, ir->nranks);
+    return CDSL_ERR_VERIFY;
+}
+
+/* ---- one rank's part, for the per-rank API (rank_comm.c) ------------------------------------ */
+
+static const IrProgram *vf_rank_args(const cdsl_program *p, cdsl_dtype t, int rank, size_t chunk, int buf,
+                                     size_t bytes, FILE *log, size_t *elems)
+{
+    const IrProgram *ir = p ? p->ir : NULL;
+    if (!ir || rank < 0 || rank >= ir->nranks || (unsigned)t > CDSL_S32 || chunk == 0 || chunk % 4) {
+        rt_error(log, "the pattern needs an evaluated program, a rank of it, a known type and chunks of a "
+                 "positive multiple of 4 bytes");
+        return NULL;
+    }
+    size_t need = buf < ir->nbufs ? (size_t)ir->bufs[buf].nchunks * chunk : 0;
+    if (bytes < need) {
+        rt_error(log, "rank %d's %s for the pattern holds %zu bytes; %s needs %zu", rank,
+                 buf == IR_INPUT ? "input" : "output", bytes, ir->name, need);
+        return NULL;
+    }
+    *elems = need / cdsl_dtype_size(t);
+    return ir;
+}
+
+int cdsl_pattern_fill(const cdsl_program *p, cdsl_dtype t, int rank, size_t chunk_bytes, void *input, size_t bytes)
+{
+    size_t elems;
+    const IrProgram *ir = vf_rank_args(p, t, rank, chunk_bytes, IR_INPUT, bytes, NULL, &elems);
+    if (!ir || (elems && !input))
+        return CDSL_ERR_USAGE;
+    uint32_t v[VF_BLOCK];
+    for (size_t e = 0; e < elems; e += VF_BLOCK) {
+        size_t n = elems - e < VF_BLOCK ? elems - e : VF_BLOCK;
+        vf_values(t, vf_mode(ir->coll), ir->nranks, rank, e, n, v);
+        vf_store_block(t, (char *)input + e * cdsl_dtype_size(t), v, n);
+    }
+    return CDSL_OK;
+}
+
+int cdsl_pattern_check(const cdsl_program *p, cdsl_dtype t, int rank, size_t chunk_bytes, const void *output,
+                       size_t bytes, unsigned long long *wrong, FILE *log)
+{
+    size_t elems;
+    if (wrong)
+        *wrong = 0;
+    const IrProgram *ir = vf_rank_args(p, t, rank, chunk_bytes, IR_OUTPUT, bytes, log, &elems);
+    if (!ir || (elems && !output))
+        return CDSL_ERR_USAGE;
+    if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)
+        return CDSL_OK;
+    VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
+    k.chunk_elems = chunk_bytes / cdsl_dtype_size(t);
+    if (ir->coll == COLL_ALLREDUCE) {
+        if (!(k.sums = malloc(elems ? elems * sizeof *k.sums : 1))) {
+            rt_error(log, "out of memory checking rank %d's output", rank);
+            return CDSL_ERR_SYSTEM;
+        }
+        vf_sums(t, ir->nranks, 0, elems, k.sums);
+    }
+    vf_check_rank(&k, rank, output, elems);
+    free(k.sums);
+    if (wrong)
+        *wrong = k.wrong;
+    if (!k.wrong)
+        return CDSL_OK;
+    vf_report(log, &k, elems, 1);
     return CDSL_ERR_VERIFY;
 }

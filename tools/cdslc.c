@@ -35,6 +35,8 @@ typedef struct Args {
     const char *arch;
     bool have_n;
     const char *n_text;   /* -n as written, for messages */
+    int rank;             /* --rank R: emit rank R's code only; -1: every rank's */
+    const char *rank_text;
 } Args;
 
 static const char usage_text[] =
@@ -57,6 +59,8 @@ static const char usage_text[] =
     "  --backend p2p|nvls   which device code to emit (default p2p)\n"
     "  --dtype T            element type for reductions: f32 f16 bf16 u32 s32 (default f32)\n"
     "  --arch sm_XX         NVRTC target architecture (default sm_90)\n"
+    "  --rank R             with --emit-cuda/--emit-ptx/--emit-cubin: rank R's code only, what\n"
+    "                       one process per GPU loads (every rank is still checked)\n"
     "  -o FILE              write the output to FILE instead of standard output\n"
     "  --color=WHEN         colour diagnostics: auto (default), always, never\n"
     "  --help, --version\n"
@@ -127,6 +131,10 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
             return usage("--dtype is f32, f16, bf16, u32 or s32, not '%s'", v);
     } else if ((v = cli_option_value(argc, argv, i, "--arch"))) {
         a->arch = v;
+    } else if ((v = cli_option_value(argc, argv, i, "--rank"))) {
+        if (*v && !parse_ranks(v, &a->rank))
+            return usage("--rank expects a rank number, not '%s'", v);
+        a->rank_text = v;
     } else if ((v = cli_option_value(argc, argv, i, "--color"))) {
         if (strcmp(v, "auto") && strcmp(v, "always") && strcmp(v, "never"))
             return usage("--color is auto, always or never, not '%s'", v);
@@ -146,6 +154,7 @@ static int parse_args(Args *a, int argc, char **argv)
     a->backend = CDSL_BACKEND_P2P;
     a->dtype = CDSL_F32;
     a->arch = "sm_90";
+    a->rank = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage_text, stdout);
@@ -174,6 +183,14 @@ static int parse_args(Args *a, int argc, char **argv)
     const char *n_text = a->n_text;
     if (a->opts.nranks < 1 || a->opts.nranks > 4096)
         return usage("-n %s: the number of ranks must be between 1 and 4096", n_text);
+    if (a->rank_text && a->emit < EMIT_CUDA)
+        return usage("--rank %s selects one rank's device code: it needs --emit-cuda, --emit-ptx or --emit-cubin",
+                     a->rank_text);
+    if (a->rank_text && (a->rank < 0 || a->rank >= a->opts.nranks)) {
+        fprintf(stderr, "cdslc: error: --rank %s: there is no such rank at -n %s (ranks are 0 to %d)\n"
+                "(see cdslc --help)\n", a->rank_text, n_text, a->opts.nranks - 1);
+        return 2;
+    }
     a->opts.defines = a->defines;
     a->opts.include_dirs = a->includes;
     if (a->emit == EMIT_AST)
@@ -303,15 +320,17 @@ static int emit_device(cdsl_program *p, const Args *a)
 {
     if (a->emit == EMIT_CUDA) {
         errno = 0;
-        const char *src = cdsl_emit_cuda(p, a->backend, a->dtype);
+        const char *src = a->rank >= 0 ? cdsl_emit_cuda_rank(p, a->backend, a->dtype, a->rank)
+                                       : cdsl_emit_cuda(p, a->backend, a->dtype);
         if (!src)
             return errno == ENOMEM ? EXIT_SYSTEM : EXIT_PROGRAM;
         return write_output(a->output, src, strlen(src), false);
     }
     void *data = NULL;
     size_t len = 0;
-    int rc = cdsl_compile_device(p, a->backend, a->dtype, a->arch, a->emit == EMIT_PTX ? CDSL_PTX : CDSL_CUBIN,
-                                 &data, &len);
+    cdsl_artifact what = a->emit == EMIT_PTX ? CDSL_PTX : CDSL_CUBIN;
+    int rc = a->rank >= 0 ? cdsl_compile_device_rank(p, a->backend, a->dtype, a->rank, a->arch, what, &data, &len)
+                          : cdsl_compile_device(p, a->backend, a->dtype, a->arch, what, &data, &len);
     if (rc) {
         free(data);
         return status_of(rc);

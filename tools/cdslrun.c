@@ -105,7 +105,10 @@ static const char usage_text[] =
     "memory, a failed write), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
     "environment: CDSL_PATH (import folders); the GPU backends' JIT cache: CDSL_CACHE_DIR,\n"
     "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (else CUDA_CACHE_MAXSIZE), CDSL_CACHE_VERBOSE=1,\n"
-    "  as in cdslc --help\n";
+    "  as in cdslc --help\n"
+    "\n"
+    "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun;\n"
+    "its environment: CDSL_ENGINE, CDSL_TIMEOUT, CDSL_NCCL_LIB (docs/multiprocess.md)\n";
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 

@@ -1,0 +1,260 @@
+"""cdsl without torch: checked programs, per-rank communicators, runs on raw pointers.
+
+    uid = cdsl.get_unique_id()                  # one process; pass the bytes to every rank
+    comm = cdsl.RankComm(nranks, uid, rank)     # every process
+    prog = cdsl.Program("stdlib/allgather_mesh.cdsl", nranks)
+    chunk = prog.chunk_bytes(size)
+    comm.run(prog, "f32", chunk, input_ptr, input_bytes, output_ptr, output_bytes, stream)
+    comm.status()                               # after synchronising the stream
+
+Pointers are device addresses of this rank's GPU (host addresses on the sim engine), as ints.
+Every failure raises cdsl.Error with the library's own message.
+"""
+import ctypes
+import os
+
+from . import _lib
+
+
+class Error(RuntimeError):
+    """A libcdsl call failed: .status is "usage", "runtime", ...; str() is the library's message."""
+
+    def __init__(self, status, message):
+        self.status = _lib.STATUS.get(status, str(status))
+        self.code = status
+        super().__init__(message.strip() or "cdsl: %s error" % self.status)
+
+
+def _check(rc, log):
+    if rc != 0:
+        raise Error(rc, log.take())
+
+
+def _dtype(dtype):
+    if dtype not in _lib.DTYPES:
+        raise ValueError("cdsl: element type %r: one of %s" % (dtype, ", ".join(_lib.DTYPES)))
+    return _lib.DTYPES[dtype]
+
+
+def version():
+    return _lib.version().decode()
+
+
+def library_path():
+    return _lib.path
+
+
+def stdlib_dir():
+    """The folder of the stdlib programs: CDSL_STDLIB, the source checkout, or an installed tree."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    cands = [os.environ.get("CDSL_STDLIB", ""), os.path.join(here, "..", "..", "stdlib"),
+             os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(_lib.path))), "share", "cdsl", "stdlib")]
+    for d in cands:
+        if d and os.path.isfile(os.path.join(d, "allgather_mesh.cdsl")):
+            return os.path.normpath(d)
+    raise FileNotFoundError("cdsl: no stdlib folder found (set CDSL_STDLIB); looked in " + ", ".join(c for c in cands if c))
+
+
+def stdlib_program(name):
+    """The path of stdlib/<name>.cdsl."""
+    path = os.path.join(stdlib_dir(), name if name.endswith(".cdsl") else name + ".cdsl")
+    if not os.path.isfile(path):
+        raise FileNotFoundError("cdsl: no stdlib program %s" % path)
+    return path
+
+
+class Program:
+    """A .cdsl program compiled for nranks and checked for every rank (cdsl_compile)."""
+
+    def __init__(self, path, nranks, program=None, defines=None, include_dirs=None):
+        self._log = _lib.Log()
+        self._keep = []
+        defs = [("%s=%s" % kv).encode() for kv in (defines or {}).items()]
+        incs = [os.fsencode(d) for d in (include_dirs or [])]
+        o = _lib.CompileOpts()
+        o.path = os.fsencode(path)
+        o.nranks = nranks
+        o.program = program.encode() if program else None
+        o.defines = (ctypes.c_char_p * max(1, len(defs)))(*defs)
+        o.ndefines = len(defs)
+        o.include_dirs = (ctypes.c_char_p * max(1, len(incs)))(*incs)
+        o.ninclude_dirs = len(incs)
+        o.stop_after = _lib.STAGE_CHECK
+        o.diag = self._log.file
+        o.color = 0
+        self._p = ctypes.c_void_p()
+        rc = _lib.compile_(ctypes.byref(o), ctypes.byref(self._p))
+        if rc != 0:
+            msg = self._log.take()
+            self.close()
+            raise Error(rc, msg)
+        self.path = path
+
+    @property
+    def handle(self):
+        return self._p
+
+    @property
+    def name(self):
+        return _lib.program_name(self._p).decode()
+
+    @property
+    def collective(self):
+        return _lib.program_collective(self._p).decode()
+
+    @property
+    def nranks(self):
+        return _lib.program_nranks(self._p)
+
+    def buf_chunks(self, buf):
+        return _lib.program_buf_chunks(self._p, buf)
+
+    def chunk_bytes(self, size):
+        """The chunk size for a collective of `size` bytes (nccl-tests' convention: the larger
+        of one rank's input and output)."""
+        chunk, granule = ctypes.c_size_t(), ctypes.c_size_t()
+        if _lib.chunk_bytes(self._p, size, ctypes.byref(chunk), ctypes.byref(granule)) != 0:
+            raise ValueError("cdsl: %s: a size of %d bytes is not a positive multiple of %d" %
+                             (self.name, size, granule.value))
+        return chunk.value
+
+    def bytes(self, buf, chunk):
+        """Bytes of buffer `buf` at chunk bytes per chunk."""
+        n = self.buf_chunks(buf)
+        return max(n, 0) * chunk
+
+    def close(self):
+        if getattr(self, "_p", None):
+            _lib.program_destroy(self._p)
+            self._p = None
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def get_unique_id(engine="auto"):
+    """A new unique id (bytes) for one communicator: make it in one process, pass it to all."""
+    if engine not in _lib.ENGINES:
+        raise ValueError("cdsl: engine %r: one of %s" % (engine, ", ".join(_lib.ENGINES)))
+    uid = _lib.UniqueId()
+    rc = _lib.get_unique_id_engine(_lib.ENGINES[engine], ctypes.byref(uid))
+    if rc != 0:
+        raise Error(rc, "cdsl: cannot make a unique id (the message above says why)")
+    return ctypes.string_at(ctypes.addressof(uid), _lib.UNIQUE_ID_BYTES)
+
+
+def unique_id_engine(uid):
+    u = _lib.UniqueId.from_buffer_copy(uid)
+    e = _lib.unique_id_engine(ctypes.byref(u))
+    return {v: k for k, v in _lib.ENGINES.items()}.get(e, "invalid")
+
+
+class RankComm:
+    """This process's rank of a per-rank communicator (cdsl_comm_init_rank)."""
+
+    def __init__(self, nranks, uid, rank, flavour="p2p", device=-1, timeout=None, spin_limit=0, seed=0):
+        if not isinstance(uid, (bytes, bytearray)) or len(uid) != _lib.UNIQUE_ID_BYTES:
+            raise ValueError("cdsl: the unique id is %d bytes from cdsl.get_unique_id()" % _lib.UNIQUE_ID_BYTES)
+        if flavour not in ("p2p", "nvls"):
+            raise ValueError("cdsl: flavour is p2p or nvls, not %r" % flavour)
+        self._log = _lib.Log()
+        cfg = _lib.RankConfig()
+        _lib.rank_config_init(ctypes.byref(cfg))
+        cfg.flavour = _lib.BACKENDS[flavour]
+        cfg.device = -1 if device is None else device
+        cfg.timeout_s = float(timeout or 0)
+        cfg.spin_limit = spin_limit
+        cfg.seed = seed
+        cfg.log = self._log.file
+        self._uid = _lib.UniqueId.from_buffer_copy(bytes(uid))
+        self._c = ctypes.c_void_p()
+        rc = _lib.comm_init_rank(ctypes.byref(self._c), nranks, ctypes.byref(self._uid), rank, ctypes.byref(cfg))
+        if rc != 0:
+            msg = self._log.take()
+            self._log.close()
+            raise Error(rc, msg)
+        self.rank, self.nranks = rank, nranks
+
+    @property
+    def engine(self):
+        return {v: k for k, v in _lib.ENGINES.items()}[_lib.rank_comm_engine(self._c)]
+
+    @property
+    def device(self):
+        return _lib.rank_comm_device(self._c)
+
+    def alloc(self, program, chunk):
+        _check(_lib.rank_alloc(self._c, program.handle, chunk), self._log)
+
+    def buffer(self, buf):
+        """This rank's symmetric buffer `buf` (0 input, 1 output, 2.. scratch) as an address."""
+        p = ctypes.c_void_p()
+        _check(_lib.rank_buffer(self._c, buf, ctypes.byref(p)), self._log)
+        return p.value or 0
+
+    def buffer_bytes(self, buf):
+        return _lib.rank_buffer_bytes(self._c, buf)
+
+    def run(self, program, dtype, chunk, input=None, input_bytes=0, output=None, output_bytes=0, stream=None):
+        """Enqueue one run of this rank's part on `stream` (an int CUstream; None: the
+        communicator's own). input/output None: the symmetric buffers, in place."""
+        io = _lib.RankIo(input or None, input_bytes, output or None, output_bytes)
+        _check(_lib.rank_run(self._c, program.handle, _dtype(dtype), chunk, ctypes.byref(io), stream or None),
+               self._log)
+
+    def status(self):
+        """After the stream was synchronised: raises cdsl.Error when this rank's run failed."""
+        _check(_lib.rank_status(self._c), self._log)
+
+    def close(self):
+        if getattr(self, "_c", None):
+            _lib.rank_comm_destroy(self._c)
+            self._c = None
+        if getattr(self, "_log", None):
+            self._log.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def pattern_fill(program, dtype, rank, chunk, address, nbytes):
+    """Write rank's verification input for program at chunk bytes into host memory."""
+    log = _lib.Log()
+    try:
+        _check(_lib.pattern_fill(program.handle, _dtype(dtype), rank, chunk, address, nbytes), log)
+    finally:
+        log.close()
+
+
+def pattern_check(program, dtype, rank, chunk, address, nbytes):
+    """Compare rank's output (host memory) with the collective's postcondition; returns the
+    number of wrong elements (0: verified); the first wrong one is in cdsl.last_check_message."""
+    global last_check_message
+    log = _lib.Log()
+    wrong = ctypes.c_ulonglong()
+    try:
+        rc = _lib.pattern_check(program.handle, _dtype(dtype), rank, chunk, address, nbytes, ctypes.byref(wrong),
+                                log.file)
+        last_check_message = log.take()
+        if rc not in (0, 5):
+            raise Error(rc, last_check_message)
+        return wrong.value
+    finally:
+        log.close()
+
+
+last_check_message = ""

@@ -1,0 +1,404 @@
+/*
+ * gpu_rank.c - one rank's GPU for the ipc and nccl engines (see gpu_rank.h).
+ *
+ * A run is three things on the caller's stream, in its order: the caller's input copied into
+ * this rank's symmetric input (when it is other memory), the kernel with this rank's argument
+ * block (abi.h), and the symmetric output copied into the caller's output. The copies are
+ * cuMemcpyDtoDAsync within one device, so they cost what a copy of that size costs (about
+ * the device's memory bandwidth); a caller who runs on the symmetric buffers themselves
+ * (cdsl_rank_buffer, or cdsl.distributed's symmetric tensors) pays neither. The peers'
+ * kernels reach our symmetric buffers only after our kernel has started (the program's
+ * synchronisation, proved by the checker), and our kernel starts after the copy-in, so the
+ * staging adds no race; the copy-out comes after our kernel ends, which is the rank's end.
+ *
+ * The grid: at most GPU_MAX_BLOCKS blocks (CDSL_GPU_BLOCKS overrides it), fewer for small
+ * chunks, and never more than this rank's share of the device when several ranks share it
+ * (two processes on one GPU): the ranks spin on each other, and a rank's blocks must not
+ * take the SMs its peers need. Processes on one GPU without MPS time-slice, so their
+ * kernels take turns rather than run together: correct, but slow, and only for testing.
+ */
+#include "gpu_rank.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "gpu_common.h"
+
+int gpu_rank_fail(RankGpu *g, CUresult r, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    rt_error(g->log, "rank %d (GPU %d): %s failed: %s", g->rank, g->ordinal, what, cu_error_string(g->cu, r));
+    return CDSL_ERR_SYSTEM;
+}
+
+int gpu_rank_enter(RankGpu *g)
+{
+    if (g->entered++)
+        return CDSL_OK;
+    g->saved = NULL;
+    g->cu->CtxGetCurrent(&g->saved);
+    GPU_RANK_TRY(g, g->cu->CtxSetCurrent(g->ctx), "making its context current");
+    return CDSL_OK;
+}
+
+void gpu_rank_leave(RankGpu *g)
+{
+    if (g->entered && --g->entered == 0 && g->saved != g->ctx)
+        g->cu->CtxSetCurrent(g->saved);
+}
+
+/* ---- open / close -------------------------------------------------------------------------------- */
+
+/* The caller's device: the current context's, else 0. */
+static int gpu_rank_pick(RankGpu *g, int want)
+{
+    int count = 0;
+    GPU_RANK_TRY(g, g->cu->DeviceGetCount(&count), "counting the GPUs");
+    if (want < 0) {
+        CUcontext cur = NULL;
+        CUdevice dev = 0;
+        want = g->cu->CtxGetCurrent(&cur) == CUDA_SUCCESS && cur && g->cu->CtxGetDevice(&dev) == CUDA_SUCCESS ? (int)dev
+                                                                                                            : 0;
+    }
+    if (want >= count) {
+        rt_error(g->log, "rank %d: there is no GPU %d here (%d GPU%s visible)", g->rank, want, count,
+                 count == 1 ? "" : "s");
+        return CDSL_ERR_SYSTEM;
+    }
+    g->ordinal = want;
+    return CDSL_OK;
+}
+
+static int gpu_rank_device(RankGpu *g)
+{
+    int major = 0, minor = 0;
+    GPU_RANK_TRY(g, g->cu->DeviceGet(&g->dev, g->ordinal), "cuDeviceGet");
+    if (g->cu->DeviceGetName(g->name, (int)sizeof g->name, g->dev) != CUDA_SUCCESS)
+        snprintf(g->name, sizeof g->name, "GPU %d", g->ordinal);
+    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
+                 "reading the SM count");
+    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+                 "reading the compute capability");
+    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev),
+                 "reading the compute capability");
+    snprintf(g->arch, sizeof g->arch, "sm_%d%d", major, minor);
+    GPU_RANK_TRY(g, g->cu->DeviceGetUuid(&g->uuid, g->dev), "reading the GPU's UUID");
+    GPU_RANK_TRY(g, g->cu->DevicePrimaryCtxRetain(&g->ctx, g->dev), "retaining its primary context");
+    return CDSL_OK;
+}
+
+static int gpu_rank_zeroed(RankGpu *g, CUdeviceptr *p, size_t bytes, const char *what)
+{
+    GPU_RANK_TRY(g, g->cu->MemAlloc(p, bytes), "allocating %zu bytes for %s", bytes, what);
+    GPU_RANK_TRY(g, g->cu->MemsetD8(*p, 0, bytes), "zeroing %s", what);
+    return CDSL_OK;
+}
+
+static int gpu_rank_words(RankGpu *g)
+{
+    size_t n = (size_t)g->nranks;
+    int st;
+    GPU_RANK_TRY(g, g->cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "creating a stream");
+    if ((st = gpu_rank_zeroed(g, &g->state, CDSL_STATE_WORDS(g->nranks) * 8, "the state words")) ||
+        (st = gpu_rank_zeroed(g, &g->error, CDSL_ERROR_WORDS * 4, "the error record")) ||
+        (st = gpu_rank_zeroed(g, &g->peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf")) ||
+        (st = gpu_rank_zeroed(g, &g->peer_sync, n * 8, "peer_sync")))
+        return st;
+    g->peer_bufs = calloc(n * CDSL_ABI_MAX_BUFS, sizeof *g->peer_bufs);
+    g->peer_syncs = calloc(n, sizeof *g->peer_syncs);
+    if (!g->peer_bufs || !g->peer_syncs) {
+        rt_error(g->log, "rank %d: out of memory", g->rank);
+        return CDSL_ERR_SYSTEM;
+    }
+    GPU_RANK_TRY(g, g->cu->CtxSynchronize(), "zeroing the private words");
+    return CDSL_OK;
+}
+
+int gpu_rank_open(RankGpu *g, const cdsl_rank_comm *r)
+{
+    memset(g, 0, sizeof *g);
+    g->log = r->log;
+    g->rank = r->rank;
+    g->nranks = r->nranks;
+    g->flavour = r->cfg.flavour;
+    g->share = 1;
+    g->spin_limit = r->cfg.spin_limit ? r->cfg.spin_limit : GPU_DEFAULT_SPIN_LIMIT;
+    int st = g->flavour == CDSL_BACKEND_NVLS ? rt_nvls_refuse_env(g->log) : CDSL_OK;   /* before any CUDA call */
+    if (!st)
+        st = cu_open(&g->cu, g->log);
+    if (st)
+        return st;
+    if (!cu_has_ipc(g->cu)) {
+        rt_error(g->log, "rank %d: this CUDA driver (%d) lacks the virtual memory and IPC calls one process per "
+                 "GPU needs (CUDA 12.1 or newer)", g->rank, g->cu->version);
+        return CDSL_ERR_SYSTEM;
+    }
+    if ((st = gpu_rank_pick(g, r->cfg.device)) || (st = gpu_rank_device(g)) || (st = gpu_rank_enter(g)))
+        return st;
+    st = gpu_rank_words(g);
+    gpu_rank_leave(g);
+    return st;
+}
+
+static void gpu_rank_free(RankGpu *g, CUdeviceptr *p)
+{
+    if (*p)
+        g->cu->MemFree(*p);
+    *p = 0;
+}
+
+void gpu_rank_close(RankGpu *g)
+{
+    if (!g->cu)
+        return;
+    if (g->ctx && gpu_rank_enter(g) == CDSL_OK) {
+        g->cu->CtxSynchronize();        /* nothing of ours may still run on what we free */
+        if (g->module)
+            g->cu->ModuleUnload(g->module);
+        gpu_rank_free(g, &g->state);
+        gpu_rank_free(g, &g->error);
+        gpu_rank_free(g, &g->peer_buf);
+        gpu_rank_free(g, &g->peer_sync);
+        if (g->stream)
+            g->cu->StreamDestroy(g->stream);
+        gpu_rank_leave(g);
+        g->cu->DevicePrimaryCtxRelease(g->dev);
+    }
+    free(g->peer_bufs);
+    free(g->peer_syncs);
+    free(g->loaded_src);
+    cu_close(g->cu);
+    memset(g, 0, sizeof *g);
+}
+
+int gpu_rank_publish(RankGpu *g)
+{
+    size_t n = (size_t)g->nranks;
+    int st = gpu_rank_enter(g);
+    if (st)
+        return st;
+    CUresult r = g->cu->MemcpyHtoD(g->peer_buf, g->peer_bufs, n * CDSL_ABI_MAX_BUFS * 8);
+    if (r == CUDA_SUCCESS)
+        r = g->cu->MemcpyHtoD(g->peer_sync, g->peer_syncs, n * 8);
+    if (r == CUDA_SUCCESS)
+        r = g->cu->CtxSynchronize();   /* our kernels run on other streams: be done first */
+    gpu_rank_leave(g);
+    return r == CUDA_SUCCESS ? CDSL_OK : gpu_rank_fail(g, r, "writing the peer tables");
+}
+
+/* ---- this rank's code ------------------------------------------------------------------------------ */
+
+static int gpu_rank_shape(RankGpu *g)
+{
+    int maxt = 0;
+    GPU_RANK_TRY(g, g->cu->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, g->fn),
+                 "reading cdsl_main's thread limit");
+    int want = (int)gpu_env_long("CDSL_GPU_THREADS", GPU_MAX_THREADS);
+    g->threads = (want < maxt ? want : maxt) / 32 * 32;
+    if (g->threads < 32)
+        g->threads = 32;
+    GPU_RANK_TRY(g, g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(&g->blocks_per_sm, g->fn, g->threads, 0),
+                 "computing cdsl_main's occupancy");
+    if ((long)g->blocks_per_sm * g->sm_count < g->share) {
+        rt_error(g->log, "rank %d: GPU %d (%s) cannot keep the %d ranks placed on it resident at once", g->rank,
+                 g->ordinal, g->name, g->share);
+        return CDSL_ERR_SYSTEM;
+    }
+    return CDSL_OK;
+}
+
+static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
+{
+    void *cubin = NULL;
+    size_t len = 0;
+    int st = cdsl_compile_device_rank(p, (cdsl_backend)g->flavour, dtype, g->rank, g->arch, CDSL_CUBIN, &cubin, &len);
+    if (st) {
+        free(cubin);
+        rt_error(g->log, "rank %d: could not build its %s code for GPU %d (%s, %s)", g->rank,
+                 cdsl_backend_name((cdsl_backend)g->flavour), g->ordinal, g->name, g->arch);
+        return st;
+    }
+    CUresult r = g->cu->ModuleLoadData(&g->module, cubin);
+    free(cubin);
+    if (r != CUDA_SUCCESS) {
+        g->module = NULL;
+        return gpu_rank_fail(g, r, "loading the cubin");
+    }
+    GPU_RANK_TRY(g, g->cu->ModuleGetFunction(&g->fn, g->module, "cdsl_main"), "finding cdsl_main");
+    return gpu_rank_shape(g);
+}
+
+int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
+{
+    const char *src = cdsl_emit_cuda_rank(p, (cdsl_backend)g->flavour, dtype, g->rank);
+    if (!src)
+        return CDSL_ERR_USAGE;  /* the emitter said why */
+    if (g->module && g->loaded_src && !strcmp(g->loaded_src, src)) {
+        g->ir = p->ir;
+        return CDSL_OK;
+    }
+    int st = gpu_rank_enter(g);
+    if (st)
+        return st;
+    g->cu->CtxSynchronize();
+    if (g->module)
+        g->cu->ModuleUnload(g->module);
+    g->module = NULL;
+    g->fn = NULL;
+    free(g->loaded_src);
+    g->loaded_src = NULL;
+    st = gpu_rank_module(g, p, dtype);
+    if (!st && !(g->loaded_src = strdup(src))) {
+        rt_error(g->log, "rank %d: out of memory", g->rank);
+        st = CDSL_ERR_SYSTEM;
+    }
+    g->ir = st ? NULL : p->ir;
+    gpu_rank_leave(g);
+    return st;
+}
+
+/* ---- a run ----------------------------------------------------------------------------------------- */
+
+static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
+{
+    return gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), chunk);
+}
+
+/* The caller's stream belongs to our context; the caller's buffer is memory of our GPU. */
+static int gpu_rank_stream_ok(RankGpu *g, CUstream s)
+{
+    CUcontext ctx = NULL;
+    CUresult r = g->cu->StreamGetCtx(s, &ctx);
+    if (r != CUDA_SUCCESS)
+        return gpu_rank_fail(g, r, "looking at the stream given to the run");
+    if (ctx != g->ctx) {
+        rt_error(g->log, "rank %d: the stream given to the run belongs to another context than GPU %d's primary "
+                 "context, where this rank runs", g->rank, g->ordinal);
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+static int gpu_rank_ptr_ok(RankGpu *g, const void *p, const char *what)
+{
+    unsigned type = 0;
+    int ordinal = -1;
+    CUdeviceptr a = (CUdeviceptr)(uintptr_t)p;
+    if (g->cu->PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) != CUDA_SUCCESS ||
+        type == CU_MEMORYTYPE_HOST) {
+        rt_error(g->log, "rank %d: the %s given to the run (%p) is not GPU memory; this rank runs on GPU %d", g->rank,
+                 what, p, g->ordinal);
+        return CDSL_ERR_USAGE;
+    }
+    if (g->cu->PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a) == CUDA_SUCCESS &&
+        type == CU_MEMORYTYPE_DEVICE && ordinal != g->ordinal) {
+        rt_error(g->log, "rank %d: the %s given to the run is memory of GPU %d; this rank runs on GPU %d", g->rank,
+                 what, ordinal, g->ordinal);
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+static void gpu_rank_args(const RankGpu *g, size_t chunk, CdslArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->chunk_bytes = chunk;
+    a->spin_limit = g->spin_limit;
+    a->rank = g->rank;
+    a->nranks = g->nranks;
+    for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++) {
+        a->buf[b] = (char *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + b];
+        a->mc_buf[b] = (char *)(uintptr_t)g->mc_buf[b];
+    }
+    a->peer_buf = (char *const *)(uintptr_t)g->peer_buf;
+    a->sync = (unsigned long long *)(uintptr_t)g->peer_syncs[g->rank];
+    a->peer_sync = (unsigned long long *const *)(uintptr_t)g->peer_sync;
+    a->mc_sync = (unsigned long long *)(uintptr_t)g->mc_sync;
+    a->state = (unsigned long long *)(uintptr_t)g->state;
+    a->error = (unsigned int *)(uintptr_t)g->error;
+}
+
+static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                            CUstream s)
+{
+    CdslArgs args;
+    gpu_rank_args(g, chunk, &args);
+    CUdeviceptr sym_in = (CUdeviceptr)(uintptr_t)args.buf[IR_INPUT], sym_out = (CUdeviceptr)(uintptr_t)args.buf[IR_OUTPUT];
+    CUdeviceptr cin = (CUdeviceptr)(uintptr_t)in, cout = (CUdeviceptr)(uintptr_t)out;
+    if (in && in_bytes && cin != sym_in)
+        GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(sym_in, cin, in_bytes, s), "copying the input in (%zu bytes)", in_bytes);
+    void *params[] = {&args};
+    unsigned blocks = gpu_rank_grid(g, chunk);
+    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->fn, blocks, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL),
+                 "launching the kernel (%u blocks of %d threads)", blocks, g->threads);
+    if (out && out_bytes && cout != sym_out)
+        GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(cout, sym_out, out_bytes, s), "copying the output out (%zu bytes)",
+                     out_bytes);
+    return CDSL_OK;
+}
+
+int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                    void *stream)
+{
+    if (!g->fn || !g->ir) {
+        rt_error(g->log, "internal: rank %d runs without loaded code", g->rank);
+        return CDSL_ERR_USAGE;
+    }
+    int st = gpu_rank_enter(g);
+    if (st)
+        return st;
+    CUstream s = stream ? (CUstream)stream : g->stream;
+    if ((uintptr_t)stream > 2)          /* 1, 2: the legacy and per-thread default streams of
+                                           the current context, which is ours now */
+        st = gpu_rank_stream_ok(g, s);
+    /* The caller's memory is looked at once per new pointer (not in a graph capture that
+     * repeats a warm-up run), and the symmetric buffers are ours. */
+    const void *sym_in = (const void *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + IR_INPUT];
+    const void *sym_out = (const void *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + IR_OUTPUT];
+    if (!st && in && in_bytes && in != sym_in && in != g->checked_in && !(st = gpu_rank_ptr_ok(g, in, "input")))
+        g->checked_in = in;
+    if (!st && out && out_bytes && out != sym_out && out != g->checked_out && !(st = gpu_rank_ptr_ok(g, out, "output")))
+        g->checked_out = out;
+    if (!st)
+        st = gpu_rank_enqueue(g, chunk, in, in_bytes, out, out_bytes, s);
+    gpu_rank_leave(g);
+    return st;
+}
+
+int gpu_rank_op_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype)
+{
+    return gpu_rank_load(r->engine, p, dtype);
+}
+
+int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                    void *stream)
+{
+    return gpu_rank_launch(r->engine, chunk, in, in_bytes, out, out_bytes, stream);
+}
+
+int gpu_rank_status(RankGpu *g, int dead, long dead_pid)
+{
+    unsigned rec[CDSL_ERROR_WORDS] = {0};
+    int st = gpu_rank_enter(g);
+    if (st)
+        return st;
+    CUresult r = g->cu->MemcpyDtoH(rec, g->error, sizeof rec);
+    gpu_rank_leave(g);
+    if (r != CUDA_SUCCESS) {
+        gpu_rank_fail(g, r, "reading the error record");
+        return CDSL_ERR_RUNTIME;        /* a kernel fault is sticky: the context is gone */
+    }
+    if (!rec[0])
+        return CDSL_OK;
+    gpu_report_record(g->log, g->ir, g->nranks, g->rank, rec, g->spin_limit);
+    if (dead >= 0)
+        rt_error(g->log, "rank %d: rank %d's process (pid %ld) has exited", g->rank, dead, dead_pid);
+    return CDSL_ERR_RUNTIME;
+}

@@ -1,0 +1,91 @@
+/*
+ * gpu_rank.h - one rank's GPU in a per-rank communicator: what the ipc and nccl engines share.
+ *
+ * The device and its primary context (the one the CUDA runtime and PyTorch use, so that the
+ * caller's pointers and streams work as they are), this rank's private words (abi.h: state
+ * words, the error record), the peer tables the kernel indexes (every rank's buffers and sync
+ * words, as this process addresses them: the engine fills peer_bufs/peer_syncs and calls
+ * gpu_rank_publish), this rank's code alone (cdsl_compile_device_rank: a process compiles
+ * one rank, not nranks), and a run: the caller's input copied into the symmetric input on the
+ * caller's stream, the kernel, the symmetric output copied out, all enqueued, nothing waited
+ * for. gpu_rank_status reads the error record after the caller synchronised.
+ *
+ * Every function that calls the driver makes our context current first and gives the caller
+ * back its own afterwards (gpu_rank_enter/leave), so a caller on another device or context is
+ * left as it was.
+ */
+#ifndef CDSL_GPU_RANK_H
+#define CDSL_GPU_RANK_H
+
+#include <stddef.h>
+
+#include "abi.h"
+#include "cuda_drv.h"
+#include "ir.h"
+#include "rank.h"
+
+typedef struct RankGpu {
+    CuDrv *cu;
+    FILE *log;
+    int rank, nranks;
+    int flavour;                    /* CDSL_BACKEND_P2P or CDSL_BACKEND_NVLS */
+    unsigned long long spin_limit;
+    int ordinal;
+    CUdevice dev;
+    CUcontext ctx;                  /* the primary context, retained */
+    CUcontext saved;                /* the caller's, while we are inside */
+    int entered;
+    char name[96], arch[16];
+    CUuuid uuid;
+    int sm_count;
+    int share;                      /* ranks on this GPU (this one included) */
+    CUstream stream;                /* ours, for runs given no stream */
+    CUdeviceptr state, error;       /* private words (abi.h) */
+    CUdeviceptr peer_buf, peer_sync;                /* the device's tables */
+    CUdeviceptr *peer_bufs;         /* [nranks * 8], host copy: the engine fills it */
+    CUdeviceptr *peer_syncs;        /* [nranks] */
+    CUdeviceptr mc_sync, mc_buf[CDSL_ABI_MAX_BUFS];  /* nvls: multicast addresses */
+    CUmodule module;
+    CUfunction fn;
+    int threads, blocks_per_sm;
+    char *loaded_src;
+    const IrProgram *ir;
+    const void *checked_in, *checked_out;           /* caller pointers already checked */
+} RankGpu;
+
+/* Open the driver and the device (device < 0: the calling thread's current one, else 0),
+ * retain its primary context, make the private words and the tables. The nvls flavour is
+ * refused first when the environment disables NVLS (before the driver is loaded). */
+int gpu_rank_open(RankGpu *g, const cdsl_rank_comm *r);
+void gpu_rank_close(RankGpu *g);
+int gpu_rank_enter(RankGpu *g);
+void gpu_rank_leave(RankGpu *g);
+/* Copy peer_bufs/peer_syncs into the device's tables, and wait until they are there. */
+int gpu_rank_publish(RankGpu *g);
+/* This rank's code of p for dtype (the same source keeps the loaded module). */
+int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype);
+/* Enqueue one run: stage in, the kernel, stage out, on stream (NULL: ours). */
+int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                    void *stream);
+/* RtRankOps.load and .run for an engine whose state (r->engine) begins with its RankGpu. */
+int gpu_rank_op_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype);
+int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+                    void *stream);
+/* After the caller synchronised: the error record; `dead` >= 0 names a peer whose process
+ * is gone (or -1). */
+int gpu_rank_status(RankGpu *g, int dead, long dead_pid);
+/* A failed driver call: "rank 1 (GPU 0): what failed: CUDA_ERROR_...", CDSL_ERR_SYSTEM. */
+int gpu_rank_fail(RankGpu *g, CUresult r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#define GPU_RANK_TRY(g, call, ...)                                                             \
+    do {                                                                                       \
+        CUresult gpu_rank_r_ = (call);                                                         \
+        if (gpu_rank_r_ != CUDA_SUCCESS)                                                       \
+            return gpu_rank_fail((g), gpu_rank_r_, __VA_ARGS__);                               \
+    } while (0)
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * rank_comm.c - one process per rank: the public functions of cdsl.h's per-rank API, over an
+ * engine (rank.h).
+ *
+ * What is the same for every engine lives here:
+ *   - checks of every argument, with messages that name this rank;
+ *   - the handshake: the first run of a (program, dtype, chunk size) is collective. Every rank
+ *     sends a record (its status, the program's digest and name, dtype, chunk size, region
+ *     size) and every rank compares all of them the same way, so every rank prints the same
+ *     explanation of a mismatch, naming the rank. Then the symmetric region grows if it must
+ *     (the same decision everywhere, from the same records), the program's buffers are laid
+ *     out in it (the same offsets on every rank), and this rank's code is loaded; a second
+ *     exchange makes sure every rank loaded it before any rank runs. Later runs of the same
+ *     triple only enqueue;
+ *   - the caller's buffers: how many bytes a run needs from them, and refusal when a buffer
+ *     is smaller.
+ * A run that fails marks the communicator failed: like ncclCommAbort, it can only be
+ * destroyed, because its counters no longer match any program point on every rank.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "rank.h"
+#include "sha256.h"
+
+enum { RT_REGION_ALIGN = 4096 };    /* NCCL windows want 4 KiB; the GPU kernels 16 bytes */
+#define RT_DEFAULT_TIMEOUT_S 60.0
+
+/* ---- configuration ----------------------------------------------------------------------------- */
+
+void cdsl_rank_config_init(cdsl_rank_config *c)
+{
+    if (!c)
+        return;
+    memset(c, 0, sizeof *c);
+    c->flavour = CDSL_BACKEND_P2P;
+    c->device = -1;
+}
+
+double rt_rank_timeout(const cdsl_rank_config *cfg)
+{
+    if (cfg && cfg->timeout_s > 0)
+        return cfg->timeout_s;
+    const char *v = getenv("CDSL_TIMEOUT");
+    char *end;
+    double t = v ? strtod(v, &end) : 0;
+    return v && *v && !*end && t > 0 ? t : RT_DEFAULT_TIMEOUT_S;
+}
+
+void *rt_engine_new(cdsl_rank_comm *r, size_t size)
+{
+    r->engine = calloc(1, size);
+    if (!r->engine)
+        rt_error(r->log, "rank %d: out of memory", r->rank);
+    return r->engine;
+}
+
+static const RtRankOps *rt_engine_ops(cdsl_engine e)
+{
+    switch (e) {
+    case CDSL_ENGINE_SIM: return &rt_engine_sim;
+    case CDSL_ENGINE_IPC: return &rt_engine_ipc;
+    case CDSL_ENGINE_NCCL: return &rt_engine_nccl;
+    default: return NULL;
+    }
+}
+
+/* ---- init / destroy ---------------------------------------------------------------------------- */
+
+static int rt_init_args_ok(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id *id, int rank,
+                           const cdsl_rank_config *cfg, FILE *log)
+{
+    if (!comm || !id) {
+        rt_error(log, "cdsl_comm_init_rank needs a place for the communicator and the unique id");
+        return CDSL_ERR_USAGE;
+    }
+    if (nranks < 1 || nranks > IR_MAX_RANKS || rank < 0 || rank >= nranks) {
+        rt_error(log, "rank %d of %d: ranks are 0 to nranks - 1, and nranks is 1 to %d", rank, nranks, IR_MAX_RANKS);
+        return CDSL_ERR_USAGE;
+    }
+    if (cdsl_unique_id_engine(id) == CDSL_ENGINE_AUTO) {
+        rt_error(log, "rank %d: this is not a unique id that cdsl_get_unique_id made (was it passed on whole, "
+                 "all %d bytes?)", rank, CDSL_UNIQUE_ID_BYTES);
+        return CDSL_ERR_USAGE;
+    }
+    if (cfg && cfg->flavour != CDSL_BACKEND_P2P && cfg->flavour != CDSL_BACKEND_NVLS) {
+        rt_error(log, "rank %d: the device code's flavour is p2p or nvls, not %s", rank,
+                 cdsl_backend_name((cdsl_backend)cfg->flavour));
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id *uid, int rank,
+                        const cdsl_rank_config *config)
+{
+    FILE *log = config && config->log ? config->log : stderr;
+    int st = rt_init_args_ok(comm, nranks, uid, rank, config, log);
+    if (st)
+        return st;
+    *comm = NULL;
+    RtId id;
+    memcpy(&id, uid->internal, sizeof id);
+    cdsl_rank_comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        rt_error(log, "out of memory");
+        return CDSL_ERR_SYSTEM;
+    }
+    if (config)
+        c->cfg = *config;
+    else
+        cdsl_rank_config_init(&c->cfg);
+    c->cfg.timeout_s = rt_rank_timeout(&c->cfg);
+    c->cfg.log = c->log = log;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->kind = (cdsl_engine)id.engine;
+    c->ops = rt_engine_ops(c->kind);
+    c->device = -1;
+    if (c->kind != CDSL_ENGINE_NCCL && id.ctl.host != rt_ctl_host_id()) {
+        rt_error(log, "rank %d: the unique id was made on another host; the %s engine runs the ranks of one host "
+                 "(the nccl engine crosses hosts)", rank, cdsl_engine_name(c->kind));
+        free(c);
+        return CDSL_ERR_USAGE;
+    }
+    if ((st = c->ops->init(c, &id))) {
+        c->ops->destroy(c);
+        free(c);
+        return st;
+    }
+    *comm = c;
+    return CDSL_OK;
+}
+
+void cdsl_rank_comm_destroy(cdsl_rank_comm *c)
+{
+    if (!c)
+        return;
+    c->ops->destroy(c);
+    free(c);
+}
+
+int cdsl_rank_comm_rank(const cdsl_rank_comm *c)
+{
+    return c ? c->rank : -1;
+}
+
+int cdsl_rank_comm_nranks(const cdsl_rank_comm *c)
+{
+    return c ? c->nranks : 0;
+}
+
+cdsl_engine cdsl_rank_comm_engine(const cdsl_rank_comm *c)
+{
+    return c ? c->kind : CDSL_ENGINE_AUTO;
+}
+
+int cdsl_rank_comm_device(const cdsl_rank_comm *c)
+{
+    return c ? c->device : -1;
+}
+
+/* ---- a program's buffers in the region --------------------------------------------------------- */
+
+int rt_program_digest(const cdsl_program *p, unsigned char digest[32])
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        return CDSL_ERR_SYSTEM;
+    ir_dump(p->ir, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return CDSL_ERR_SYSTEM;
+    }
+    rt_sha256(text, len, digest);
+    free(text);
+    return CDSL_OK;
+}
+
+/* The program's checks that need no other rank. */
+static int rt_program_ok(cdsl_rank_comm *c, const cdsl_program *p, const char *what)
+{
+    if (!p || !p->ir) {
+        rt_error(c->log, "rank %d: %s needs an evaluated program", c->rank, what);
+        return CDSL_ERR_USAGE;
+    }
+    if (!p->ok) {
+        rt_error(c->log, "rank %d: %s has errors; it cannot run", c->rank, p->ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    if (p->ir->nranks != c->nranks) {
+        rt_error(c->log, "rank %d: %s was compiled for %d ranks; the communicator has %d", c->rank, p->ir->name,
+                 p->ir->nranks, c->nranks);
+        return CDSL_ERR_USAGE;
+    }
+    return CDSL_OK;
+}
+
+/* Offsets of p's buffers at chunk_bytes, each aligned; *total is the region they need. */
+static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_t *off, size_t *bytes, size_t *total)
+{
+    if (chunk == 0 || chunk % 4) {
+        rt_error(c->log, "rank %d: a chunk of %zu bytes: chunks are a positive multiple of 4 bytes", c->rank, chunk);
+        return CDSL_ERR_USAGE;
+    }
+    size_t at = 0;
+    for (int b = 0; b < ir->nbufs; b++) {
+        size_t n = (size_t)ir->bufs[b].nchunks;
+        if (n && chunk > (SIZE_MAX / 2) / n) {
+            rt_error(c->log, "rank %d: buffer %s of %zu chunks of %zu bytes is too large", c->rank, ir->bufs[b].name,
+                     n, chunk);
+            return CDSL_ERR_SYSTEM;
+        }
+        off[b] = at;
+        bytes[b] = n * chunk;
+        at += (bytes[b] + RT_REGION_ALIGN - 1) / RT_REGION_ALIGN * RT_REGION_ALIGN;
+    }
+    *total = at ? at : RT_REGION_ALIGN;
+    return CDSL_OK;
+}
+
+static int rt_set_layout(cdsl_rank_comm *c, const IrProgram *ir, const size_t *off, const size_t *bytes)
+{
+    int st = c->ops->layout(c, off, bytes, ir->nbufs);
+    if (st) {
+        c->nbufs = 0;
+        return st;
+    }
+    c->nbufs = ir->nbufs;
+    memcpy(c->off, off, sizeof c->off);
+    memcpy(c->bytes, bytes, sizeof c->bytes);
+    return CDSL_OK;
+}
+
+/* ---- the handshake ----------------------------------------------------------------------------- */
+
+typedef struct RtHello {
+    int32_t status;                 /* 0, or this rank cannot run it (it said why) */
+    int32_t dtype;
+    uint64_t chunk_bytes;
+    uint64_t region;                /* bytes the layout needs */
+    unsigned char digest[32];
+    char name[64];
+} RtHello;
+
+static void rt_hex8(const unsigned char *d, char *out)
+{
+    snprintf(out, 17, "%02x%02x%02x%02x%02x%02x%02x%02x", d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]);
+}
+
+/* The first rank whose record differs from rank 0's, said the same way on every rank. */
+static int rt_compare(cdsl_rank_comm *c, const RtHello *all, const char *what)
+{
+    const RtHello *z = &all[0];
+    for (int q = 0; q < c->nranks; q++) {
+        if (all[q].status) {
+            if (q != c->rank)   /* we said why already */
+                rt_error(c->log, "rank %d cannot take part in %s (its own message says why)", q, what);
+            return CDSL_ERR_USAGE;
+        }
+    }
+    for (int q = 1; q < c->nranks; q++) {
+        const RtHello *h = &all[q];
+        char dq[17], d0[17];
+        rt_hex8(h->digest, dq);
+        rt_hex8(z->digest, d0);
+        if (memcmp(h->digest, z->digest, sizeof h->digest)) {
+            rt_error(c->log, "rank %d runs %.63s (program digest %s) but rank 0 runs %.63s (digest %s): every rank must "
+                     "run the same checked program, compiled for the same rank count and parameters", q, h->name, dq,
+                     z->name, d0);
+            return CDSL_ERR_USAGE;
+        }
+        if (h->dtype != z->dtype || h->chunk_bytes != z->chunk_bytes) {
+            rt_error(c->log, "rank %d runs %.63s on %s with chunks of %llu bytes but rank 0 on %s with chunks of %llu "
+                     "bytes: every rank must run the same size and type", q, h->name,
+                     cdsl_dtype_name((cdsl_dtype)h->dtype), (unsigned long long)h->chunk_bytes,
+                     cdsl_dtype_name((cdsl_dtype)z->dtype), (unsigned long long)z->chunk_bytes);
+            return CDSL_ERR_USAGE;
+        }
+    }
+    return CDSL_OK;
+}
+
+static int rt_exchange(cdsl_rank_comm *c, const char *what, const RtHello *mine, RtHello **all)
+{
+    *all = calloc((size_t)c->nranks, sizeof **all);
+    if (!*all) {
+        rt_error(c->log, "rank %d: out of memory", c->rank);
+        return CDSL_ERR_SYSTEM;
+    }
+    int st = c->ops->exchange(c, what, mine, sizeof *mine, *all);
+    if (st) {
+        free(*all);
+        *all = NULL;
+    }
+    return st;
+}
+
+/* Every rank has loaded its code (or one says it could not). */
+static int rt_loaded_everywhere(cdsl_rank_comm *c, int mine)
+{
+    RtHello h = {.status = mine}, *all;
+    int st = rt_exchange(c, "loading a run's code", &h, &all);
+    if (st)
+        return st;
+    for (int q = 0; q < c->nranks && !st; q++)
+        if (all[q].status) {
+            rt_error(c->log, "rank %d could not load its code for the run (its own message says why)", q);
+            st = CDSL_ERR_SYSTEM;
+        }
+    free(all);
+    return st;
+}
+
+/* Grow the region if the layout needs more (the same answer on every rank), lay the buffers
+ * out, and load this rank's code. */
+static int rt_prepare(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, const RtHello *h, const size_t *off,
+                      const size_t *bytes)
+{
+    int st = CDSL_OK;
+    if (h->region > c->reserved) {
+        c->nbufs = 0;
+        c->agreed.p = NULL;
+        if ((st = c->ops->reserve(c, (size_t)h->region)))
+            return st;
+        c->reserved = (size_t)h->region;
+    }
+    if (!st)
+        st = rt_set_layout(c, p->ir, off, bytes);
+    if (!st && (!p || c->agreed.ir != p->ir || c->agreed.dtype != dtype || !c->agreed.p))
+        st = c->ops->load(c, p, dtype);
+    return st;
+}
+
+static int rt_handshake(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t chunk, int local)
+{
+    RtHello mine = {.status = local, .dtype = (int32_t)dtype, .chunk_bytes = chunk}, *all;
+    size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
+    if (!local) {
+        snprintf(mine.name, sizeof mine.name, "%s", p->ir->name);
+        memcpy(mine.digest, c->digest, sizeof mine.digest);
+        mine.status = rt_layout(c, p->ir, chunk, off, bytes, &total);
+        mine.region = total;
+    }
+    int st = rt_exchange(c, "a run's handshake", &mine, &all);
+    if (st)
+        return st;
+    st = rt_compare(c, all, "the run");
+    free(all);
+    if (st || local || mine.status)
+        return st ? st : local ? local : mine.status;
+    st = rt_prepare(c, p, dtype, &mine, off, bytes);
+    int everywhere = rt_loaded_everywhere(c, st);
+    if (st || everywhere)
+        return st ? st : everywhere;
+    c->agreed = (RtAgreed){.p = p, .ir = p->ir, .dtype = dtype, .chunk_bytes = chunk};
+    memcpy(c->agreed.digest, c->digest, sizeof c->digest);
+    return CDSL_OK;
+}
+
+/* ---- alloc, buffers ---------------------------------------------------------------------------- */
+
+static int rt_failed(cdsl_rank_comm *c)
+{
+    rt_error(c->log, "rank %d: the communicator failed in an earlier run; destroy it and make a new one", c->rank);
+    return CDSL_ERR_RUNTIME;
+}
+
+int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
+{
+    if (!c)
+        return CDSL_ERR_USAGE;
+    if (c->failed)
+        return rt_failed(c);
+    size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
+    int local = rt_program_ok(c, p, "cdsl_rank_alloc");
+    if (!local)
+        local = rt_layout(c, p->ir, chunk, off, bytes, &total);
+    RtHello mine = {.status = local, .chunk_bytes = chunk, .region = total}, *all;
+    if (!local)
+        snprintf(mine.name, sizeof mine.name, "%s", p->ir->name);
+    int st = rt_exchange(c, "cdsl_rank_alloc", &mine, &all);
+    if (st)
+        return st;
+    for (int q = 0; q < c->nranks && !st; q++) {
+        if (all[q].status) {
+            rt_error(c->log, "rank %d cannot take part in cdsl_rank_alloc (its own message says why)", q);
+            st = CDSL_ERR_USAGE;
+        } else if (all[q].region != all[0].region) {
+            rt_error(c->log, "rank %d asks cdsl_rank_alloc for %llu bytes (%.63s, chunks of %llu bytes) but rank 0 for "
+                     "%llu (%.63s, chunks of %llu bytes): every rank must allocate the same", q,
+                     (unsigned long long)all[q].region, all[q].name, (unsigned long long)all[q].chunk_bytes,
+                     (unsigned long long)all[0].region, all[0].name, (unsigned long long)all[0].chunk_bytes);
+            st = CDSL_ERR_USAGE;
+        }
+    }
+    free(all);
+    if (st)
+        return st;
+    c->agreed.p = NULL;             /* the next run lays its own program out again */
+    if (total > c->reserved) {
+        c->nbufs = 0;
+        if ((st = c->ops->reserve(c, total)))
+            return st;
+        c->reserved = total;
+    }
+    return rt_set_layout(c, p->ir, off, bytes);
+}
+
+int cdsl_rank_buffer(cdsl_rank_comm *c, int buf, void **ptr)
+{
+    if (!c || !ptr)
+        return CDSL_ERR_USAGE;
+    *ptr = NULL;
+    if (buf < 0 || buf >= c->nbufs) {
+        rt_error(c->log, "rank %d: there is no buffer %d (%d buffers laid out; cdsl_rank_alloc or a run lays them out)",
+                 c->rank, buf, c->nbufs);
+        return CDSL_ERR_USAGE;
+    }
+    *ptr = c->bytes[buf] ? c->ops->address(c, buf) : NULL;
+    return CDSL_OK;
+}
+
+size_t cdsl_rank_buffer_bytes(const cdsl_rank_comm *c, int buf)
+{
+    return c && buf >= 0 && buf < c->nbufs ? c->bytes[buf] : 0;
+}
+
+/* ---- runs -------------------------------------------------------------------------------------- */
+
+/* The caller's buffer holds what the run needs. */
+static int rt_io_fits(cdsl_rank_comm *c, const IrProgram *ir, int b, size_t chunk, const void *ptr, size_t have)
+{
+    if (!ptr || b >= ir->nbufs)
+        return CDSL_OK;
+    size_t need = (size_t)ir->bufs[b].nchunks * chunk;
+    if (have >= need)
+        return CDSL_OK;
+    rt_error(c->log, "rank %d: the %s given to the run holds %zu bytes, but %s needs %zu (%d chunk%s of %zu bytes)",
+             c->rank, b == IR_INPUT ? "input" : "output", have, ir->name, need, ir->bufs[b].nchunks,
+             ir->bufs[b].nchunks == 1 ? "" : "s", chunk);
+    return CDSL_ERR_USAGE;
+}
+
+static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t chunk, const cdsl_rank_io *io)
+{
+    int st = rt_program_ok(c, p, "cdsl_rank_run");
+    if (st)
+        return st;
+    if ((unsigned)dtype > CDSL_S32) {
+        rt_error(c->log, "rank %d: unknown element type %d", c->rank, (int)dtype);
+        return CDSL_ERR_USAGE;
+    }
+    if (chunk == 0 || chunk % 4 || chunk % cdsl_dtype_size(dtype)) {
+        rt_error(c->log, "rank %d: a chunk of %zu bytes: chunks are a positive multiple of 4 bytes", c->rank, chunk);
+        return CDSL_ERR_USAGE;
+    }
+    if (io && (st = rt_io_fits(c, p->ir, IR_INPUT, chunk, io->input, io->input_bytes)))
+        return st;
+    if (io && (st = rt_io_fits(c, p->ir, IR_OUTPUT, chunk, io->output, io->output_bytes)))
+        return st;
+    if ((c->digested != p || c->digested_ir != p->ir) && (st = rt_program_digest(p, c->digest))) {
+        rt_error(c->log, "rank %d: out of memory digesting %s", c->rank, p->ir->name);
+        return st;
+    }
+    c->digested = p;
+    c->digested_ir = p->ir;
+    return CDSL_OK;
+}
+
+static bool rt_agreed(const cdsl_rank_comm *c, const cdsl_program *p, cdsl_dtype dtype, size_t chunk)
+{
+    const RtAgreed *a = &c->agreed;
+    return a->p == p && a->ir == p->ir && a->dtype == dtype && a->chunk_bytes == chunk &&
+           !memcmp(a->digest, c->digest, sizeof a->digest);
+}
+
+int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t chunk, const cdsl_rank_io *io,
+                  void *stream)
+{
+    if (!c)
+        return CDSL_ERR_USAGE;
+    if (c->failed)
+        return rt_failed(c);
+    int local = rt_run_ok(c, p, dtype, chunk, io);
+    /* A run the others handshake for (a new program, type or size) hears why we cannot run;
+     * a repeated run fails here alone, and the peers' waits run out of their bound. */
+    bool repeated = p && p == c->agreed.p && dtype == c->agreed.dtype && chunk == c->agreed.chunk_bytes;
+    if (local)
+        return repeated ? local : rt_handshake(c, p, dtype, chunk, local);
+    int st = rt_agreed(c, p, dtype, chunk) ? CDSL_OK : rt_handshake(c, p, dtype, chunk, CDSL_OK);
+    if (st)
+        return st;
+    const IrProgram *ir = p->ir;
+    size_t in_bytes = ir->nbufs > IR_INPUT ? c->bytes[IR_INPUT] : 0;
+    size_t out_bytes = ir->nbufs > IR_OUTPUT ? c->bytes[IR_OUTPUT] : 0;
+    st = c->ops->run(c, chunk, io ? io->input : NULL, in_bytes, io ? io->output : NULL, out_bytes, stream);
+    if (st == CDSL_ERR_RUNTIME)
+        c->failed = true;
+    return st;
+}
+
+int cdsl_rank_status(cdsl_rank_comm *c)
+{
+    if (!c)
+        return CDSL_ERR_USAGE;
+    int st = c->ops->status(c);
+    if (st == CDSL_ERR_RUNTIME)
+        c->failed = true;
+    return st;
+}

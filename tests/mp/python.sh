@@ -1,0 +1,79 @@
+#!/bin/bash
+# tests/mp/python.sh - the Python package (python/cdsl), over build/libcdsl.so.
+#
+# 1. python3 -m cdsl.selftest -n 4: 4 processes on the sim engine run every stdlib program
+#    (every dtype, three sizes, staged and in place) and verify; the last line says
+#    "N passed, 0 failed" with N the number of stdlib programs.
+# 2. The self-test fails, and says which rank, when a rank kills itself (SIGKILL) mid-way;
+#    within its bound, with exit status 1.
+# 3. pip install into a fresh venv (system site packages: Debian's setuptools and wheel),
+#    offline, with --no-build-isolation; the installed package's self-test runs from outside
+#    the source tree. [SKIP] where venv or wheel is missing.
+# 4. With a python that has torch: tests/mp/torch_check.py (torch.distributed with gloo, the
+#    sim engine on CPU tensors): the collectives against torch's own results, symmetric
+#    tensors, and each refused tensor. [SKIP] without torch.
+cd "$(dirname "$0")/../.." || exit 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib
+PY=${PYTHON:-python3}
+
+pass() { echo "[PASS] $1"; }
+fail() { echo "[FAIL] $1${2:+: $2}"; }
+
+[ -f "$CDSL_LIB" ] || { fail "build/libcdsl.so exists" "make first"; exit 1; }
+nprog=$(ls stdlib/*.cdsl | wc -l)
+
+# 1.
+out=$(cd python && timeout 300 "$PY" -m cdsl.selftest -n 4 2>&1); rc=$?
+if [ $rc = 0 ] && [ "$(echo "$out" | tail -1)" = "$nprog passed, 0 failed" ]; then
+    pass "python3 -m cdsl.selftest -n 4: $nprog passed, 0 failed"
+else
+    fail "python3 -m cdsl.selftest -n 4" "exit $rc: $(echo "$out" | grep -v PASS | head -3 | tr '\n' ' ')"
+fi
+
+# 2.
+out=$(cd python && timeout 120 "$PY" -m cdsl.selftest -n 3 --die 2 --program allgather_ring --program barrier_switch \
+      --timeout 3 2>&1); rc=$?
+if [ $rc = 1 ] && echo "$out" | grep -q "^\[FAIL\] allgather_ring: rank [01]: .*rank 2 has exited" &&
+   [ "$(echo "$out" | tail -1)" = "0 passed, 2 failed" ]; then
+    pass "the self-test names a rank that died, and fails"
+else
+    fail "the self-test names a rank that died, and fails" "exit $rc: $(echo "$out" | tr '\n' ' ' | head -c 400)"
+fi
+
+# 3.
+VPY=""
+for p in "$PY" /usr/bin/python3; do
+    if "$p" -c 'import venv, wheel, setuptools' 2>/dev/null; then VPY=$p; break; fi
+done
+if [ -n "$VPY" ] && "$VPY" -m venv --system-site-packages "$tmp/venv" >/dev/null 2>&1; then
+    cp -r python "$tmp/src"         # an in-tree build writes build/ and *.egg-info beside the sources
+    rm -rf "$tmp/src/build" "$tmp/src"/*.egg-info
+    if ! "$tmp/venv/bin/python" -m pip install --no-build-isolation --no-index "$tmp/src" >"$tmp/pip.log" 2>&1; then
+        fail "pip install --no-build-isolation ./python (offline, in a venv)" "$(tail -3 "$tmp/pip.log" | tr '\n' ' ')"
+    else
+        out=$(cd "$tmp" && timeout 120 "$tmp/venv/bin/python" -m cdsl.selftest -n 2 --program allgather_ring 2>&1)
+        loc=$(cd "$tmp" && "$tmp/venv/bin/python" -c 'import cdsl; print(cdsl.__file__)')
+        if [ "$(echo "$out" | tail -1)" = "1 passed, 0 failed" ] && [[ "$loc" == "$tmp/venv/"* ]]; then
+            pass "pip install --no-build-isolation ./python: the installed package runs its self-test"
+        else
+            fail "the installed package runs its self-test" "$loc: $(echo "$out" | tail -2 | tr '\n' ' ')"
+        fi
+    fi
+else
+    echo "[SKIP] pip install ./python: no venv, wheel or setuptools for $PY (Debian: python3-venv python3-wheel python3-setuptools)"
+fi
+
+# 4.
+TPY=""
+for p in "$PY" /usr/bin/python3; do
+    if "$p" -c 'import torch, torch.distributed' 2>/dev/null; then TPY=$p; break; fi
+done
+if [ -n "$TPY" ]; then
+    PYTHONPATH=$PWD/python timeout 300 "$TPY" tests/mp/torch_check.py
+    rc=$?
+    [ $rc = 0 ] || fail "torch checks" "exit $rc"
+else
+    echo "[SKIP] torch checks: no python with torch here (Debian: python3-torch)"
+fi
