@@ -96,10 +96,11 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
                         const cdsl_rank_config *config)
 {
     FILE *log = config && config->log ? config->log : stderr;
+    if (comm)
+        *comm = NULL;
     int st = rt_init_args_ok(comm, nranks, uid, rank, config, log);
     if (st)
         return st;
-    *comm = NULL;
     RtId id;
     memcpy(&id, uid->internal, sizeof id);
     cdsl_rank_comm *c = calloc(1, sizeof *c);

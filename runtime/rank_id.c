@@ -35,12 +35,12 @@ const char *cdsl_engine_name(cdsl_engine e)
 int cdsl_engine_parse(const char *s, cdsl_engine *out)
 {
     static const cdsl_engine all[] = {CDSL_ENGINE_AUTO, CDSL_ENGINE_SIM, CDSL_ENGINE_IPC, CDSL_ENGINE_NCCL};
-    for (size_t i = 0; s && i < sizeof all / sizeof all[0]; i++)
+    for (size_t i = 0; s && out && i < sizeof all / sizeof all[0]; i++)
         if (!strcmp(s, cdsl_engine_name(all[i]))) {
             *out = all[i];
-            return 0;
+            return CDSL_OK;
         }
-    return -1;
+    return CDSL_ERR_USAGE;
 }
 
 /* A CUDA device is here (the driver's answer, quietly). */

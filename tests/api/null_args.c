@@ -25,6 +25,11 @@ static const char *const functions[] = {
     "cdsl_program_buf_name", "cdsl_chunk_bytes", "cdsl_comm_alloc", "cdsl_comm_chunk_bytes",
     "cdsl_comm_buf_bytes", "cdsl_comm_write", "cdsl_comm_read", "cdsl_run", "cdsl_comm_buffer",
     "cdsl_comm_register", "cdsl_run_async", "cdsl_comm_status", "cdsl_fill", "cdsl_check", "cdsl_cache_clean",
+    "cdsl_emit_cuda_rank", "cdsl_compile_device_rank", "cdsl_engine_name", "cdsl_engine_parse",
+    "cdsl_get_unique_id", "cdsl_get_unique_id_engine", "cdsl_unique_id_engine", "cdsl_rank_config_init",
+    "cdsl_comm_init_rank", "cdsl_rank_comm_destroy", "cdsl_rank_comm_rank", "cdsl_rank_comm_nranks",
+    "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
+    "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
 };
 
 static int failures;
@@ -209,6 +214,79 @@ static void comm_runs(cdsl_comm *c, cdsl_program *p)
     done("cdsl_check");
 }
 
+/* The per-rank API, on a one-rank sim communicator in this process. */
+static void rank_api(cdsl_program *p, FILE *quiet)
+{
+    void *data = (void *)1;
+    size_t len = 1;
+    EXPECT(cdsl_emit_cuda_rank(NULL, CDSL_BACKEND_P2P, CDSL_F32, 0) == NULL);
+    done("cdsl_emit_cuda_rank");
+    EXPECT(cdsl_compile_device_rank(NULL, CDSL_BACKEND_P2P, CDSL_F32, 0, NULL, CDSL_PTX, &data, &len) ==
+           CDSL_ERR_USAGE);
+    EXPECT(cdsl_compile_device_rank(p, CDSL_BACKEND_P2P, CDSL_F32, -1, NULL, CDSL_PTX, NULL, NULL) ==
+           CDSL_ERR_USAGE);
+    EXPECT(cdsl_compile_device_rank(p, CDSL_BACKEND_P2P, CDSL_F32, 0, NULL, CDSL_PTX, NULL, &len) ==
+           CDSL_ERR_USAGE);
+    done("cdsl_compile_device_rank");
+    cdsl_engine e = CDSL_ENGINE_IPC;
+    EXPECT(!strcmp(cdsl_engine_name((cdsl_engine)99), "?"));
+    done("cdsl_engine_name");
+    EXPECT(cdsl_engine_parse(NULL, &e) == CDSL_ERR_USAGE && e == CDSL_ENGINE_IPC);
+    EXPECT(cdsl_engine_parse("sim", NULL) == CDSL_ERR_USAGE);
+    done("cdsl_engine_parse");
+    cdsl_unique_id id;
+    EXPECT(cdsl_get_unique_id(NULL) == CDSL_ERR_USAGE);
+    done("cdsl_get_unique_id");
+    EXPECT(cdsl_get_unique_id_engine(CDSL_ENGINE_SIM, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_get_unique_id_engine(CDSL_ENGINE_SIM, &id) == CDSL_OK);
+    done("cdsl_get_unique_id_engine");
+    EXPECT((int)cdsl_unique_id_engine(NULL) == -1);
+    EXPECT(cdsl_unique_id_engine(&id) == CDSL_ENGINE_SIM);
+    done("cdsl_unique_id_engine");
+    cdsl_rank_config cfg;
+    cdsl_rank_config_init(NULL);
+    cdsl_rank_config_init(&cfg);
+    cfg.log = quiet;
+    done("cdsl_rank_config_init");
+    cdsl_rank_comm *c = (cdsl_rank_comm *)1;
+    EXPECT(cdsl_comm_init_rank(NULL, 1, &id, 0, &cfg) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_init_rank(&c, 1, NULL, 0, &cfg) == CDSL_ERR_USAGE && c == NULL);
+    EXPECT(cdsl_comm_init_rank(&c, 1, &id, 0, &cfg) == CDSL_OK && c != NULL);
+    done("cdsl_comm_init_rank");
+    EXPECT(cdsl_rank_comm_rank(NULL) == -1 && cdsl_rank_comm_rank(c) == 0);
+    done("cdsl_rank_comm_rank");
+    EXPECT(cdsl_rank_comm_nranks(NULL) == 0 && cdsl_rank_comm_nranks(c) == 1);
+    done("cdsl_rank_comm_nranks");
+    EXPECT((int)cdsl_rank_comm_engine(NULL) == -1 && cdsl_rank_comm_engine(c) == CDSL_ENGINE_SIM);
+    done("cdsl_rank_comm_engine");
+    EXPECT(cdsl_rank_comm_device(NULL) == -1);
+    done("cdsl_rank_comm_device");
+    EXPECT(cdsl_rank_alloc(NULL, p, 64) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_rank_alloc(c, NULL, 64) == CDSL_ERR_USAGE);
+    done("cdsl_rank_alloc");
+    void *ptr = (void *)1;
+    EXPECT(cdsl_rank_buffer(NULL, 0, &ptr) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_rank_buffer(c, 0, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_rank_buffer");
+    EXPECT(cdsl_rank_buffer_bytes(NULL, 0) == 0);
+    done("cdsl_rank_buffer_bytes");
+    EXPECT(cdsl_rank_run(NULL, p, CDSL_F32, 64, NULL, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_rank_run(c, NULL, CDSL_F32, 64, NULL, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_rank_run");
+    EXPECT(cdsl_rank_status(NULL) == CDSL_ERR_USAGE);
+    done("cdsl_rank_status");
+    char buf[256];
+    EXPECT(cdsl_pattern_fill(NULL, CDSL_F32, 0, 64, buf, sizeof buf) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_pattern_fill(p, CDSL_F32, 0, 64, NULL, sizeof buf) == CDSL_ERR_USAGE);
+    done("cdsl_pattern_fill");
+    EXPECT(cdsl_pattern_check(NULL, CDSL_F32, 0, 64, buf, sizeof buf, NULL, quiet) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_pattern_check(p, CDSL_F32, 0, 64, NULL, sizeof buf, NULL, quiet) == CDSL_ERR_USAGE);
+    done("cdsl_pattern_check");
+    cdsl_rank_comm_destroy(NULL);
+    cdsl_rank_comm_destroy(c);
+    done("cdsl_rank_comm_destroy");
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 2 && !strcmp(argv[1], "--list")) {
@@ -224,6 +302,7 @@ int main(int argc, char **argv)
     if (!p)
         return 1;
     program(p, quiet);
+    rank_api(p, quiet);
     cdsl_comm *c = comm_create(quiet);
     if (c) {
         comm_buffers(c, p);
