@@ -37,10 +37,14 @@ typedef struct PostTerm {
 /* 0: undefined; > 0: index into Post.vals. */
 typedef int64_t PostId;
 
+/* A family: its terms (FLAT), or the sum of two families not added up yet (SUM: a + b). A sum
+   of many ranks' values built one term at a time would otherwise copy every partial sum
+   (n^2 terms per rank); a SUM is added up only when its terms are needed. */
 typedef struct PostVal {
-    const FamTerm *t;
-    int n;
-    uint64_t hash;
+    const FamTerm *t;  /* FLAT: the terms, sorted and combined; NULL for a SUM */
+    int n;             /* FLAT: how many; SUM: at most how many (na + nb) */
+    PostId a, b;       /* SUM: the two families */
+    uint64_t hash;     /* multiset hash: the sum over terms of count * term_hash(term) */
 } PostVal;
 
 /* (x, y) -> value: sums (x + y) and shifts (x moved by y chunks). */
@@ -77,6 +81,13 @@ typedef struct Post {
     RunMap *cells;        /* [rank * nbufs + buf]: values, made when first touched */
     FamTerm *scratch;
     size_t scratch_cap;
+    FamTerm *flat[2];     /* flatten()'s results: a candidate and the value compared with it */
+    size_t flat_cap[2];
+    unsigned *mark;       /* [id] flatten()'s visit stamp */
+    uint64_t *mult;       /* [id] how many times the value occurs in what is flattened */
+    PostId *order;        /* the SUMs and FLATs reached, children before parents */
+    size_t mark_cap, order_cap;
+    unsigned stamp;
     Piece *piece[3];      /* an op's pieces: source, second source, result */
     size_t piece_cap[3];
     PostId *want;         /* expected families, by block (allgather) or rank (reducescatter) */
@@ -103,18 +114,20 @@ static int cmp_fam(FamTerm a, FamTerm b)
     return (a.off > b.off) - (a.off < b.off);
 }
 
-static uint64_t hash_terms(const FamTerm *t, int n)
+static uint32_t add_counts(uint32_t x, uint32_t y);
+
+static uint64_t term_hash(FamTerm t)
 {
-    uint64_t h = (uint64_t)n;
-    for (int i = 0; i < n; i++)
-        h = hb_mix64(h ^ ((uint64_t)(uint32_t)t[i].rank << 40 ^ (uint64_t)(uint32_t)t[i].off << 20 ^ t[i].count)) +
-            (uint64_t)i;
-    return h;
+    return hb_mix64((uint64_t)(uint32_t)t.rank << 32 ^ (uint32_t)t.off);
 }
 
-static bool same_terms(const PostVal *v, const FamTerm *t, int n)
+/* Additive, so a SUM's hash is its two families' added: equal multisets, equal hashes. */
+static uint64_t hash_terms(const FamTerm *t, int n)
 {
-    return v->n == n && memcmp(v->t, t, (size_t)n * sizeof *t) == 0;
+    uint64_t h = 0;
+    for (int i = 0; i < n; i++)
+        h += term_hash(t[i]) * t[i].count;
+    return h;
 }
 
 static void intern_rehash(Post *s)
@@ -130,37 +143,170 @@ static void intern_rehash(Post *s)
     }
 }
 
-/* The id of the family with these (sorted, combined) terms; copies them when new. */
+static PostId new_val(Post *s, PostVal v, size_t slot)
+{
+    if (s->nvals == s->cap) {
+        budget_take(s->budget, (size_t)s->cap * sizeof *s->vals, "symbolic values", s->pool.at);
+        s->vals = arena_grow(s->a, s->vals, (size_t)s->nvals, (size_t)s->cap * 2, sizeof *s->vals);
+        s->cap *= 2;
+    }
+    int id = s->nvals++;
+    s->vals[id] = v;
+    s->intern[slot] = id;
+    if ((size_t)s->nvals * 2 > s->intern_mask)
+        intern_rehash(s);
+    return id;
+}
+
+static FamTerm *grow_terms(Post *s, FamTerm **buf, size_t *cap, size_t n)
+{
+    if (n > *cap) {
+        *cap = 2 * n + 16;
+        *buf = post_alloc(s, *cap, sizeof **buf);
+    }
+    return *buf;
+}
+
+static FamTerm *scratch(Post *s, size_t n)
+{
+    return grow_terms(s, &s->scratch, &s->scratch_cap, n);
+}
+
+static int cmp_term(const void *x, const void *y)
+{
+    return cmp_fam(*(const FamTerm *)x, *(const FamTerm *)y);
+}
+
+static uint32_t mul_counts(uint32_t count, uint64_t times)
+{
+    return times >= UINT32_MAX / (count ? count : 1) ? UINT32_MAX : (uint32_t)(count * times);
+}
+
+/* Sorts terms and combines equal ones; returns how many are left. */
+static int combine(Post *s, FamTerm *t, size_t n)
+{
+    budget_work(s->budget, n, "symbolic values", s->pool.at);
+    qsort(t, n, sizeof *t, cmp_term);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && !cmp_fam(t[m - 1], t[i]))
+            t[m - 1].count = add_counts(t[m - 1].count, t[i].count);
+        else
+            t[m++] = t[i];
+    }
+    return (int)m;
+}
+
+/* The SUMs and FLATs reachable from the roots, each once, children before parents, with how
+   many times each occurs in the sum of the roots (a SUM may use one value twice: x + x). */
+static size_t reach(Post *s, const PostId *roots, int k)
+{
+    if ((size_t)s->nvals > s->mark_cap) {
+        size_t cap = 2 * (size_t)s->nvals;
+        s->mark = arena_grow(s->a, s->mark, s->mark_cap, cap, sizeof *s->mark);
+        s->mult = arena_grow(s->a, s->mult, s->mark_cap, cap, sizeof *s->mult);
+        s->order = arena_grow(s->a, s->order, s->order_cap, cap, sizeof *s->order);
+        budget_take(s->budget, (cap - s->mark_cap) * 20, "symbolic values", s->pool.at);
+        s->mark_cap = s->order_cap = cap;
+    }
+    unsigned stamp = ++s->stamp;
+    size_t n = 0, top = 0;
+    PostId *stack = s->order + s->order_cap / 2; /* the ids in the top half, order below */
+    for (int i = 0; i < k; i++) {
+        if (s->mark[roots[i]] != stamp) {
+            s->mark[roots[i]] = stamp;
+            s->mult[roots[i]] = 0;
+            stack[top++] = roots[i];
+        }
+        s->mult[roots[i]]++;
+        while (top) { /* postorder: a node leaves the stack once both its parts are placed */
+            PostId x = stack[top - 1];
+            const PostVal *v = &s->vals[x];
+            if (!v->t && s->mark[v->a] != stamp) {
+                s->mark[v->a] = stamp, s->mult[v->a] = 0, stack[top++] = v->a;
+            } else if (!v->t && s->mark[v->b] != stamp) {
+                s->mark[v->b] = stamp, s->mult[v->b] = 0, stack[top++] = v->b;
+            } else {
+                s->order[n++] = x;
+                top--;
+            }
+        }
+    }
+    budget_work(s->budget, n, "symbolic values", s->pool.at);
+    for (size_t i = n; i-- > 0;) { /* parents first: pass each one's count down */
+        const PostVal *v = &s->vals[s->order[i]];
+        uint64_t m = s->mult[s->order[i]];
+        if (!v->t) {
+            s->mult[v->a] = s->mult[v->a] + m < UINT32_MAX ? s->mult[v->a] + m : UINT32_MAX;
+            s->mult[v->b] = s->mult[v->b] + m < UINT32_MAX ? s->mult[v->b] + m : UINT32_MAX;
+        }
+    }
+    return n;
+}
+
+/* The terms of the sum of the roots (all defined), sorted and combined, in flat[k]. */
+static int flatten(Post *s, const PostId *roots, int k, int into, const FamTerm **out)
+{
+    if (k == 1 && s->vals[roots[0]].t) {
+        *out = s->vals[roots[0]].t;
+        return s->vals[roots[0]].n;
+    }
+    size_t n = reach(s, roots, k), total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->vals[s->order[i]].t)
+            total += (size_t)s->vals[s->order[i]].n;
+    FamTerm *t = grow_terms(s, &s->flat[into], &s->flat_cap[into], total + 1);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const PostVal *v = &s->vals[s->order[i]];
+        for (int j = 0; v->t && j < v->n; j++)
+            t[m++] = (FamTerm){v->t[j].rank, v->t[j].off, mul_counts(v->t[j].count, s->mult[s->order[i]])};
+    }
+    *out = t;
+    return combine(s, t, m);
+}
+
+static bool same_family(Post *s, PostId id, const FamTerm *t, int n)
+{
+    const FamTerm *u;
+    int m = flatten(s, &id, 1, 1, &u);
+    return m == n && memcmp(u, t, (size_t)n * sizeof *t) == 0;
+}
+
+/* The id of the family with these (sorted, combined) terms; copies them when new. Equal
+   families get one id, whatever they were built as: a candidate with the same hash is
+   compared term by term. */
 static PostId intern(Post *s, const FamTerm *t, int n)
 {
     uint64_t h = hash_terms(t, n);
     budget_work(s->budget, (uint64_t)n, "symbolic values", s->pool.at);
     size_t i = (size_t)h & s->intern_mask;
     for (; s->intern[i]; i = (i + 1) & s->intern_mask)
-        if (s->vals[s->intern[i]].hash == h && same_terms(&s->vals[s->intern[i]], t, n))
+        if (s->vals[s->intern[i]].hash == h && same_family(s, s->intern[i], t, n))
             return s->intern[i];
-    if (s->nvals == s->cap) {
-        budget_take(s->budget, (size_t)s->cap * sizeof *s->vals, "symbolic values", s->pool.at);
-        s->vals = arena_grow(s->a, s->vals, (size_t)s->nvals, (size_t)s->cap * 2, sizeof *s->vals);
-        s->cap *= 2;
-    }
     FamTerm *copy = post_alloc(s, (size_t)n, sizeof *copy);
     memcpy(copy, t, (size_t)n * sizeof *t);
-    int id = s->nvals++;
-    s->vals[id] = (PostVal){copy, n, h};
-    s->intern[i] = id;
-    if ((size_t)s->nvals * 2 > s->intern_mask)
-        intern_rehash(s);
-    return id;
+    return new_val(s, (PostVal){copy, n, 0, 0, h}, i);
 }
 
-static FamTerm *scratch(Post *s, size_t n)
+/* x + y as one id: an existing family when one is equal, else a SUM. */
+static PostId intern_sum(Post *s, PostId x, PostId y)
 {
-    if (n > s->scratch_cap) {
-        s->scratch_cap = n * 2;
-        s->scratch = post_alloc(s, s->scratch_cap, sizeof *s->scratch);
+    uint64_t h = s->vals[x].hash + s->vals[y].hash;
+    size_t i = (size_t)h & s->intern_mask;
+    const FamTerm *t = NULL;
+    int n = 0;
+    for (; s->intern[i]; i = (i + 1) & s->intern_mask) {
+        PostId c = s->intern[i];
+        if (s->vals[c].hash != h)
+            continue;
+        if (!t)
+            n = flatten(s, (PostId[]){x, y}, 2, 0, &t);
+        if (same_family(s, c, t, n))
+            return c;
     }
-    return s->scratch;
+    int64_t most = (int64_t)s->vals[x].n + s->vals[y].n;
+    return new_val(s, (PostVal){NULL, most > INT32_MAX ? INT32_MAX : (int)most, x, y, h}, i);
 }
 
 static uint32_t add_counts(uint32_t x, uint32_t y)
@@ -220,23 +366,24 @@ static PostId shift(Post *s, PostId x, int by)
     size_t i = memo_slot(&s->shifts, x, by);
     if (s->shifts.val[i])
         return s->shifts.val[i];
-    const PostVal *v = &s->vals[x];
-    FamTerm *t = scratch(s, (size_t)v->n);
-    for (int j = 0; j < v->n; j++)
-        t[j] = (FamTerm){v->t[j].rank, v->t[j].off + by, v->t[j].count};
-    PostId id = intern(s, t, v->n);
+    const FamTerm *from;
+    int n = flatten(s, &x, 1, 0, &from);
+    FamTerm *t = scratch(s, (size_t)n);
+    for (int j = 0; j < n; j++)
+        t[j] = (FamTerm){from[j].rank, from[j].off + by, from[j].count};
+    PostId id = intern(s, t, n);
     memo_put(s, &s->shifts, x, by, id);
     return id;
 }
 
+enum { FLAT_MAX = 16 }; /* sums up to this many terms are added up at once */
+
 static PostId merge(Post *s, PostId x, PostId y)
 {
     const PostVal *va = &s->vals[x], *vb = &s->vals[y];
-    const FamTerm *a = va->t, *b = vb->t;
     int na = va->n, nb = vb->n;
     FamTerm *out = scratch(s, (size_t)na + (size_t)nb);
-    a = s->vals[x].t; /* scratch() may not move vals, but keep the reads after it */
-    b = s->vals[y].t;
+    const FamTerm *a = s->vals[x].t, *b = s->vals[y].t;
     int i = 0, j = 0, n = 0;
     while (i < na || j < nb) {
         int c = i == na ? 1 : j == nb ? -1 : cmp_fam(a[i], b[j]);
@@ -266,42 +413,22 @@ static PostId sum2(Post *s, PostId x, PostId y)
     size_t i = memo_slot(&s->sums, x, y);
     if (s->sums.val[i])
         return s->sums.val[i];
-    PostId v = merge(s, x, y);
+    const PostVal *vx = &s->vals[x], *vy = &s->vals[y];
+    bool small = vx->t && vy->t && (int64_t)vx->n + vy->n <= FLAT_MAX;
+    PostId v = small ? merge(s, x, y) : intern_sum(s, x, y);
     memo_put(s, &s->sums, x, y, v);
     return v;
-}
-
-static int cmp_term(const void *x, const void *y)
-{
-    return cmp_fam(*(const FamTerm *)x, *(const FamTerm *)y);
 }
 
 /* The sum of k families: all their terms sorted once, equal terms combined. */
 static PostId sum_many(Post *s, const PostId *ids, int k)
 {
-    size_t total = 0;
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < k; i++)
         if (!ids[i])
             return 0;
-        total += (size_t)s->vals[ids[i]].n;
-    }
-    FamTerm *t = scratch(s, total + 1);
-    size_t n = 0;
-    for (int i = 0; i < k; i++) {
-        const PostVal *v = &s->vals[ids[i]];
-        memcpy(t + n, v->t, (size_t)v->n * sizeof *t);
-        n += (size_t)v->n;
-    }
-    budget_work(s->budget, n, "symbolic values", s->pool.at);
-    qsort(t, n, sizeof *t, cmp_term);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && !cmp_fam(t[m - 1], t[i]))
-            t[m - 1].count = add_counts(t[m - 1].count, t[i].count);
-        else
-            t[m++] = t[i];
-    }
-    return intern(s, t, (int)m);
+    const FamTerm *t;
+    int n = flatten(s, ids, k, 0, &t);
+    return intern(s, t, n);
 }
 
 /* ---- Buffers ----------------------------------------------------------------------------- */
@@ -469,12 +596,14 @@ static PostId expected_family(Post *s, int r, int lo, int *hi)
 }
 
 /* A family's terms at chunk x, as one chunk's value. */
-static int terms_at(Post *s, PostId id, int x, PostTerm *out)
+static int terms_at(Post *s, PostId id, int x, PostTerm **out)
 {
-    const PostVal *v = &s->vals[id];
-    for (int i = 0; i < v->n; i++)
-        out[i] = (PostTerm){(uint32_t)v->t[i].rank * s->nin + (uint32_t)(x + v->t[i].off), v->t[i].count};
-    return v->n;
+    const FamTerm *t;
+    int n = flatten(s, &id, 1, 0, &t);
+    *out = ARENA_ARRAY(s->a, PostTerm, (size_t)n);
+    for (int i = 0; i < n; i++)
+        (*out)[i] = (PostTerm){(uint32_t)t[i].rank * s->nin + (uint32_t)(x + t[i].off), t[i].count};
+    return n;
 }
 
 static const char *term_text(const Post *s, PostTerm t)
@@ -548,8 +677,8 @@ static void report_wrong(Post *s, Diag *d, int r, int o, const Cell *c, const Po
     const char *chunk = check_chunks(p, IR_OUTPUT, o, 1);
     const char *has = "undefined", *diff = "";
     if (c->id) {
-        PostTerm *t = ARENA_ARRAY(s->a, PostTerm, (size_t)s->vals[c->id].n);
-        int n = terms_at(s, c->id, o, t);
+        PostTerm *t;
+        int n = terms_at(s, c->id, o, &t);
         has = arena_printf(s->a, "= %s", terms_text(s, t, n, 4));
         diff = diff_text(s, t, n, want, nwant);
     }
