@@ -65,7 +65,7 @@ static Run *node_new(RunPool *pool, int lo, int hi, const void *val)
         pool->free_list = r->next;
     else
         r = arena_alloc(pool->arena, pool->node_size);
-    r->left = r->right = r->prev = r->next = NULL;
+    r->left = r->right = r->parent = r->prev = r->next = NULL;
     r->prio = next_prio(pool);
     r->lo = lo;
     r->hi = hi;
@@ -84,61 +84,64 @@ static void node_free(RunPool *pool, Run *r)
     pool->budget->runs--;
 }
 
-static Run *rotate_right(Run *t)
+/* Lifts x above its parent, keeping the key order. */
+static void rotate_up(RunMap *m, Run *x)
 {
-    Run *l = t->left;
-    t->left = l->right;
-    l->right = t;
-    return l;
-}
-
-static Run *rotate_left(Run *t)
-{
-    Run *r = t->right;
-    t->right = r->left;
-    r->left = t;
-    return r;
-}
-
-static Run *insert(Run *t, Run *x)
-{
-    if (!t)
-        return x;
-    if (x->lo < t->lo) {
-        t->left = insert(t->left, x);
-        if (t->left->prio > t->prio)
-            t = rotate_right(t);
+    Run *p = x->parent, *g = p->parent;
+    if (x == p->left) {
+        p->left = x->right;
+        if (x->right)
+            x->right->parent = p;
+        x->right = p;
     } else {
-        t->right = insert(t->right, x);
-        if (t->right->prio > t->prio)
-            t = rotate_left(t);
+        p->right = x->left;
+        if (x->left)
+            x->left->parent = p;
+        x->left = p;
     }
-    return t;
-}
-
-static Run *join(Run *a, Run *b) /* every key of a below every key of b */
-{
-    if (!a)
-        return b;
-    if (!b)
-        return a;
-    if (a->prio > b->prio) {
-        a->right = join(a->right, b);
-        return a;
-    }
-    b->left = join(a, b->left);
-    return b;
-}
-
-static Run *erase(Run *t, int lo)
-{
-    if (t->lo == lo)
-        return join(t->left, t->right);
-    if (lo < t->lo)
-        t->left = erase(t->left, lo);
+    p->parent = x;
+    x->parent = g;
+    if (!g)
+        m->root = x;
+    else if (g->left == p)
+        g->left = x;
     else
-        t->right = erase(t->right, lo);
-    return t;
+        g->right = x;
+}
+
+/* Puts x into the treap as r's successor: a leaf where the successor goes, lifted while its
+   priority beats its parent's (expected O(1) rotations). */
+static void insert_after(RunMap *m, Run *r, Run *x)
+{
+    Run *at = r;
+    x->left = x->right = NULL;
+    if (!r->right) {
+        r->right = x;
+    } else {
+        at = r->right;
+        while (at->left)
+            at = at->left;
+        at->left = x;
+    }
+    x->parent = at;
+    while (x->parent && x->parent->prio < x->prio)
+        rotate_up(m, x);
+}
+
+/* Takes x out of the treap: rotated down until it has one child, which takes its place. */
+static void erase(RunMap *m, Run *x)
+{
+    while (x->left && x->right)
+        rotate_up(m, x->left->prio > x->right->prio ? x->left : x->right);
+    Run *c = x->left ? x->left : x->right, *p = x->parent;
+    if (c)
+        c->parent = p;
+    if (!p)
+        m->root = c;
+    else if (p->left == x)
+        p->left = c;
+    else
+        p->right = c;
 }
 
 bool runs_init(RunMap *m, RunPool *pool, int nchunks, const void *val)
@@ -193,7 +196,8 @@ Run *runs_split(RunMap *m, RunPool *pool, int c)
     if (r->next)
         r->next->prev = x;
     r->next = x;
-    m->root = insert(m->root, x);
+    insert_after(m, r, x);
+    m->hint = x;
     return x;
 }
 
@@ -212,7 +216,7 @@ static void unlink_next(RunMap *m, RunPool *pool, Run *r)
     r->next = x->next;
     if (x->next)
         x->next->prev = r;
-    m->root = erase(m->root, x->lo);
+    erase(m, x);
     if (m->hint == x)
         m->hint = r;
     node_free(pool, x);

@@ -10,8 +10,11 @@
  * checking follows the number of distinct accesses, not chunks x ranks.
  *
  * The runs of one map are a treap keyed by lo (for finding the run holding a chunk) threaded
- * by a list in chunk order (for walking a range). Nodes come from a RunPool shared by the maps
- * of one pass and are recycled through its free list.
+ * by a list in chunk order (for walking a range). A split inserts the new run right after the
+ * old one and a merge deletes a run in place, both with parent links and rotations near the
+ * run itself, and the map remembers the run last found: a pass that comes back to a buffer
+ * touches the nodes around where it was, not a path from the root. Nodes come from a RunPool
+ * shared by the maps of one pass and are recycled through its free list.
  *
  * CheckBudget bounds what checking may spend: bytes of the passes' own structures (runs, read
  * sets, clocks, values) and steps of work (runs visited, read sets scanned, terms merged).
@@ -45,8 +48,8 @@ void budget_give(CheckBudget *b, size_t bytes);
 bool budget_work(CheckBudget *b, uint64_t steps, const char *what, Loc at);
 
 typedef struct Run {
-    struct Run *left, *right; /* treap by lo */
-    struct Run *prev, *next;  /* chunk order */
+    struct Run *left, *right, *parent; /* treap by lo */
+    struct Run *prev, *next;           /* chunk order */
     uint32_t prio;
     int lo, hi;
     _Alignas(8) unsigned char val[]; /* the payload, RunPool.val_size bytes */

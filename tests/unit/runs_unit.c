@@ -59,6 +59,18 @@ static int rnd(int n)
     return (int)(rng % (unsigned long long)n);
 }
 
+/* The treap under t: keys in order within (lo, hi), parents above children in priority, and
+   every child pointing back at its parent. Returns how many nodes, or -1. */
+static long treap_ok(const Run *t, const Run *parent, int lo, int hi)
+{
+    if (!t)
+        return 0;
+    if (t->parent != parent || t->lo <= lo || t->lo >= hi || (parent && parent->prio < t->prio))
+        return -1;
+    long l = treap_ok(t->left, t, lo, t->lo), r = treap_ok(t->right, t, t->lo, hi);
+    return l < 0 || r < 0 ? -1 : l + r + 1;
+}
+
 /* The map against the model: same values, runs tiling [0, n), found through the treap; and,
    when `merged`, no two neighbours holding the same value. */
 static int matches(RunMap *m, const int *model, int n, int merged)
@@ -117,6 +129,7 @@ static void test_random_edits(int n, int steps, int splits)
         long nodes = 0;
         for (Run *r = m.first; r; r = r->next)
             nodes++;
+        CHECK(treap_ok(m.root, NULL, -1, n) == nodes, "the treap holds every run, in order, as a heap");
         CHECK(live == nodes, "hooks: %ld payloads held by %ld runs", live, nodes);
         CHECK(b.runs == (size_t)nodes && b.bytes == (size_t)nodes * pool.node_size, "budget counts the runs alive");
     }
