@@ -84,6 +84,17 @@ static void node_free(RunPool *pool, Run *r)
     pool->budget->runs--;
 }
 
+/* Where p pointed at old (or the root, when p is NULL), x now hangs. */
+static void replace_child(RunMap *m, Run *p, Run *old, Run *x)
+{
+    if (!p)
+        m->root = x;
+    else if (p->left == old)
+        p->left = x;
+    else
+        p->right = x;
+}
+
 /* Lifts x above its parent, keeping the key order. */
 static void rotate_up(RunMap *m, Run *x)
 {
@@ -101,12 +112,7 @@ static void rotate_up(RunMap *m, Run *x)
     }
     p->parent = x;
     x->parent = g;
-    if (!g)
-        m->root = x;
-    else if (g->left == p)
-        g->left = x;
-    else
-        g->right = x;
+    replace_child(m, g, p, x);
 }
 
 /* Puts x into the treap as r's successor: a leaf where the successor goes, lifted while its
@@ -133,15 +139,10 @@ static void erase(RunMap *m, Run *x)
 {
     while (x->left && x->right)
         rotate_up(m, x->left->prio > x->right->prio ? x->left : x->right);
-    Run *c = x->left ? x->left : x->right, *p = x->parent;
+    Run *c = x->left ? x->left : x->right;
     if (c)
-        c->parent = p;
-    if (!p)
-        m->root = c;
-    else if (p->left == x)
-        p->left = c;
-    else
-        p->right = c;
+        c->parent = x->parent;
+    replace_child(m, x->parent, x, c);
 }
 
 bool runs_init(RunMap *m, RunPool *pool, int nchunks, const void *val)
