@@ -11,28 +11,61 @@
  */
 #include "check.h"
 
+#include "cdsl.h"
 #include "hb.h"
 
-struct CheckResult *check_program(IrProgram *p, Diag *d)
+static const char *size_text(Arena *a, size_t bytes)
+{
+    static const char *const units[] = {"GiB", "MiB", "KiB"};
+    for (int k = 0; k < 3; k++) {
+        size_t unit = (size_t)1 << (30 - 10 * k);
+        if (bytes >= unit && bytes % unit == 0)
+            return arena_printf(a, "%zu %s", bytes / unit, units[k]);
+    }
+    return arena_printf(a, "%zu bytes", bytes);
+}
+
+/* One error where checking ran out, naming the limit and what outgrew it. */
+static void report_budget(CheckResult *r, Diag *d)
+{
+    const CheckBudget *b = &r->budget;
+    Arena *a = r->p->arena;
+    if (b->over_steps)
+        diag_error(d, b->at, "checking needs more than %llu steps of work: its %s outgrew that here (the limit "
+                   "is --check-steps)", (unsigned long long)b->max_steps, b->what);
+    else
+        diag_error(d, b->at, "checking needs more than %s of memory: its %s outgrew that here (the limit is "
+                   "--check-memory)", size_text(a, b->max_bytes), b->what);
+    diag_note(d, r->p->loc, "by then it followed %zu ranges of chunks over the %d ranks", b->runs_at_limit,
+              r->p->nranks);
+}
+
+struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limits)
 {
     CheckResult *r = ARENA_NEW(p->arena, CheckResult);
     r->p = p;
-    order_program(p);
+    r->budget.max_bytes = limits ? limits->memory : CDSL_CHECK_MEMORY_DEFAULT;
+    r->budget.max_steps = limits ? limits->steps : CDSL_CHECK_STEPS_DEFAULT;
+    r->budget.at = p->loc;
+    order_program(p, &r->budget);
     hb_match(p, &r->hb);
     sync_simulate(&r->hb, p->arena, &r->run);
     int before = d->nerrors;
     /* A deadlock comes first (it is why later ops never ran); leftovers after the races. */
     if (!r->run.all_ended)
         sync_report(r, d);
-    race_check(r, d);
+    if (!r->budget.over)
+        race_check(r, d);
     if (r->run.all_ended) {
         int synced = d->nerrors;
         sync_report(r, d);
-        if (d->nerrors == synced) /* uneven or unconsumed arrivals say enough already */
+        if (d->nerrors == synced && !r->budget.over) /* uneven or unconsumed arrivals say enough */
             rounds_check(r, d);
     }
-    if (d->nerrors == before)
+    if (d->nerrors == before && !r->budget.over)
         post_check(r, d);
+    if (r->budget.over)
+        report_budget(r, d);
     return r;
 }
 

@@ -23,10 +23,17 @@
 
 struct CheckResult; /* the checker's facts and findings (hb.h), allocated in p->arena */
 
+/* What checking may spend: bytes of its own structures and steps of work (runs.h). */
+typedef struct CheckLimits {
+    size_t memory;
+    unsigned long long steps;
+} CheckLimits;
+
 /* Rules 1, 2 and 4 of LANGUAGE.md on an evaluated program (rule 3, bounds/shapes, is already
    done by eval.c). Reports through d (diag_error + diag_note). Also sets IrOp.sync_before
-   (order.c). Returns the result (never NULL); d->nerrors tells whether it passed. */
-struct CheckResult *check_program(IrProgram *p, Diag *d);
+   (order.c). Past a limit it stops with an error naming it. Returns the result (never NULL);
+   d->nerrors tells whether it passed. limits NULL: cdsl.h's defaults. */
+struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limits);
 
 /* Graphviz for --emit-dot: ranks as columns (clusters), ops as nodes in program order,
    start/end nodes per rank, signal->wait edges (dashed when relaxed), races and deadlock-cycle

@@ -41,6 +41,10 @@ static cdsl_program *new_program(const cdsl_compile_opts *o)
     return p;
 }
 
+_Static_assert(IR_MAX_RANKS == CDSL_MAX_RANKS, "cdsl.h and ir.h must agree on the rank limit");
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(x) TEXT_OF(x)
+
 static int usage_error(FILE *out, const char *msg, int n)
 {
     fprintf(out ? out : stderr, msg, n);
@@ -65,7 +69,9 @@ static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
         return CDSL_ERR_PROGRAM;
     if (o->stop_after == CDSL_STAGE_EVAL)
         return p->ok = true, CDSL_OK;
-    p->check = check_program(p->ir, &p->diag);
+    CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
+                          o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
+    p->check = check_program(p->ir, &p->diag, &limits);
     p->ok = p->diag.nerrors == 0;
     return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
 }
@@ -86,7 +92,8 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
     if (!o->path)
         return usage_error(o->diag, "cdsl: error: no input file%.0d\n", 0);
     if (o->nranks < 1 || o->nranks > IR_MAX_RANKS)
-        return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " "4096, not %d\n",
+        return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " NUMBER_TEXT(CDSL_MAX_RANKS)
+                           ", not %d\n",
                            o->nranks);
     if ((o->ndefines && !o->defines) || (o->ninclude_dirs && !o->include_dirs) || o->ndefines < 0 ||
         o->ninclude_dirs < 0)

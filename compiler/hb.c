@@ -150,13 +150,22 @@ bool hb_strong(const IrOp *sig, const IrOp *wait)
 
 /* ---- Vector clocks --------------------------------------------------------------------- */
 
+static size_t clock_bytes(const HbReplay *rp)
+{
+    return sizeof(HbClock) + (size_t)rp->n * sizeof(uint32_t);
+}
+
+/* A new clock is charged to the budget; when that runs out the replay still gets its clock
+   (the passes stop at the next op and report the budget). */
 static HbClock *clock_new(HbReplay *rp, const HbClock *copy)
 {
     HbClock *c = rp->free_list;
+    budget_take(rp->budget, clock_bytes(rp), "vector clocks", rp->at);
+    budget_work(rp->budget, (uint64_t)rp->n / HB_JOIN_STEP + 1, "vector clocks", rp->at);
     if (c)
         rp->free_list = c->u.next;
     else
-        c = arena_alloc(rp->arena, sizeof(HbClock) + (size_t)rp->n * sizeof(uint32_t));
+        c = arena_alloc(rp->arena, clock_bytes(rp));
     if (copy)
         memcpy(c->v, copy->v, (size_t)rp->n * sizeof(uint32_t));
     else
@@ -170,7 +179,19 @@ static void clock_unref(HbReplay *rp, HbClock *c)
     if (c && --c->u.refs == 0) {
         c->u.next = rp->free_list;
         rp->free_list = c;
+        budget_give(rp->budget, clock_bytes(rp));
     }
+}
+
+void hb_clock_retain(HbClock *c)
+{
+    if (c)
+        c->u.refs++;
+}
+
+void hb_clock_release(HbReplay *rp, HbClock *c)
+{
+    clock_unref(rp, c);
 }
 
 /* The rank's clock, ready to be changed: copied first while a signal still refers to it. */
@@ -184,18 +205,23 @@ static HbClock *clock_own(HbReplay *rp, HbClock **slot)
     return *slot;
 }
 
-static void clock_join(HbClock *into, const HbClock *from, int n, int rank, uint32_t t)
+static void clock_join(HbReplay *rp, HbClock *into, const HbClock *from, int rank, uint32_t t)
 {
+    int n = rp->n;
+    budget_work(rp->budget, (uint64_t)n / HB_JOIN_STEP + 1, "vector clocks", rp->at);
+    uint32_t *restrict to = into->v; /* two distinct clocks: lets the compiler vectorise */
+    const uint32_t *restrict add = from->v;
     for (int q = 0; q < n; q++)
-        if (from->v[q] > into->v[q])
-            into->v[q] = from->v[q];
+        to[q] = add[q] > to[q] ? add[q] : to[q];
     if (rank >= 0 && t > into->v[rank])
         into->v[rank] = t;
 }
 
-void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a)
+void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a, CheckBudget *b)
 {
     memset(rp, 0, sizeof *rp);
+    rp->budget = b;
+    rp->at = f->p->loc;
     rp->f = f;
     rp->arena = a;
     rp->n = f->n;
@@ -235,12 +261,12 @@ static void step_switch_signal(HbReplay *rp, int r, int i, const IrOp *op)
     uint32_t t = hb_time(i);
     if (!rp->rnd_exec[k])
         rp->rnd_exec[k] = clock_new(rp, NULL);
-    clock_join(rp->rnd_exec[k], rp->exec[r], rp->n, r, t);
+    clock_join(rp, rp->rnd_exec[k], rp->exec[r], r, t);
     if (op->relaxed)
         return;
     if (!rp->rnd_sync[k])
         rp->rnd_sync[k] = clock_new(rp, NULL);
-    clock_join(rp->rnd_sync[k], rp->sync[r], rp->n, r, t);
+    clock_join(rp, rp->rnd_sync[k], rp->sync[r], r, t);
 }
 
 static void step_wait(HbReplay *rp, int r, int i, const IrOp *op)
@@ -249,9 +275,9 @@ static void step_wait(HbReplay *rp, int r, int i, const IrOp *op)
     if (s < 0 || !rp->sig_exec[p][s])
         return; /* cannot happen along a valid schedule */
     uint32_t t = hb_time(s);
-    clock_join(clock_own(rp, &rp->exec[r]), rp->sig_exec[p][s], rp->n, p, t);
+    clock_join(rp, clock_own(rp, &rp->exec[r]), rp->sig_exec[p][s], p, t);
     if (hb_strong(&rp->f->p->ranks[p].ops[s], op))
-        clock_join(clock_own(rp, &rp->sync[r]), rp->sig_sync[p][s], rp->n, p, t);
+        clock_join(rp, clock_own(rp, &rp->sync[r]), rp->sig_sync[p][s], p, t);
     clock_unref(rp, rp->sig_exec[p][s]);
     clock_unref(rp, rp->sig_sync[p][s]);
     rp->sig_exec[p][s] = rp->sig_sync[p][s] = NULL;
@@ -262,9 +288,9 @@ static void step_switch_wait(HbReplay *rp, int r, int i, const IrOp *op)
     int k = rp->f->ordinal[r][i];
     if (k >= rp->f->nrounds || !rp->rnd_exec[k])
         return;
-    clock_join(clock_own(rp, &rp->exec[r]), rp->rnd_exec[k], rp->n, -1, 0);
+    clock_join(rp, clock_own(rp, &rp->exec[r]), rp->rnd_exec[k], -1, 0);
     if (!op->relaxed && rp->rnd_sync[k])
-        clock_join(clock_own(rp, &rp->sync[r]), rp->rnd_sync[k], rp->n, -1, 0);
+        clock_join(rp, clock_own(rp, &rp->sync[r]), rp->rnd_sync[k], -1, 0);
     if (++rp->rnd_waits[k] == rp->n) {
         clock_unref(rp, rp->rnd_exec[k]);
         clock_unref(rp, rp->rnd_sync[k]);
@@ -275,6 +301,7 @@ static void step_switch_wait(HbReplay *rp, int r, int i, const IrOp *op)
 void hb_replay_step(HbReplay *rp, int r, int i)
 {
     const IrOp *op = &rp->f->p->ranks[r].ops[i];
+    rp->at = op->loc;
     switch (op->kind) {
     case IR_SIGNAL: step_signal(rp, r, i); break;
     case IR_SW_SIGNAL: step_switch_signal(rp, r, i, op); break;
@@ -297,6 +324,22 @@ HbView hb_sync_view(const HbReplay *rp, int rank)
 
 /* ---- Explaining a missing order: 0-1 BFS over the event graph ---------------------------- */
 
+/*
+ * The search finds, among the paths from one event to another, one with the fewest relaxed
+ * edges (program order and strong signal -> wait edges weigh 0, relaxed ones 1), and the same
+ * path whatever the program's size: it is the plain 0-1 BFS, with two cuts that leave its
+ * result unchanged and bound its cost by the checking's own:
+ *   - Events after the target in the schedule are never pushed. The schedule is a
+ *     linearisation of EXEC, so no path from them leads back to the target, and they cannot
+ *     change what any earlier event is reached from. (Ends come after everything; ops that
+ *     never ran come after every op that did.)
+ *   - A switch signal offers the same distance to every acquire wait of its round (d, or d+1
+ *     when it is relaxed) and d+1 to every relaxed one. An offer no better than one the class
+ *     already had improves none of its waits, so it is skipped without visiting them. Since
+ *     the BFS takes events in order of distance, a class is visited at most twice per search,
+ *     instead of once per signal of the round: O(n) per round, not O(n^2).
+ */
+
 static size_t node_of(const CheckResult *r, HbEv e)
 {
     return r->bfs_base[e.rank] + (size_t)(e.idx + 1);
@@ -315,20 +358,37 @@ static HbEv event_of(const CheckResult *r, size_t node)
     return (HbEv){lo, (int)(node - r->bfs_base[lo]) - 1};
 }
 
+static void bfs_alloc(CheckResult *r, size_t total)
+{
+    size_t n = (size_t)r->hb.n, k = (size_t)r->hb.nrounds + 1;
+    Arena *a = r->p->arena;
+    r->bfs_base = ARENA_ARRAY(a, size_t, n + 1);
+    for (size_t q = 0; q < n; q++)
+        r->bfs_base[q + 1] = r->bfs_base[q] + (size_t)r->p->ranks[q].nops + 2;
+    r->bfs_dist = ARENA_ARRAY(a, int, total);
+    r->bfs_parent = ARENA_ARRAY(a, int, total);
+    r->bfs_queue = ARENA_ARRAY(a, int, 2 * total + 2);
+    r->bfs_pos = ARENA_ARRAY(a, size_t, total);
+    r->bfs_best = ARENA_ARRAY(a, int, 2 * k);
+    r->bfs_seen = ARENA_ARRAY(a, unsigned, k);
+    for (size_t i = 0; i < total; i++) /* ends, and ops that never ran: after everything */
+        r->bfs_pos[i] = SIZE_MAX - 1;
+    for (size_t q = 0; q < n; q++) {
+        r->bfs_pos[r->bfs_base[q]] = 0;
+        r->bfs_pos[r->bfs_base[q + 1] - 1] = SIZE_MAX;
+    }
+    for (size_t i = 0; i < r->run.nsched; i++)
+        r->bfs_pos[node_of(r, r->run.sched[i])] = i + 1;
+}
+
 static size_t bfs_prepare(CheckResult *r)
 {
     size_t n = (size_t)r->hb.n, total = r->hb.nops_total + 2 * n;
-    if (!r->bfs_base) {
-        Arena *a = r->p->arena;
-        r->bfs_base = ARENA_ARRAY(a, size_t, n + 1);
-        for (size_t q = 0; q < n; q++)
-            r->bfs_base[q + 1] = r->bfs_base[q] + (size_t)r->p->ranks[q].nops + 2;
-        r->bfs_dist = ARENA_ARRAY(a, int, total);
-        r->bfs_parent = ARENA_ARRAY(a, int, total);
-        r->bfs_queue = ARENA_ARRAY(a, int, 2 * total + 2);
-    }
+    if (!r->bfs_base)
+        bfs_alloc(r, total);
     for (size_t i = 0; i < total; i++)
         r->bfs_dist[i] = INT_MAX;
+    r->bfs_search++;
     return total;
 }
 
@@ -348,36 +408,67 @@ static void deque_push(Deque *q, int v, bool front)
     q->len++;
 }
 
-static void relax(CheckResult *r, Deque *q, size_t from, HbEv to, int w)
+typedef struct Search {
+    CheckResult *r;
+    Deque q;
+    size_t limit; /* schedule position of the target: nothing after it is pushed */
+} Search;
+
+static void relax(Search *sr, size_t from, HbEv to, int w)
 {
+    CheckResult *r = sr->r;
     size_t v = node_of(r, to);
     int d = r->bfs_dist[from] + w;
+    if (r->bfs_pos[v] > sr->limit)
+        return;
     if (d < r->bfs_dist[v]) {
         r->bfs_dist[v] = d;
         r->bfs_parent[v] = (int)from;
-        deque_push(q, (int)v, w == 0);
+        deque_push(&sr->q, (int)v, w == 0);
     }
 }
 
-static void expand(CheckResult *r, Deque *q, size_t node)
+/* Switch round k from signal `op` (at node `from`): each class of waits, visited only when the
+   offer improves on what the class was offered before in this search. */
+static void relax_round(Search *sr, size_t from, const IrOp *op, int k)
 {
+    CheckResult *r = sr->r;
+    int d = r->bfs_dist[from], *best = &r->bfs_best[2 * k];
+    if (r->bfs_seen[k] != r->bfs_search) {
+        r->bfs_seen[k] = r->bfs_search;
+        best[0] = best[1] = INT_MAX;
+    }
+    int offer[2] = {d + (op->relaxed ? 1 : 0), d + 1}; /* to acquire waits, to relaxed ones */
+    bool visit[2] = {offer[0] < best[0], offer[1] < best[1]};
+    if (!visit[0] && !visit[1])
+        return;
+    for (int c = 0; c < 2; c++)
+        if (visit[c])
+            best[c] = offer[c];
+    for (int t = 0; t < r->hb.n; t++)
+        if (r->hb.nsw_wait[t] > k) {
+            HbEv w = {t, r->hb.sw_wait[t][k]};
+            const IrOp *wait = &r->p->ranks[t].ops[w.idx];
+            if (visit[wait->relaxed])
+                relax(sr, from, w, !hb_strong(op, wait));
+        }
+}
+
+static void expand(Search *sr, size_t node)
+{
+    CheckResult *r = sr->r;
     HbEv e = event_of(r, node);
     const IrSeq *s = &r->p->ranks[e.rank];
     if (e.idx < s->nops)
-        relax(r, q, node, (HbEv){e.rank, e.idx + 1}, 0);
+        relax(sr, node, (HbEv){e.rank, e.idx + 1}, 0);
     if (e.idx < 0 || e.idx >= s->nops)
         return;
     const IrOp *op = &s->ops[e.idx];
     if (op->kind == IR_SIGNAL && r->hb.partner[e.rank][e.idx] >= 0) {
         HbEv w = {op->peer, r->hb.partner[e.rank][e.idx]};
-        relax(r, q, node, w, !hb_strong(op, &r->p->ranks[w.rank].ops[w.idx]));
+        relax(sr, node, w, !hb_strong(op, &r->p->ranks[w.rank].ops[w.idx]));
     } else if (op->kind == IR_SW_SIGNAL) {
-        int k = r->hb.ordinal[e.rank][e.idx];
-        for (int t = 0; t < r->hb.n; t++)
-            if (r->hb.nsw_wait[t] > k) {
-                HbEv w = {t, r->hb.sw_wait[t][k]};
-                relax(r, q, node, w, !hb_strong(op, &r->p->ranks[t].ops[w.idx]));
-            }
+        relax_round(sr, node, op, r->hb.ordinal[e.rank][e.idx]);
     }
 }
 
@@ -400,17 +491,17 @@ static void first_relaxed(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *w
 int hb_relaxed_edge(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *wait)
 {
     size_t total = bfs_prepare(r);
-    Deque q = {r->bfs_queue, 2 * total + 2, 0, 0};
     size_t start = node_of(r, from), goal = node_of(r, to);
+    Search sr = {r, {r->bfs_queue, 2 * total + 2, 0, 0}, r->bfs_pos[goal]};
     r->bfs_dist[start] = 0;
-    deque_push(&q, (int)start, true);
-    while (q.len) {
-        size_t u = (size_t)q.buf[q.head];
-        q.head = (q.head + 1) % q.cap;
-        q.len--;
+    deque_push(&sr.q, (int)start, true);
+    while (sr.q.len) {
+        size_t u = (size_t)sr.q.buf[sr.q.head];
+        sr.q.head = (sr.q.head + 1) % sr.q.cap;
+        sr.q.len--;
         if (u == goal)
             break;
-        expand(r, &q, u);
+        expand(&sr, u);
     }
     if (r->bfs_dist[goal] == INT_MAX)
         return -1;

@@ -20,6 +20,7 @@
 
 #include "check.h"
 #include "ir.h"
+#include "runs.h"
 
 typedef struct HbEv {
     int rank, idx; /* idx -1: the rank's start; nops: its end */
@@ -35,6 +36,7 @@ static inline uint64_t hb_mix64(uint64_t h)
 
 static inline uint32_t hb_time(int idx) { return (uint32_t)(idx + 2); }
 enum { HB_START_TIME = 1, HB_MAX_REPORTS = 10 };
+enum { HB_JOIN_STEP = 16 }; /* clock entries joined per budget step (joins are vectorised) */
 
 typedef struct HbFacts {
     const IrProgram *p;
@@ -85,6 +87,8 @@ typedef struct HbReplay {
     HbClock **rnd_exec, **rnd_sync;   /* [k] join over the round's signals (release ones) */
     int *rnd_waits;                   /* [k] waits done for round k, to recycle its clocks */
     HbClock *free_list;
+    CheckBudget *budget;              /* clocks are charged to it */
+    Loc at;                           /* the op being replayed, for the budget's message */
 } HbReplay;
 
 typedef enum RaceKind {
@@ -121,17 +125,27 @@ struct CheckResult {
     int ncycles;
     HbEv *early;         /* switch signals that may arrive ahead of their round (rounds.c) */
     int nearly;
-    int *bfs_dist, *bfs_parent, *bfs_queue; /* scratch for hb_relaxed_edge, made on demand */
+    CheckBudget budget;  /* what checking may spend (check_program's limits) */
+    /* scratch for hb_relaxed_edge, made on demand */
+    int *bfs_dist, *bfs_parent, *bfs_queue;
     size_t *bfs_base;
+    size_t *bfs_pos;      /* [node] position in the schedule (ends: SIZE_MAX) */
+    int *bfs_best;        /* [2k], [2k+1]: best offer so far to round k's acquire / relaxed waits */
+    unsigned *bfs_seen;   /* [k]: the search that set bfs_best[2k..2k+1] */
+    unsigned bfs_search;
 };
 typedef struct CheckResult CheckResult;
 
 /* hb.c */
 void hb_match(const IrProgram *p, HbFacts *f);
-void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a);
+void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a, CheckBudget *b);
 void hb_replay_step(HbReplay *rp, int rank, int idx); /* after op idx of rank ran */
 HbView hb_exec_view(const HbReplay *rp, int rank);
 HbView hb_sync_view(const HbReplay *rp, int rank);
+/* Keeping a clock (race.c's read sets keep the reader's EXEC clock): the rank copies it
+   before changing it while it is kept. NULL is ignored. */
+void hb_clock_retain(HbClock *c);
+void hb_clock_release(HbReplay *rp, HbClock *c);
 bool hb_strong(const IrOp *sig, const IrOp *wait);
 /* A path from `from` to `to` (program order and signal -> wait edges) with as few relaxed
    edges as possible. Returns how many it has (-1: no path) and its first relaxed edge. */
@@ -151,7 +165,7 @@ void rounds_check(CheckResult *r, Diag *d);
 void post_check(CheckResult *r, Diag *d);
 
 /* order.c */
-void order_program(IrProgram *p);
+void order_program(IrProgram *p, CheckBudget *b); /* b NULL: no limits */
 
 /* check.c: shared wording */
 const char *check_nth(Arena *a, int k);     /* 1 -> "1st", 2 -> "2nd", 11 -> "11th" */

@@ -89,7 +89,7 @@ typedef struct IrProgram {
 
 /* Upper bounds that keep evaluation and checking bounded on absurd inputs. */
 enum {
-    IR_MAX_RANKS = 4096,
+    IR_MAX_RANKS = 1024,                  /* CDSL_MAX_RANKS */
     IR_MAX_CHUNKS = 1 << 20,              /* per buffer */
     IR_MAX_OPS_TOTAL = 16 * 1024 * 1024,  /* over all ranks */
 };

@@ -16,12 +16,13 @@
  * has seen the arrival. So tracking runs on across them and restarts only after an op marked
  * sync_before, where the emitter puts a grid barrier.
  *
- * Cost is per chunk touched, not per pair of ops: each chunk keeps, for the current stretch
- * between sync points, a summary of the readers' and the writers' partitions ("none", "all
- * the same one", "several"), which answers "does an earlier op touch this chunk differently"
- * exactly. A generation counter empties every summary at once at a grid barrier. Switch ops
- * touch a chunk on every rank; they keep their own summary per chunk, and a summary over all
- * owners lets them be checked against peer and local accesses without visiting each owner.
+ * Cost is per run of chunks, not per chunk or per pair of ops: each (owner, buffer) keeps, for
+ * the current stretch between sync points, runs of chunks (runs.h) with a summary of the
+ * readers' and the writers' partitions ("none", "all the same one", "several"), which answers
+ * "does an earlier op touch this chunk differently" exactly. At a grid barrier the maps that
+ * the stretch touched are emptied. Switch ops touch a chunk on every rank; they keep their own
+ * map per buffer, and a map over all owners lets them be checked against peer and local
+ * accesses without visiting each owner.
  */
 #include "hb.h"
 
@@ -31,13 +32,15 @@ typedef struct Sig { /* how a chunk is reached: the path and the operand's range
     int path, first, count;
 } Sig;
 
+enum { SIG_ANY = 1, SIG_MIXED = 2 };
+
 typedef struct SigSet {
-    Sig sig;          /* the one partition seen, when !mixed */
-    bool any, mixed;
+    Sig sig;          /* the one partition seen, when not mixed */
+    int flags;        /* SIG_ANY: something seen; SIG_MIXED: several partitions */
 } SigSet;
 
+/* A run's summary; ints only, so runs compare bytewise. */
 typedef struct ChunkState {
-    unsigned gen;     /* the summaries are empty unless gen is the current stretch's */
     SigSet reads, writes;
 } ChunkState;
 
@@ -51,8 +54,10 @@ typedef struct Touch {
 typedef struct Order {
     IrProgram *p;
     int n;
-    ChunkState **st; /* [slot * nbufs + buf]; slot: owner, n: through the switch, n + 1: any owner */
-    unsigned gen;
+    RunMap *maps;     /* [slot * nbufs + buf]; slot: owner, n: through the switch, n + 1: any owner */
+    int *touched, ntouched; /* maps holding runs since the last sync point */
+    RunPool pool;
+    CheckBudget *budget;
 } Order;
 
 static int op_touches(const IrOp *op, int rank, Touch out[3])
@@ -87,28 +92,43 @@ static bool same_sig(Sig a, Sig b)
 /* Some access in the set reaches the chunk otherwise than `sig`. */
 static bool differs(const SigSet *s, Sig sig)
 {
-    return s->any && (s->mixed || !same_sig(s->sig, sig));
+    return (s->flags & SIG_ANY) && ((s->flags & SIG_MIXED) || !same_sig(s->sig, sig));
 }
 
 static void add_sig(SigSet *s, Sig sig)
 {
-    if (!s->any) {
+    if (!(s->flags & SIG_ANY)) {
         s->sig = sig;
-        s->any = true;
+        s->flags = SIG_ANY;
     } else if (!same_sig(s->sig, sig)) {
-        s->mixed = true;
+        s->flags |= SIG_MIXED;
     }
 }
 
-static ChunkState *state(Order *o, int slot, int buf, int chunk)
+static RunMap *map_of(Order *o, int slot, int buf)
 {
-    ChunkState **arr = &o->st[(size_t)slot * (size_t)o->p->nbufs + (size_t)buf];
-    if (!*arr)
-        *arr = ARENA_ARRAY(o->p->arena, ChunkState, (size_t)o->p->bufs[buf].nchunks);
-    ChunkState *c = &(*arr)[chunk];
-    if (c->gen != o->gen)
-        *c = (ChunkState){o->gen, {{0, 0, 0}, false, false}, {{0, 0, 0}, false, false}};
-    return c;
+    return &o->maps[(size_t)slot * (size_t)o->p->nbufs + (size_t)buf];
+}
+
+/* The map, made (all one empty run) when the stretch first touches it. NULL: out of budget. */
+static RunMap *touch_map(Order *o, int slot, int buf)
+{
+    RunMap *m = map_of(o, slot, buf);
+    if (m->first)
+        return m;
+    ChunkState none = {{{0, 0, 0}, 0}, {{0, 0, 0}, 0}};
+    if (!runs_init(m, &o->pool, o->p->bufs[buf].nchunks, &none) || !m->first)
+        return NULL;
+    o->touched[o->ntouched++] = (int)(m - o->maps);
+    return m;
+}
+
+/* A grid barrier (or a new rank): nothing before it can clash with what follows. */
+static void new_stretch(Order *o)
+{
+    for (int i = 0; i < o->ntouched; i++)
+        runs_clear(&o->maps[o->touched[i]], &o->pool);
+    o->ntouched = 0;
 }
 
 static bool clashes(const ChunkState *c, const Touch *t)
@@ -118,56 +138,85 @@ static bool clashes(const ChunkState *c, const Touch *t)
     return differs(&c->writes, t->sig);
 }
 
-static void note_touch(ChunkState *c, const Touch *t)
+/* Does the touch clash with anything the stretch put in this map's runs? */
+static bool map_clashes(Order *o, int slot, const Touch *t)
 {
-    add_sig(t->write ? &c->writes : &c->reads, t->sig);
+    RunMap *m = map_of(o, slot, t->buf);
+    if (!m->first)
+        return false;
+    int hi = t->sig.first + t->sig.count;
+    for (const Run *r = runs_find(m, t->sig.first); r && r->lo < hi; r = r->next) {
+        if (!budget_work(o->budget, 1, o->pool.what, o->pool.at))
+            return false;
+        if (clashes((const ChunkState *)r->val, t))
+            return true;
+    }
+    return false;
 }
 
 /* A switch touch is checked against other switch touches and every owner's accesses at once. */
 static bool touch_clashes(Order *o, const Touch *t)
 {
     int own = t->owner < 0 ? o->n : t->owner, other = t->owner < 0 ? o->n + 1 : o->n;
-    for (int c = t->sig.first; c < t->sig.first + t->sig.count; c++)
-        if (clashes(state(o, own, t->buf, c), t) || clashes(state(o, other, t->buf, c), t))
-            return true;
-    return false;
+    return map_clashes(o, own, t) || map_clashes(o, other, t);
+}
+
+static void note_touch(Order *o, int slot, const Touch *t)
+{
+    RunMap *m = touch_map(o, slot, t->buf);
+    int lo = t->sig.first, hi = lo + t->sig.count;
+    Run *first = m ? runs_range(m, &o->pool, lo, hi) : NULL;
+    if (!first)
+        return;
+    for (Run *r = first; r && r->lo < hi; r = r->next) {
+        if (!budget_work(o->budget, 1, o->pool.what, o->pool.at))
+            return;
+        ChunkState *c = (ChunkState *)r->val;
+        add_sig(t->write ? &c->writes : &c->reads, t->sig);
+    }
+    runs_coalesce(m, &o->pool, first, hi);
 }
 
 static void remember(Order *o, const Touch *t)
 {
-    for (int c = t->sig.first; c < t->sig.first + t->sig.count; c++) {
-        if (t->owner < 0) {
-            note_touch(state(o, o->n, t->buf, c), t);
-        } else {
-            note_touch(state(o, t->owner, t->buf, c), t);
-            note_touch(state(o, o->n + 1, t->buf, c), t);
-        }
+    if (t->owner < 0) {
+        note_touch(o, o->n, t);
+    } else {
+        note_touch(o, t->owner, t);
+        note_touch(o, o->n + 1, t);
     }
 }
 
 static void order_rank(Order *o, int rank)
 {
     IrSeq *s = &o->p->ranks[rank];
-    o->gen++;
-    for (int i = 0; i < s->nops; i++) {
+    new_stretch(o);
+    for (int i = 0; i < s->nops && !o->budget->over; i++) {
         IrOp *op = &s->ops[i];
         op->sync_before = false;
         if (!ir_is_data(op->kind))   /* a signal or wait: the blocks do not all meet there */
             continue;
+        o->pool.at = op->loc;
         Touch t[3];
         int nt = op_touches(op, rank, t);
         for (int k = 0; k < nt && !op->sync_before; k++)
             op->sync_before = touch_clashes(o, &t[k]);
         if (op->sync_before)
-            o->gen++;
+            new_stretch(o);
         for (int k = 0; k < nt; k++)
             remember(o, &t[k]);
     }
 }
 
-void order_program(IrProgram *p)
+void order_program(IrProgram *p, CheckBudget *b)
 {
-    Order o = {p, p->nranks, ARENA_ARRAY(p->arena, ChunkState *, ((size_t)p->nranks + 2) * (size_t)p->nbufs), 0};
-    for (int r = 0; r < p->nranks; r++)
+    CheckBudget unlimited = {.max_bytes = SIZE_MAX, .max_steps = UINT64_MAX};
+    if (!b)
+        b = &unlimited;
+    size_t nmaps = ((size_t)p->nranks + 2) * (size_t)p->nbufs;
+    Order o = {p, p->nranks, ARENA_ARRAY(p->arena, RunMap, nmaps), ARENA_ARRAY(p->arena, int, nmaps), 0, {0}, b};
+    runs_pool_init(&o.pool, p->arena, sizeof(ChunkState), b, "ordering summaries");
+    for (int r = 0; r < p->nranks && !b->over; r++)
         order_rank(&o, r);
+    new_stretch(&o);
 }

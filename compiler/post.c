@@ -2,15 +2,19 @@
  * post.c - rule 4: follows every chunk's value symbolically and checks the collective's
  * postcondition (LANGUAGE.md's table) at the end.
  *
- * A value is a sum of input chunks: a multiset of (rank, chunk) terms, kept sorted with
- * counts, or "undefined" (id 0: an output or scratch chunk before anything was written into
- * it, and anything computed from one). Values are hash-consed, so a chunk holds an id and
- * copying, putting or storing a chunk costs nothing; sums are memoised per pair, and a switch
- * reduction over n ranks is one sort of all the terms instead of n-1 merges. A single input
- * chunk needs no table at all: its id is -1 - term. Buffers get their cells only when first
- * written: an input chunk nobody overwrote is its own singleton. The
- * ops run along sync.c's schedule; since rules 1 and 2 passed when this runs, any schedule
- * gives the same values. A barrier's postcondition (no rank leaves before every rank has
+ * A value is a sum of input chunks, a multiset of terms input@p[i], or "undefined" (an output
+ * or scratch chunk before anything was written into it, and anything computed from one).
+ * Programs move ranges, and the chunks of a range move together: chunk x of a range holds
+ * input@p[x + k] when chunk x + k of its source did. So values are kept as families, one per
+ * run of chunks (runs.h): a sorted multiset of (p, k) with counts, standing for
+ * input@p[x + k] at chunk x. Copying a range shifts k by the distance moved, adding two ranges
+ * merges their families, and a whole range costs what one chunk did. Families are
+ * hash-consed (an id per distinct family, 0 for undefined), shifts and sums are memoised per
+ * pair, and a switch reduction over n ranks is one sort of all the terms instead of n-1
+ * merges. The ops run along sync.c's schedule; since rules 1 and 2 passed when this runs, any
+ * schedule gives the same values. At the end each rank's output runs are compared with the
+ * family the collective asks for (one per block of C chunks for an allgather, one for the
+ * whole output otherwise). A barrier's postcondition (no rank leaves before every rank has
  * entered) is a happens-before fact, checked on the final EXEC clocks.
  */
 #include "hb.h"
@@ -18,55 +22,118 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A term of a family: input@rank[x + off], count times, at chunk x. */
+typedef struct FamTerm {
+    int32_t rank, off;
+    uint32_t count;
+} FamTerm;
+
+/* A term of one chunk's value, for messages: input@(term / nin)[term % nin]. */
 typedef struct PostTerm {
-    uint32_t term; /* rank * input chunks + chunk */
+    uint32_t term;
     uint32_t count;
 } PostTerm;
 
-/* 0: undefined; < 0: the single input chunk -1 - id; > 0: index into Post.vals. */
+/* 0: undefined; > 0: index into Post.vals. */
 typedef int64_t PostId;
 
+/* A family: its terms (FLAT), or the sum of two families not added up yet (SUM: a + b). A sum
+   of many ranks' values built one term at a time would otherwise copy every partial sum
+   (n^2 terms per rank); a SUM is added up only when its terms are needed. */
 typedef struct PostVal {
-    const PostTerm *t;
-    int n;
-    uint64_t hash;
+    const FamTerm *t;  /* FLAT: the terms, sorted and combined; NULL for a SUM */
+    int n;             /* FLAT: how many; SUM: at most how many (na + nb) */
+    PostId a, b;       /* SUM: the two families */
+    uint64_t hash;     /* multiset hash: the sum over terms of count * term_hash(term) */
 } PostVal;
+
+/* (x, y) -> value: sums (x + y) and shifts (x moved by y chunks). */
+typedef struct Memo {
+    PostId *x, *y, *val; /* val 0: empty slot */
+    size_t mask;
+    size_t n;
+} Memo;
+
+/* A run's value and the op that wrote it; no padding, so runs compare bytewise. */
+typedef struct Cell {
+    PostId id;
+    int w_rank, w_idx; /* w_rank -1: nothing wrote it */
+} Cell;
+
+/* One piece of an op's result: its chunks [lo, hi) counted from the operand's first. */
+typedef struct Piece {
+    int lo, hi;
+    PostId id;
+} Piece;
 
 typedef struct Post {
     CheckResult *r;
     const IrProgram *p;
     Arena *a;
+    CheckBudget *budget;
     uint32_t nin;         /* input chunks per rank */
     PostVal *vals;        /* [id]; id 0 is undefined */
     int nvals, cap;
     int *intern;          /* hash table of ids by content */
     size_t intern_mask;
-    PostId *memo_x, *memo_y, *memo_vals; /* (x, y) -> x + y; memo_vals 0: empty slot */
-    size_t memo_mask;
-    int nmemo;
-    PostId **cells;       /* [rank * nbufs + buf]: value per chunk, NULL until written */
-    HbEv **writer;        /* the op that last wrote each cell */
-    PostTerm *scratch;
+    Memo sums, shifts;
+    RunPool pool;
+    RunMap *cells;        /* [rank * nbufs + buf]: values, made when first touched */
+    FamTerm *scratch;
     size_t scratch_cap;
+    FamTerm *flat[2];     /* flatten()'s results: a candidate and the value compared with it */
+    size_t flat_cap[2];
+    unsigned *mark;       /* [id] flatten()'s visit stamp */
+    uint64_t *mult;       /* [id] how many times the value occurs in what is flattened */
+    PostId *order;        /* the SUMs and FLATs reached, children before parents */
+    size_t mark_cap, order_cap;
+    unsigned stamp;
+    Piece *piece[3];      /* an op's pieces: source, second source, result */
+    size_t piece_cap[3];
+    PostId *want;         /* expected families, by block (allgather) or rank (reducescatter) */
+    int *bounds;          /* switch reductions: run boundaries over all ranks */
+    size_t bounds_cap;
+    PostId *ids;          /* [nranks] */
 } Post;
 
-static uint64_t hash_terms(const PostTerm *t, int n)
+static bool over(const Post *s)
 {
-    uint64_t h = (uint64_t)n;
-    for (int i = 0; i < n; i++)
-        h = hb_mix64(h ^ ((uint64_t)t[i].term << 32 | t[i].count)) + (uint64_t)i;
-    return h;
+    return s->budget->over;
 }
 
-static bool same_terms(const PostVal *v, const PostTerm *t, int n)
+static void *post_alloc(Post *s, size_t n, size_t size)
 {
-    return v->n == n && memcmp(v->t, t, (size_t)n * sizeof *t) == 0;
+    budget_take(s->budget, n * size, "symbolic values", s->pool.at);
+    return arena_array(s->a, n, size);
+}
+
+static int cmp_fam(FamTerm a, FamTerm b)
+{
+    if (a.rank != b.rank)
+        return a.rank < b.rank ? -1 : 1;
+    return (a.off > b.off) - (a.off < b.off);
+}
+
+static uint32_t add_counts(uint32_t x, uint32_t y);
+
+static uint64_t term_hash(FamTerm t)
+{
+    return hb_mix64((uint64_t)(uint32_t)t.rank << 32 ^ (uint32_t)t.off);
+}
+
+/* Additive, so a SUM's hash is its two families' added: equal multisets, equal hashes. */
+static uint64_t hash_terms(const FamTerm *t, int n)
+{
+    uint64_t h = 0;
+    for (int i = 0; i < n; i++)
+        h += term_hash(t[i]) * t[i].count;
+    return h;
 }
 
 static void intern_rehash(Post *s)
 {
     size_t cap = (s->intern_mask + 1) * 2;
-    s->intern = ARENA_ARRAY(s->a, int, cap);
+    s->intern = post_alloc(s, cap, sizeof(int));
     s->intern_mask = cap - 1;
     for (int id = 1; id < s->nvals; id++) {
         size_t i = (size_t)s->vals[id].hash & s->intern_mask;
@@ -76,54 +143,170 @@ static void intern_rehash(Post *s)
     }
 }
 
-/* The id of the value with these (sorted, combined) terms; copies them when new. */
-static PostId intern(Post *s, const PostTerm *t, int n)
+static PostId new_val(Post *s, PostVal v, size_t slot)
 {
-    if (n == 1 && t[0].count == 1)
-        return -1 - (PostId)t[0].term;
-    uint64_t h = hash_terms(t, n);
-    size_t i = (size_t)h & s->intern_mask;
-    for (; s->intern[i]; i = (i + 1) & s->intern_mask)
-        if (s->vals[s->intern[i]].hash == h && same_terms(&s->vals[s->intern[i]], t, n))
-            return s->intern[i];
     if (s->nvals == s->cap) {
+        budget_take(s->budget, (size_t)s->cap * sizeof *s->vals, "symbolic values", s->pool.at);
         s->vals = arena_grow(s->a, s->vals, (size_t)s->nvals, (size_t)s->cap * 2, sizeof *s->vals);
         s->cap *= 2;
     }
-    PostTerm *copy = ARENA_ARRAY(s->a, PostTerm, (size_t)n);
-    memcpy(copy, t, (size_t)n * sizeof *t);
     int id = s->nvals++;
-    s->vals[id] = (PostVal){copy, n, h};
-    s->intern[i] = id;
+    s->vals[id] = v;
+    s->intern[slot] = id;
     if ((size_t)s->nvals * 2 > s->intern_mask)
         intern_rehash(s);
     return id;
 }
 
-static PostId singleton(const Post *s, int rank, int chunk)
+static FamTerm *grow_terms(Post *s, FamTerm **buf, size_t *cap, size_t n)
 {
-    return -1 - (PostId)((uint32_t)rank * s->nin + (uint32_t)chunk);
+    if (n > *cap) {
+        *cap = 2 * n + 16;
+        *buf = post_alloc(s, *cap, sizeof **buf);
+    }
+    return *buf;
 }
 
-/* The terms of a defined value; a single chunk's one term is put in *one. */
-static const PostTerm *terms_of(const Post *s, PostId id, PostTerm *one, int *n)
+static FamTerm *scratch(Post *s, size_t n)
 {
-    if (id < 0) {
-        *one = (PostTerm){(uint32_t)(-1 - id), 1};
-        *n = 1;
-        return one;
-    }
-    *n = s->vals[id].n;
-    return s->vals[id].t;
+    return grow_terms(s, &s->scratch, &s->scratch_cap, n);
 }
 
-static PostTerm *scratch(Post *s, size_t n)
+static int cmp_term(const void *x, const void *y)
 {
-    if (n > s->scratch_cap) {
-        s->scratch_cap = n * 2;
-        s->scratch = ARENA_ARRAY(s->a, PostTerm, s->scratch_cap);
+    return cmp_fam(*(const FamTerm *)x, *(const FamTerm *)y);
+}
+
+static uint32_t mul_counts(uint32_t count, uint64_t times)
+{
+    return times >= UINT32_MAX / (count ? count : 1) ? UINT32_MAX : (uint32_t)(count * times);
+}
+
+/* Sorts terms and combines equal ones; returns how many are left. */
+static int combine(Post *s, FamTerm *t, size_t n)
+{
+    budget_work(s->budget, n, "symbolic values", s->pool.at);
+    qsort(t, n, sizeof *t, cmp_term);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && !cmp_fam(t[m - 1], t[i]))
+            t[m - 1].count = add_counts(t[m - 1].count, t[i].count);
+        else
+            t[m++] = t[i];
     }
-    return s->scratch;
+    return (int)m;
+}
+
+/* The SUMs and FLATs reachable from the roots, each once, children before parents, with how
+   many times each occurs in the sum of the roots (a SUM may use one value twice: x + x). */
+static size_t reach(Post *s, const PostId *roots, int k)
+{
+    if ((size_t)s->nvals > s->mark_cap) {
+        size_t cap = 2 * (size_t)s->nvals;
+        s->mark = arena_grow(s->a, s->mark, s->mark_cap, cap, sizeof *s->mark);
+        s->mult = arena_grow(s->a, s->mult, s->mark_cap, cap, sizeof *s->mult);
+        s->order = arena_grow(s->a, s->order, s->order_cap, cap, sizeof *s->order);
+        budget_take(s->budget, (cap - s->mark_cap) * 20, "symbolic values", s->pool.at);
+        s->mark_cap = s->order_cap = cap;
+    }
+    unsigned stamp = ++s->stamp;
+    size_t n = 0, top = 0;
+    PostId *stack = s->order + s->order_cap / 2; /* the ids in the top half, order below */
+    for (int i = 0; i < k; i++) {
+        if (s->mark[roots[i]] != stamp) {
+            s->mark[roots[i]] = stamp;
+            s->mult[roots[i]] = 0;
+            stack[top++] = roots[i];
+        }
+        s->mult[roots[i]]++;
+        while (top) { /* postorder: a node leaves the stack once both its parts are placed */
+            PostId x = stack[top - 1];
+            const PostVal *v = &s->vals[x];
+            if (!v->t && s->mark[v->a] != stamp) {
+                s->mark[v->a] = stamp, s->mult[v->a] = 0, stack[top++] = v->a;
+            } else if (!v->t && s->mark[v->b] != stamp) {
+                s->mark[v->b] = stamp, s->mult[v->b] = 0, stack[top++] = v->b;
+            } else {
+                s->order[n++] = x;
+                top--;
+            }
+        }
+    }
+    budget_work(s->budget, n, "symbolic values", s->pool.at);
+    for (size_t i = n; i-- > 0;) { /* parents first: pass each one's count down */
+        const PostVal *v = &s->vals[s->order[i]];
+        uint64_t m = s->mult[s->order[i]];
+        if (!v->t) {
+            s->mult[v->a] = s->mult[v->a] + m < UINT32_MAX ? s->mult[v->a] + m : UINT32_MAX;
+            s->mult[v->b] = s->mult[v->b] + m < UINT32_MAX ? s->mult[v->b] + m : UINT32_MAX;
+        }
+    }
+    return n;
+}
+
+/* The terms of the sum of the roots (all defined), sorted and combined, in flat[k]. */
+static int flatten(Post *s, const PostId *roots, int k, int into, const FamTerm **out)
+{
+    if (k == 1 && s->vals[roots[0]].t) {
+        *out = s->vals[roots[0]].t;
+        return s->vals[roots[0]].n;
+    }
+    size_t n = reach(s, roots, k), total = 0;
+    for (size_t i = 0; i < n; i++)
+        if (s->vals[s->order[i]].t)
+            total += (size_t)s->vals[s->order[i]].n;
+    FamTerm *t = grow_terms(s, &s->flat[into], &s->flat_cap[into], total + 1);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const PostVal *v = &s->vals[s->order[i]];
+        for (int j = 0; v->t && j < v->n; j++)
+            t[m++] = (FamTerm){v->t[j].rank, v->t[j].off, mul_counts(v->t[j].count, s->mult[s->order[i]])};
+    }
+    *out = t;
+    return combine(s, t, m);
+}
+
+static bool same_family(Post *s, PostId id, const FamTerm *t, int n)
+{
+    const FamTerm *u;
+    int m = flatten(s, &id, 1, 1, &u);
+    return m == n && memcmp(u, t, (size_t)n * sizeof *t) == 0;
+}
+
+/* The id of the family with these (sorted, combined) terms; copies them when new. Equal
+   families get one id, whatever they were built as: a candidate with the same hash is
+   compared term by term. */
+static PostId intern(Post *s, const FamTerm *t, int n)
+{
+    uint64_t h = hash_terms(t, n);
+    budget_work(s->budget, (uint64_t)n, "symbolic values", s->pool.at);
+    size_t i = (size_t)h & s->intern_mask;
+    for (; s->intern[i]; i = (i + 1) & s->intern_mask)
+        if (s->vals[s->intern[i]].hash == h && same_family(s, s->intern[i], t, n))
+            return s->intern[i];
+    FamTerm *copy = post_alloc(s, (size_t)n, sizeof *copy);
+    memcpy(copy, t, (size_t)n * sizeof *t);
+    return new_val(s, (PostVal){copy, n, 0, 0, h}, i);
+}
+
+/* x + y as one id: an existing family when one is equal, else a SUM. */
+static PostId intern_sum(Post *s, PostId x, PostId y)
+{
+    uint64_t h = s->vals[x].hash + s->vals[y].hash;
+    size_t i = (size_t)h & s->intern_mask;
+    const FamTerm *t = NULL;
+    int n = 0;
+    for (; s->intern[i]; i = (i + 1) & s->intern_mask) {
+        PostId c = s->intern[i];
+        if (s->vals[c].hash != h)
+            continue;
+        if (!t)
+            n = flatten(s, (PostId[]){x, y}, 2, 0, &t);
+        if (same_family(s, c, t, n))
+            return c;
+    }
+    int64_t most = (int64_t)s->vals[x].n + s->vals[y].n;
+    return new_val(s, (PostVal){NULL, most > INT32_MAX ? INT32_MAX : (int)most, x, y, h}, i);
 }
 
 static uint32_t add_counts(uint32_t x, uint32_t y)
@@ -131,20 +314,85 @@ static uint32_t add_counts(uint32_t x, uint32_t y)
     return x > UINT32_MAX - y ? UINT32_MAX : x + y; /* only "more than once" matters */
 }
 
+/* ---- Memo tables ----------------------------------------------------------------------- */
+
+static uint64_t memo_hash(PostId x, PostId y)
+{
+    return hb_mix64((uint64_t)x * 0x9E3779B97F4A7C15ull ^ (uint64_t)y);
+}
+
+static void memo_alloc(Post *s, Memo *m, size_t cap)
+{
+    m->x = post_alloc(s, cap, sizeof(PostId));
+    m->y = post_alloc(s, cap, sizeof(PostId));
+    m->val = post_alloc(s, cap, sizeof(PostId));
+    m->mask = cap - 1;
+}
+
+static size_t memo_slot(const Memo *m, PostId x, PostId y)
+{
+    size_t i = (size_t)memo_hash(x, y) & m->mask;
+    while (m->val[i] && (m->x[i] != x || m->y[i] != y))
+        i = (i + 1) & m->mask;
+    return i;
+}
+
+static void memo_put(Post *s, Memo *m, PostId x, PostId y, PostId v)
+{
+    size_t i = memo_slot(m, x, y);
+    m->x[i] = x;
+    m->y[i] = y;
+    m->val[i] = v;
+    if (++m->n * 2 <= m->mask)
+        return;
+    Memo old = *m;
+    memo_alloc(s, m, (old.mask + 1) * 2);
+    for (size_t j = 0; j <= old.mask; j++)
+        if (old.val[j]) {
+            size_t k = memo_slot(m, old.x[j], old.y[j]);
+            m->x[k] = old.x[j];
+            m->y[k] = old.y[j];
+            m->val[k] = old.val[j];
+        }
+}
+
+/* ---- Sums and shifts --------------------------------------------------------------------- */
+
+/* The family moved by `by` chunks: input@p[x + k] becomes input@p[x + k + by]. */
+static PostId shift(Post *s, PostId x, int by)
+{
+    if (!x || !by)
+        return x;
+    size_t i = memo_slot(&s->shifts, x, by);
+    if (s->shifts.val[i])
+        return s->shifts.val[i];
+    const FamTerm *from;
+    int n = flatten(s, &x, 1, 0, &from);
+    FamTerm *t = scratch(s, (size_t)n);
+    for (int j = 0; j < n; j++)
+        t[j] = (FamTerm){from[j].rank, from[j].off + by, from[j].count};
+    PostId id = intern(s, t, n);
+    memo_put(s, &s->shifts, x, by, id);
+    return id;
+}
+
+enum { FLAT_MAX = 16 }; /* sums up to this many terms are added up at once */
+
 static PostId merge(Post *s, PostId x, PostId y)
 {
-    PostTerm one_a, one_b;
-    int na, nb;
-    const PostTerm *a = terms_of(s, x, &one_a, &na), *b = terms_of(s, y, &one_b, &nb);
-    PostTerm *out = scratch(s, (size_t)na + (size_t)nb);
+    const PostVal *va = &s->vals[x], *vb = &s->vals[y];
+    int na = va->n, nb = vb->n;
+    FamTerm *out = scratch(s, (size_t)na + (size_t)nb);
+    const FamTerm *a = s->vals[x].t, *b = s->vals[y].t;
     int i = 0, j = 0, n = 0;
     while (i < na || j < nb) {
-        if (j == nb || (i < na && a[i].term < b[j].term))
+        int c = i == na ? 1 : j == nb ? -1 : cmp_fam(a[i], b[j]);
+        if (c < 0)
             out[n++] = a[i++];
-        else if (i == na || b[j].term < a[i].term)
+        else if (c > 0)
             out[n++] = b[j++];
         else {
-            out[n++] = (PostTerm){a[i].term, add_counts(a[i].count, b[j].count)};
+            out[n++] = (FamTerm){a[i].rank, a[i].off, add_counts(a[i].count, b[j].count)};
             i++;
             j++;
         }
@@ -152,36 +400,7 @@ static PostId merge(Post *s, PostId x, PostId y)
     return intern(s, out, n);
 }
 
-static uint64_t memo_hash(PostId x, PostId y)
-{
-    return hb_mix64((uint64_t)x * 0x9E3779B97F4A7C15ull ^ (uint64_t)y);
-}
-
-static void memo_alloc(Post *s, size_t cap)
-{
-    s->memo_x = ARENA_ARRAY(s->a, PostId, cap);
-    s->memo_y = ARENA_ARRAY(s->a, PostId, cap);
-    s->memo_vals = ARENA_ARRAY(s->a, PostId, cap);
-    s->memo_mask = cap - 1;
-}
-
-static void memo_grow(Post *s)
-{
-    size_t old = s->memo_mask + 1;
-    PostId *xs = s->memo_x, *ys = s->memo_y, *vals = s->memo_vals;
-    memo_alloc(s, old * 2);
-    for (size_t i = 0; i < old; i++)
-        if (vals[i]) {
-            size_t j = (size_t)memo_hash(xs[i], ys[i]) & s->memo_mask;
-            while (s->memo_vals[j])
-                j = (j + 1) & s->memo_mask;
-            s->memo_x[j] = xs[i];
-            s->memo_y[j] = ys[i];
-            s->memo_vals[j] = vals[i];
-        }
-}
-
-/* x + y; never a single chunk, so never 0 or negative when both are defined. */
+/* x + y; undefined when either is. */
 static PostId sum2(Post *s, PostId x, PostId y)
 {
     if (!x || !y)
@@ -191,110 +410,150 @@ static PostId sum2(Post *s, PostId x, PostId y)
         x = y;
         y = t;
     }
-    size_t i = (size_t)memo_hash(x, y) & s->memo_mask;
-    for (; s->memo_vals[i]; i = (i + 1) & s->memo_mask)
-        if (s->memo_x[i] == x && s->memo_y[i] == y)
-            return s->memo_vals[i];
-    PostId v = merge(s, x, y);
-    s->memo_x[i] = x;
-    s->memo_y[i] = y;
-    s->memo_vals[i] = v;
-    if ((size_t)++s->nmemo * 2 > s->memo_mask)
-        memo_grow(s);
+    size_t i = memo_slot(&s->sums, x, y);
+    if (s->sums.val[i])
+        return s->sums.val[i];
+    const PostVal *vx = &s->vals[x], *vy = &s->vals[y];
+    bool small = vx->t && vy->t && (int64_t)vx->n + vy->n <= FLAT_MAX;
+    PostId v = small ? merge(s, x, y) : intern_sum(s, x, y);
+    memo_put(s, &s->sums, x, y, v);
     return v;
 }
 
-static int cmp_term(const void *x, const void *y)
-{
-    uint32_t a = ((const PostTerm *)x)->term, b = ((const PostTerm *)y)->term;
-    return (a > b) - (a < b);
-}
-
-/* The sum of k values: all their terms sorted once, equal terms combined. */
+/* The sum of k families: all their terms sorted once, equal terms combined. */
 static PostId sum_many(Post *s, const PostId *ids, int k)
 {
-    size_t total = 0;
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < k; i++)
         if (!ids[i])
             return 0;
-        total += ids[i] < 0 ? 1 : (size_t)s->vals[ids[i]].n;
-    }
-    PostTerm *t = scratch(s, total + 1);
-    size_t n = 0;
-    for (int i = 0; i < k; i++) {
-        PostTerm one;
-        int m;
-        const PostTerm *from = terms_of(s, ids[i], &one, &m);
-        memcpy(t + n, from, (size_t)m * sizeof *t);
-        n += (size_t)m;
-    }
-    qsort(t, n, sizeof *t, cmp_term);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && t[m - 1].term == t[i].term)
-            t[m - 1].count = add_counts(t[m - 1].count, t[i].count);
-        else
-            t[m++] = t[i];
-    }
-    return intern(s, t, (int)m);
+    const FamTerm *t;
+    int n = flatten(s, ids, k, 0, &t);
+    return intern(s, t, n);
 }
 
 /* ---- Buffers ----------------------------------------------------------------------------- */
 
-static PostId get_cell(const Post *s, int rank, int buf, int chunk)
+/* The values of a rank's buffer: the input holds input@rank[x] at chunk x until written. */
+static RunMap *cells(Post *s, int rank, int buf)
 {
-    const PostId *c = s->cells[rank * s->p->nbufs + buf];
-    if (c)
-        return c[chunk];
-    return buf == IR_INPUT ? singleton(s, rank, chunk) : 0;
+    RunMap *m = &s->cells[(size_t)rank * (size_t)s->p->nbufs + (size_t)buf];
+    if (!m->first && s->p->bufs[buf].nchunks > 0) {
+        Cell c = {0, -1, -1};
+        if (buf == IR_INPUT)
+            c.id = intern(s, &(FamTerm){rank, 0, 1}, 1);
+        runs_init(m, &s->pool, s->p->bufs[buf].nchunks, &c);
+    }
+    return m;
 }
 
-static void set_cell(Post *s, int rank, int buf, int chunk, PostId val, HbEv by)
+/* Room for n pieces in array k, keeping those already there. */
+static Piece *pieces(Post *s, int k, size_t n)
 {
-    int slot = rank * s->p->nbufs + buf;
-    if (!s->cells[slot]) {
-        int n = s->p->bufs[buf].nchunks;
-        s->cells[slot] = ARENA_ARRAY(s->a, PostId, (size_t)n);
-        s->writer[slot] = ARENA_ARRAY(s->a, HbEv, (size_t)n);
-        for (int c = 0; c < n; c++) {
-            s->cells[slot][c] = buf == IR_INPUT ? singleton(s, rank, c) : 0;
-            s->writer[slot][c] = (HbEv){-1, -1};
+    if (n > s->piece_cap[k]) {
+        size_t cap = 2 * n + 8;
+        budget_take(s->budget, (cap - s->piece_cap[k]) * sizeof(Piece), "symbolic values", s->pool.at);
+        s->piece[k] = arena_grow(s->a, s->piece[k], s->piece_cap[k], cap, sizeof(Piece));
+        s->piece_cap[k] = cap;
+    }
+    return s->piece[k];
+}
+
+/* The runs of src [first, first+count) on `rank`, as pieces moved to start at chunk `to`. */
+static int read_range(Post *s, int rank, IrRange src, int to, int out)
+{
+    RunMap *m = cells(s, rank, src.buf);
+    int n = 0, hi = src.first + src.count;
+    for (const Run *r = m->first ? runs_find(m, src.first) : NULL; r && r->lo < hi; r = r->next) {
+        budget_work(s->budget, 1, "symbolic values", s->pool.at);
+        Piece *p = pieces(s, out, (size_t)n + 1);
+        int lo = r->lo > src.first ? r->lo : src.first, end = r->hi < hi ? r->hi : hi;
+        p[n++] = (Piece){lo - src.first, end - src.first, shift(s, ((const Cell *)r->val)->id, src.first - to)};
+    }
+    return n;
+}
+
+/* dst = a + b, piece by piece where both are constant. */
+static int add_pieces(Post *s, const Piece *a, int na, const Piece *b, int nb, Piece *out)
+{
+    int n = 0, i = 0, j = 0, lo = 0;
+    while (i < na && j < nb) {
+        int hi = a[i].hi < b[j].hi ? a[i].hi : b[j].hi;
+        out[n++] = (Piece){lo, hi, sum2(s, a[i].id, b[j].id)};
+        lo = hi;
+        i += a[i].hi == hi;
+        j += b[j].hi == hi;
+    }
+    return n;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+/* src summed over every rank, moved to start at `to`: pieces between the run boundaries of
+   all ranks. */
+static int reduce_over_ranks(Post *s, IrRange src, int to, int out)
+{
+    int nb = 0, hi = src.first + src.count;
+    for (int q = 0; q < s->p->nranks; q++) {
+        RunMap *m = cells(s, q, src.buf);
+        for (const Run *r = m->first ? runs_find(m, src.first) : NULL; r && r->lo < hi; r = r->next) {
+            budget_work(s->budget, 1, "symbolic values", s->pool.at);
+            if ((size_t)nb + 1 > s->bounds_cap) {
+                s->bounds_cap = 2 * (size_t)nb + 16;
+                s->bounds = arena_grow(s->a, s->bounds, (size_t)nb, s->bounds_cap, sizeof(int));
+            }
+            s->bounds[nb++] = r->lo > src.first ? r->lo : src.first;
         }
     }
-    s->cells[slot][chunk] = val;
-    s->writer[slot][chunk] = by;
+    qsort(s->bounds, (size_t)nb, sizeof(int), cmp_int);
+    int n = 0;
+    for (int i = 0; i < nb && !over(s); i++) {
+        if (i && s->bounds[i] == s->bounds[i - 1])
+            continue;
+        int lo = s->bounds[i], end = hi;
+        for (int j = i + 1; j < nb; j++)
+            if (s->bounds[j] != lo) {
+                end = s->bounds[j];
+                break;
+            }
+        for (int q = 0; q < s->p->nranks; q++)
+            s->ids[q] = ((const Cell *)runs_find(cells(s, q, src.buf), lo)->val)->id;
+        Piece *p = pieces(s, out, (size_t)n + 1);
+        p[n++] = (Piece){lo - src.first, end - src.first, shift(s, sum_many(s, s->ids, s->p->nranks), src.first - to)};
+    }
+    return n;
 }
 
-/* Chunk j of src summed over every rank. */
-static PostId reduce_over_ranks(Post *s, IrRange src, int j, PostId *ids)
-{
-    for (int q = 0; q < s->p->nranks; q++)
-        ids[q] = get_cell(s, q, src.buf, src.first + j);
-    return sum_many(s, ids, s->p->nranks);
-}
-
-static void run_op(Post *s, HbEv e, PostId *vals, PostId *ids)
+static void run_op(Post *s, HbEv e)
 {
     const IrOp *op = &s->p->ranks[e.rank].ops[e.idx];
-    int r = e.rank, n = op->dst.count;
-    for (int j = 0; j < n; j++) { /* read everything first: dst may overlap a source */
-        switch (op->kind) {
-        case IR_COPY:
-        case IR_PUT:
-        case IR_SW_STORE: vals[j] = get_cell(s, r, op->src.buf, op->src.first + j); break;
-        case IR_GET: vals[j] = get_cell(s, op->peer, op->src.buf, op->src.first + j); break;
-        case IR_REDUCE:
-            vals[j] = sum2(s, get_cell(s, r, op->src.buf, op->src.first + j),
-                           get_cell(s, r, op->src2.buf, op->src2.first + j));
-            break;
-        default: vals[j] = reduce_over_ranks(s, op->src, j, ids); break;
-        }
+    int r = e.rank, to = op->dst.first, n;
+    s->pool.at = op->loc;
+    Piece *res;
+    switch (op->kind) { /* everything is read first: dst may overlap a source */
+    case IR_COPY:
+    case IR_PUT:
+    case IR_SW_STORE: n = read_range(s, r, op->src, to, 0), res = s->piece[0]; break;
+    case IR_GET: n = read_range(s, op->peer, op->src, to, 0), res = s->piece[0]; break;
+    case IR_REDUCE: {
+        int na = read_range(s, r, op->src, to, 0);
+        int nb = read_range(s, r, op->src2, to, 1);
+        res = pieces(s, 2, (size_t)na + (size_t)nb);
+        n = add_pieces(s, s->piece[0], na, s->piece[1], nb, res);
+        break;
+    }
+    default: n = reduce_over_ranks(s, op->src, to, 0), res = s->piece[0]; break;
     }
     bool everywhere = op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE;
     int target = op->kind == IR_PUT ? op->peer : r;
-    for (int q = everywhere ? 0 : target; q < (everywhere ? s->p->nranks : target + 1); q++)
-        for (int j = 0; j < n; j++)
-            set_cell(s, q, op->dst.buf, op->dst.first + j, vals[j], e);
+    for (int q = everywhere ? 0 : target; q < (everywhere ? s->p->nranks : target + 1) && !over(s); q++) {
+        RunMap *m = cells(s, q, op->dst.buf);
+        for (int j = 0; j < n && m->first; j++)
+            runs_assign(m, &s->pool, to + res[j].lo, to + res[j].hi, &(Cell){res[j].id, r, e.idx});
+    }
 }
 
 /* ---- The postcondition ------------------------------------------------------------------- */
@@ -312,6 +571,39 @@ static int expected(Post *s, int r, int o, PostTerm *t)
     for (int q = 0; q < p->nranks; q++)
         t[q] = (PostTerm){(uint32_t)q * s->nin + (uint32_t)chunk, 1};
     return p->nranks;
+}
+
+/* The family output chunks [lo, ...) of rank r must hold, and where it stops holding for the
+   next ones (an allgather's changes with each block of C chunks). */
+static PostId expected_family(Post *s, int r, int lo, int *hi)
+{
+    const IrProgram *p = s->p;
+    int C = p->chunks, q = lo / C;
+    bool gather = p->coll == COLL_ALLGATHER;
+    *hi = gather ? (q + 1) * C : p->bufs[IR_OUTPUT].nchunks;
+    PostId *cached = &s->want[gather ? q : p->coll == COLL_REDUCESCATTER ? r : 0];
+    if (*cached)
+        return *cached;
+    FamTerm *t = scratch(s, (size_t)p->nranks + 1);
+    if (gather) {
+        t[0] = (FamTerm){q, -q * C, 1};
+        return *cached = intern(s, t, 1);
+    }
+    int off = p->coll == COLL_REDUCESCATTER ? r * C : 0;
+    for (int k = 0; k < p->nranks; k++)
+        t[k] = (FamTerm){k, off, 1};
+    return *cached = intern(s, t, p->nranks);
+}
+
+/* A family's terms at chunk x, as one chunk's value. */
+static int terms_at(Post *s, PostId id, int x, PostTerm **out)
+{
+    const FamTerm *t;
+    int n = flatten(s, &id, 1, 0, &t);
+    *out = ARENA_ARRAY(s->a, PostTerm, (size_t)n);
+    for (int i = 0; i < n; i++)
+        (*out)[i] = (PostTerm){(uint32_t)t[i].rank * s->nin + (uint32_t)(x + t[i].off), t[i].count};
+    return n;
 }
 
 static const char *term_text(const Post *s, PostTerm t)
@@ -379,25 +671,22 @@ static const char *should_hold(const Post *s, const PostTerm *want, int nwant)
     return terms_text(s, want, nwant, 4);
 }
 
-static void report_wrong(Post *s, Diag *d, int r, int o, PostId val, const PostTerm *want, int nwant)
+static void report_wrong(Post *s, Diag *d, int r, int o, const Cell *c, const PostTerm *want, int nwant)
 {
     const IrProgram *p = s->p;
     const char *chunk = check_chunks(p, IR_OUTPUT, o, 1);
     const char *has = "undefined", *diff = "";
-    if (val) {
-        PostTerm one;
-        int n;
-        const PostTerm *t = terms_of(s, val, &one, &n);
+    if (c->id) {
+        PostTerm *t;
+        int n = terms_at(s, c->id, o, &t);
         has = arena_printf(s->a, "= %s", terms_text(s, t, n, 4));
         diff = diff_text(s, t, n, want, nwant);
     }
     diag_error(d, p->loc, "%s postcondition fails: rank %d ends with %s %s; it should hold %s%s", p->coll_name, r,
                chunk, has, should_hold(s, want, nwant), diff);
-    int slot = r * p->nbufs + IR_OUTPUT;
-    HbEv w = s->writer[slot] ? s->writer[slot][o] : (HbEv){-1, -1};
-    if (w.rank >= 0) {
-        const IrOp *op = &p->ranks[w.rank].ops[w.idx];
-        diag_note(d, op->loc, "rank %d's %s was last written here, by rank %d %s", r, chunk, w.rank,
+    if (c->w_rank >= 0) {
+        const IrOp *op = &p->ranks[c->w_rank].ops[c->w_idx];
+        diag_note(d, op->loc, "rank %d's %s was last written here, by rank %d %s", r, chunk, c->w_rank,
                   check_op_tag(s->a, op));
     } else {
         diag_note(d, p->loc, "nothing writes %s of rank %d", chunk, r);
@@ -405,51 +694,50 @@ static void report_wrong(Post *s, Diag *d, int r, int o, PostId val, const PostT
 }
 
 /* The last writer's location, or the program's when nothing wrote the chunk. */
-static Loc writer_loc(const Post *s, int r, int o)
+static Loc writer_loc(const Post *s, const Cell *c)
 {
-    int slot = r * s->p->nbufs + IR_OUTPUT;
-    HbEv w = s->writer[slot] ? s->writer[slot][o] : (HbEv){-1, -1};
-    return w.rank >= 0 ? s->p->ranks[w.rank].ops[w.idx].loc : s->p->loc;
+    return c->w_rank >= 0 ? s->p->ranks[c->w_rank].ops[c->w_idx].loc : s->p->loc;
 }
 
-/* The id of what output[o] of rank r must hold; allreduce's are the same on every rank, so
-   they are made once each (comparing ids, not terms, keeps this linear in the output). */
-static PostId expected_id(Post *s, int r, int o, PostTerm *want, PostId *cache)
+typedef struct Wrong {
+    Loc shown_at[4];
+    int shown, count;
+    PostTerm *want;
+} Wrong;
+
+/* Output chunks [lo, hi) of rank r hold one value and should hold one (other) value. */
+static void wrong_piece(Post *s, Diag *d, Wrong *w, int r, int lo, int hi, const Cell *c)
 {
-    if (s->p->coll == COLL_ALLREDUCE && cache[o])
-        return cache[o];
-    PostId id = intern(s, want, expected(s, r, o, want));
-    if (s->p->coll == COLL_ALLREDUCE)
-        cache[o] = id;
-    return id;
+    enum { MAX_SHOWN = 4 };
+    w->count += hi - lo;
+    Loc at = writer_loc(s, c); /* one error per place that went wrong */
+    for (int i = 0; i < w->shown; i++)
+        if (at.src == w->shown_at[i].src && at.line == w->shown_at[i].line && at.col == w->shown_at[i].col)
+            return;
+    if (w->shown == MAX_SHOWN)
+        return;
+    w->shown_at[w->shown++] = at;
+    report_wrong(s, d, r, lo, c, w->want, expected(s, r, lo, w->want));
 }
 
 static void check_outputs(Post *s, Diag *d)
 {
-    enum { MAX_SHOWN = 4 };
     const IrProgram *p = s->p;
-    PostTerm *want = ARENA_ARRAY(s->a, PostTerm, (size_t)p->nranks + 1);
-    PostId *cache = ARENA_ARRAY(s->a, PostId, (size_t)p->bufs[IR_OUTPUT].nchunks + 1);
-    Loc shown_at[MAX_SHOWN];
-    int shown = 0, wrong = 0;
-    for (int r = 0; r < p->nranks; r++)
-        for (int o = 0; o < p->bufs[IR_OUTPUT].nchunks; o++) {
-            PostId val = get_cell(s, r, IR_OUTPUT, o), want_id = expected_id(s, r, o, want, cache);
-            if (val && val == want_id)
-                continue;
-            int nwant = expected(s, r, o, want);
-            wrong++;
-            Loc at = writer_loc(s, r, o); /* one error per place that went wrong */
-            bool seen = false;
-            for (int i = 0; i < shown; i++)
-                seen |= at.src == shown_at[i].src && at.line == shown_at[i].line && at.col == shown_at[i].col;
-            if (seen || shown == MAX_SHOWN)
-                continue;
-            shown_at[shown++] = at;
-            report_wrong(s, d, r, o, val, want, nwant);
+    Wrong w = {.want = ARENA_ARRAY(s->a, PostTerm, (size_t)p->nranks + 1)};
+    for (int r = 0; r < p->nranks && !over(s); r++) {
+        RunMap *m = cells(s, r, IR_OUTPUT);
+        for (const Run *run = m->first; run && !over(s); run = run->next) {
+            const Cell *c = (const Cell *)run->val;
+            for (int lo = run->lo, hi; lo < run->hi; lo = hi) {
+                PostId want = expected_family(s, r, lo, &hi);
+                hi = hi < run->hi ? hi : run->hi;
+                if (!c->id || c->id != want)
+                    wrong_piece(s, d, &w, r, lo, hi, c);
+            }
         }
-    if (wrong > shown)
-        diag_note(d, p->loc, "%d output chunks are wrong in all, over the %d ranks", wrong, p->nranks);
+    }
+    if (w.count > w.shown)
+        diag_note(d, p->loc, "%d output chunks are wrong in all, over the %d ranks", w.count, p->nranks);
 }
 
 static void check_barrier(CheckResult *r, Diag *d)
@@ -473,16 +761,20 @@ static void post_init(Post *s, CheckResult *r)
     s->r = r;
     s->p = p;
     s->a = p->arena;
+    s->budget = &r->budget;
+    runs_pool_init(&s->pool, s->a, sizeof(Cell), s->budget, "symbolic values");
+    s->pool.at = p->loc;
     s->nin = p->bufs[IR_INPUT].nchunks > 0 ? (uint32_t)p->bufs[IR_INPUT].nchunks : 1;
     s->cap = 64;
-    s->vals = ARENA_ARRAY(s->a, PostVal, (size_t)s->cap);
+    s->vals = post_alloc(s, (size_t)s->cap, sizeof(PostVal));
     s->nvals = 1; /* id 0: undefined */
     s->intern_mask = 255;
-    s->intern = ARENA_ARRAY(s->a, int, s->intern_mask + 1);
-    memo_alloc(s, 256);
-    size_t cells = (size_t)p->nranks * (size_t)p->nbufs;
-    s->cells = ARENA_ARRAY(s->a, PostId *, cells);
-    s->writer = ARENA_ARRAY(s->a, HbEv *, cells);
+    s->intern = post_alloc(s, s->intern_mask + 1, sizeof(int));
+    memo_alloc(s, &s->sums, 256);
+    memo_alloc(s, &s->shifts, 256);
+    s->cells = post_alloc(s, (size_t)p->nranks * (size_t)p->nbufs, sizeof(RunMap));
+    s->ids = post_alloc(s, (size_t)p->nranks, sizeof(PostId));
+    s->want = post_alloc(s, (size_t)p->nranks + 1, sizeof(PostId));
 }
 
 void post_check(CheckResult *r, Diag *d)
@@ -498,15 +790,11 @@ void post_check(CheckResult *r, Diag *d)
         return;
     Post s;
     post_init(&s, r);
-    int maxc = 1;
-    for (int b = 0; b < p->nbufs; b++)
-        maxc = p->bufs[b].nchunks > maxc ? p->bufs[b].nchunks : maxc;
-    PostId *vals = ARENA_ARRAY(s.a, PostId, (size_t)maxc);
-    PostId *ids = ARENA_ARRAY(s.a, PostId, (size_t)p->nranks);
-    for (size_t i = 0; i < r->run.nsched; i++) {
+    for (size_t i = 0; i < r->run.nsched && !over(&s); i++) {
         HbEv e = r->run.sched[i];
         if (ir_is_data(p->ranks[e.rank].ops[e.idx].kind))
-            run_op(&s, e, vals, ids);
+            run_op(&s, e);
     }
-    check_outputs(&s, d);
+    if (!over(&s))
+        check_outputs(&s, d);
 }

@@ -1,16 +1,26 @@
 /*
  * race.c - rule 1: data races, FastTrack-style, along the schedule sync.c produced.
  *
- * Every chunk of every rank's buffer keeps an access history: its last write (rank, op) and
- * the reads since that write that no later read already covers. Each data op's accesses are
- * checked against the history with the accessing rank's clocks at that moment: a write must
- * be SYNC-ordered before any later access (its data has to be visible), a read only
- * EXEC-ordered before a later write (it has to be done). Boundary events need no history: a
- * remote access must be EXEC-ordered after the owner's start (checked at the access), and at
- * the end each chunk's last remote write must reach the owner's end by SYNC, its remaining
- * remote reads by EXEC. Since the schedule is a linearisation of EXEC, two accesses that
- * are unordered, or ordered only by execution when visibility is needed, show up as one
+ * Every rank's buffer keeps an access history per run of chunks (runs.h: a run splits only
+ * where an access starts or ends inside it, so the cost follows the accesses, not the chunks):
+ * its last write (rank, op) and the reads since that write that no later read covers. Each
+ * data op's accesses are checked against the history with the accessing rank's clocks at that
+ * moment: a write must be SYNC-ordered before any later access (its data has to be visible),
+ * a read only EXEC-ordered before a later write (it has to be done). Boundary events need no
+ * history: a remote access must be EXEC-ordered after the owner's start (checked at the
+ * access), and at the end each run's last remote write must reach the owner's end by SYNC, its
+ * remaining remote reads by EXEC. Since the schedule is a linearisation of EXEC, two accesses
+ * that are unordered, or ordered only by execution when visibility is needed, show up as one
  * history entry the later access is not ordered after; that is exactly what is reported.
+ *
+ * The reads, as in FastTrack, are an epoch while each read covers the one before it (one
+ * rank, one op: O(1)), and become a read set, one entry per rank, once two reads are
+ * concurrent. A read then just replaces its rank's entry (O(1)); the entries that a later read
+ * covers are not pruned there but when a write or the end finds entries not ordered before
+ * it: only then does it matter which of them are covered, and each entry keeps the reader's
+ * EXEC clock (shared, reference counted) to tell. A read set is shared by the runs that split
+ * from one run and copied when one of them changes it (once per access, however many runs
+ * share it).
  *
  * The same race repeats for every rank and iteration, so findings are kept once per
  * (location, location, kind), at most HB_MAX_REPORTS of them, and explained afterwards: the
@@ -19,15 +29,30 @@
  */
 #include "hb.h"
 
-typedef struct RaceRead {
-    int rank, idx;
-} RaceRead;
+#include <stdlib.h>
+#include <string.h>
 
-typedef struct RaceLoc {
+typedef struct ReadEnt {
+    int rank, idx;
+    uint64_t seq;    /* when it was read: reports keep this order; 0 for the set's first */
+    HbClock *clock;  /* the reader's EXEC clock then (NULL for the first: it covers nothing) */
+} ReadEnt;
+
+typedef struct ReadSet {
+    int refs;        /* runs holding it */
+    int n, cap;
+    ReadEnt *e;
+    int *slot;       /* [nranks]: 1 + the rank's entry in e, 0: none; made once n is large */
+    uint64_t stamp;  /* the access that last copied (memo) or scanned it */
+    struct ReadSet *memo; /* what that access made of it */
+} ReadSet;
+
+/* A run's history. Four ints and a pointer: no padding, so runs compare bytewise. */
+typedef struct Hist {
     int w_rank, w_idx; /* the last write; w_rank -1: none since the start */
-    RaceRead *reads;
-    int nreads, cap;
-} RaceLoc;
+    int r_rank, r_idx; /* the read epoch while rs is NULL; r_rank -1: no read */
+    ReadSet *rs;
+} Hist;
 
 /* One operand of an op as an access: owner -1 means "on every rank" (switch operations). */
 typedef struct Access {
@@ -35,12 +60,19 @@ typedef struct Access {
     bool write;
 } Access;
 
+enum { SMALL_SET = 8 }; /* up to this many entries a set is scanned; beyond, indexed by rank */
+
 typedef struct Race {
     CheckResult *r;
     const IrProgram *p;
     Arena *a;
-    RaceLoc ***hist; /* [owner][buf]: one RaceLoc per chunk, made when first touched */
-    bool full;       /* enough distinct races found: stop looking */
+    CheckBudget *budget;
+    RunPool pool;
+    RunMap *maps;       /* [owner * nbufs + buf]; nchunks 0 until first touched */
+    void *free_blocks[32]; /* recycled arrays by power-of-two size */
+    uint64_t seq, stamp;
+    ReadEnt *scratch;   /* entries not ordered before a write, [nranks] */
+    bool full;          /* enough distinct races found: stop looking */
 } Race;
 
 /* Writes first, so that an op that reads and writes a peer is reported as writing it. */
@@ -65,17 +97,142 @@ static int op_accesses(const IrOp *op, int rank, Access out[3])
     return n;
 }
 
-static RaceLoc *history(Race *x, int owner, int buf, int chunk)
+/* ---- Read sets -------------------------------------------------------------------------- */
+
+static size_t block_class(size_t bytes, size_t *rounded)
 {
-    RaceLoc **slot = &x->hist[owner][buf];
-    if (!*slot) {
-        int n = x->p->bufs[buf].nchunks;
-        *slot = ARENA_ARRAY(x->a, RaceLoc, (size_t)n);
-        for (int c = 0; c < n; c++)
-            (*slot)[c].w_rank = -1;
-    }
-    return &(*slot)[chunk];
+    size_t k = 5;
+    while (((size_t)1 << k) < bytes)
+        k++;
+    *rounded = (size_t)1 << k;
+    return k;
 }
+
+/* Arrays of read sets, recycled by size so that sets made and dropped over and over (every
+   write empties them) cost memory only for those alive at once. NULL: out of budget. */
+static void *block_get(Race *x, size_t bytes)
+{
+    size_t size, k = block_class(bytes, &size);
+    if (!budget_take(x->budget, size, "access histories", x->pool.at))
+        return NULL;
+    void *b = x->free_blocks[k];
+    if (b) {
+        x->free_blocks[k] = *(void **)b;
+        memset(b, 0, size);
+        return b;
+    }
+    return arena_alloc(x->a, size);
+}
+
+static void block_put(Race *x, void *b, size_t bytes)
+{
+    if (!b)
+        return;
+    size_t size, k = block_class(bytes, &size);
+    *(void **)b = x->free_blocks[k];
+    x->free_blocks[k] = b;
+    budget_give(x->budget, size);
+}
+
+static ReadSet *set_new(Race *x, int cap)
+{
+    ReadSet *s = block_get(x, sizeof *s);
+    ReadEnt *e = s ? block_get(x, (size_t)cap * sizeof *e) : NULL;
+    if (!e) {
+        block_put(x, s, sizeof *s);
+        return NULL;
+    }
+    s->refs = 1;
+    s->cap = cap;
+    s->e = e;
+    return s;
+}
+
+static void set_release(Race *x, ReadSet *s)
+{
+    if (!s || --s->refs > 0)
+        return;
+    for (int i = 0; i < s->n; i++)
+        hb_clock_release(&x->r->replay, s->e[i].clock);
+    block_put(x, s->e, (size_t)s->cap * sizeof *s->e);
+    block_put(x, s->slot, (size_t)x->p->nranks * sizeof *s->slot);
+    block_put(x, s, sizeof *s);
+}
+
+static void hist_retain(void *ctx, void *val)
+{
+    (void)ctx;
+    ReadSet *s = ((Hist *)val)->rs;
+    if (s)
+        s->refs++;
+}
+
+static void hist_release(void *ctx, void *val)
+{
+    set_release(ctx, ((Hist *)val)->rs);
+}
+
+static int set_find(const ReadSet *s, int rank)
+{
+    if (s->slot)
+        return s->slot[rank] - 1;
+    for (int i = 0; i < s->n; i++)
+        if (s->e[i].rank == rank)
+            return i;
+    return -1;
+}
+
+static bool set_index(Race *x, ReadSet *s)
+{
+    s->slot = block_get(x, (size_t)x->p->nranks * sizeof *s->slot);
+    if (!s->slot)
+        return false;
+    for (int i = 0; i < s->n; i++)
+        s->slot[s->e[i].rank] = i + 1;
+    return true;
+}
+
+/* Puts the read in its rank's entry (an earlier read of that rank is covered by it). */
+static bool set_put(Race *x, ReadSet *s, ReadEnt in)
+{
+    int i = set_find(s, in.rank);
+    if (i >= 0) {
+        hb_clock_release(&x->r->replay, s->e[i].clock);
+        s->e[i] = in;
+        return true;
+    }
+    if (s->n == s->cap) {
+        ReadEnt *e = block_get(x, (size_t)s->cap * 2 * sizeof *e);
+        if (!e)
+            return false;
+        memcpy(e, s->e, (size_t)s->n * sizeof *e);
+        block_put(x, s->e, (size_t)s->cap * sizeof *s->e);
+        s->e = e;
+        s->cap *= 2;
+    }
+    s->e[s->n++] = in;
+    if (s->slot)
+        s->slot[in.rank] = s->n;
+    else if (s->n > SMALL_SET)
+        return set_index(x, s);
+    return true;
+}
+
+static ReadSet *set_copy(Race *x, const ReadSet *from)
+{
+    ReadSet *s = set_new(x, from->cap);
+    if (!s || !budget_work(x->budget, (uint64_t)from->n, "access histories", x->pool.at))
+        return NULL;
+    memcpy(s->e, from->e, (size_t)from->n * sizeof *s->e);
+    s->n = from->n;
+    for (int i = 0; i < s->n; i++)
+        hb_clock_retain(s->e[i].clock);
+    if (from->slot && !set_index(x, s))
+        return NULL;
+    return s;
+}
+
+/* ---- Findings --------------------------------------------------------------------------- */
 
 static Loc event_loc(const IrProgram *p, HbEv e)
 {
@@ -103,16 +260,28 @@ static bool same_finding(const IrProgram *p, const CheckRace *f, const CheckRace
     return f->kind == g->kind && same_loc(fa, ga) && same_loc(fb, gb);
 }
 
+static bool known(const Race *x, const CheckRace *f)
+{
+    for (int i = 0; i < x->r->nraces; i++)
+        if (same_finding(x->p, &x->r->races[i], f))
+            return true;
+    return false;
+}
+
 /* Keeps a finding unless the same pair of places was already found for the same reason. */
 static void found(Race *x, CheckRace f)
 {
     CheckResult *r = x->r;
-    for (int i = 0; i < r->nraces; i++)
-        if (same_finding(x->p, &r->races[i], &f))
-            return;
+    if (known(x, &f))
+        return;
     r->races = arena_grow(x->a, r->races, (size_t)r->nraces, (size_t)r->nraces + 1, sizeof f);
     r->races[r->nraces++] = f;
     x->full = r->nraces >= HB_MAX_REPORTS;
+}
+
+static bool stop(const Race *x)
+{
+    return x->full || x->budget->over;
 }
 
 /* A remote access must follow the owner's start. */
@@ -123,49 +292,141 @@ static void check_start(Race *x, HbEv b, const Access *ac, int owner, HbView e)
     found(x, (CheckRace){RACE_START, {owner, -1}, b, true, ac->write, owner, ac->buf, ac->first, ac->count, false});
 }
 
-static void check_write_of(Race *x, const RaceLoc *h, HbEv b, const Access *ac, int owner, int c, HbView e,
-                           HbView s)
+/* The run's last write against a later access b (or the owner's end, when end). */
+static void check_write_of(Race *x, const Hist *h, HbEv b, bool b_write, RaceKind kind, int owner, int buf, int c,
+                           HbView e, HbView s)
 {
     if (h->w_rank < 0 || h->w_rank == b.rank || hb_get(s, h->w_rank) >= hb_time(h->w_idx))
         return;
     bool exec = hb_get(e, h->w_rank) >= hb_time(h->w_idx);
-    found(x, (CheckRace){ac->write ? RACE_WW : RACE_WR, {h->w_rank, h->w_idx}, b, true, ac->write, owner, ac->buf,
-                         c, 1, exec});
+    found(x, (CheckRace){kind, {h->w_rank, h->w_idx}, b, true, b_write, owner, buf, c, 1, exec});
 }
 
-static void add_read(Race *x, RaceLoc *h, HbEv b, HbView e)
+static int by_seq(const void *l, const void *r)
 {
-    int keep = 0;
-    for (int j = 0; j < h->nreads; j++) { /* a read EXEC-before this one is covered by it */
-        RaceRead rd = h->reads[j];
-        if (rd.rank != b.rank && hb_get(e, rd.rank) < hb_time(rd.idx))
-            h->reads[keep++] = rd;
-    }
-    h->nreads = keep;
-    if (h->nreads == h->cap) {
-        int cap = h->cap ? 2 * h->cap : 2;
-        h->reads = arena_grow(x->a, h->reads, (size_t)h->nreads, (size_t)cap, sizeof *h->reads);
-        h->cap = cap;
-    }
-    h->reads[h->nreads++] = (RaceRead){b.rank, b.idx};
+    uint64_t a = ((const ReadEnt *)l)->seq, b = ((const ReadEnt *)r)->seq;
+    return (a > b) - (a < b);
 }
 
-static void access_chunk(Race *x, HbEv b, const Access *ac, int owner, int c, HbView e, HbView s)
+/* A read in u[0..n) that a later one of them covers (EXEC-before it) would have been pruned
+   when that one was made: it is not reported. Only entries not ordered before the write can
+   cover one that is not (anything ordered before it would order the covered read too). */
+static bool covered(const ReadEnt *u, int n, int i)
 {
-    RaceLoc *h = history(x, owner, ac->buf, c);
-    check_write_of(x, h, b, ac, owner, c, e, s);
-    if (!ac->write) {
-        add_read(x, h, b, e);
+    for (int j = i + 1; j < n; j++)
+        if (u[j].clock && u[j].clock->v[u[i].rank] >= hb_time(u[i].idx))
+            return true;
+    return false;
+}
+
+/* Reports the reads of a run that an access b (a write, or the owner's end when kind is
+   RACE_END_R) is not EXEC-ordered after, as the reads not covered by later ones. */
+static void check_reads(Race *x, const Hist *h, HbEv b, RaceKind kind, int owner, int buf, int c, HbView e)
+{
+    bool end = kind == RACE_END_R;
+    CheckRace f = {kind, {0, 0}, b, false, !end, owner, buf, c, 1, false};
+    if (!h->rs) {
+        if (h->r_rank >= 0 && h->r_rank != b.rank && hb_get(e, h->r_rank) < hb_time(h->r_idx)) {
+            f.a = (HbEv){h->r_rank, h->r_idx};
+            found(x, f);
+        }
         return;
     }
-    for (int j = 0; j < h->nreads; j++) {
-        RaceRead rd = h->reads[j];
-        if (rd.rank != b.rank && hb_get(e, rd.rank) < hb_time(rd.idx))
-            found(x, (CheckRace){RACE_RW, {rd.rank, rd.idx}, b, false, true, owner, ac->buf, c, 1, false});
+    ReadSet *s = h->rs;
+    if (s->stamp == x->stamp) /* scanned already for this access: the same findings */
+        return;
+    s->stamp = x->stamp;
+    s->memo = NULL;
+    if (!budget_work(x->budget, (uint64_t)s->n, "access histories", x->pool.at))
+        return;
+    int n = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->e[i].rank != b.rank && hb_get(e, s->e[i].rank) < hb_time(s->e[i].idx))
+            x->scratch[n++] = s->e[i];
+    if (n > 1)
+        qsort(x->scratch, (size_t)n, sizeof *x->scratch, by_seq);
+    for (int i = 0; i < n && !x->full; i++) {
+        f.a = (HbEv){x->scratch[i].rank, x->scratch[i].idx};
+        if (!known(x, &f) && (n == 1 || !covered(x->scratch, n, i)))
+            found(x, f);
     }
-    h->w_rank = b.rank;
-    h->w_idx = b.idx;
-    h->nreads = 0;
+}
+
+/* ---- Accesses --------------------------------------------------------------------------- */
+
+static RunMap *history(Race *x, int owner, int buf)
+{
+    RunMap *m = &x->maps[(size_t)owner * (size_t)x->p->nbufs + (size_t)buf];
+    if (!m->nchunks && x->p->bufs[buf].nchunks > 0) {
+        Hist none = {-1, -1, -1, -1, NULL};
+        if (!runs_init(m, &x->pool, x->p->bufs[buf].nchunks, &none))
+            m->nchunks = 0;
+    }
+    return m;
+}
+
+/* The run's reads after reader b. The set is copied first while other runs share it (once per
+   access: the runs that shared it share the copy). */
+static void add_read(Race *x, Hist *h, HbEv b, HbView e, HbClock *clock)
+{
+    if (!h->rs) {
+        if (h->r_rank < 0 || h->r_rank == b.rank || hb_get(e, h->r_rank) >= hb_time(h->r_idx)) {
+            h->r_rank = b.rank; /* the epoch is covered by this read */
+            h->r_idx = b.idx;
+            return;
+        }
+        ReadSet *s = set_new(x, 4);
+        if (!s)
+            return;
+        s->e[s->n++] = (ReadEnt){h->r_rank, h->r_idx, 0, NULL};
+        h->rs = s;
+        h->r_rank = h->r_idx = -1;
+    } else if (h->rs->refs > 1) {
+        ReadSet *old = h->rs;
+        if (old->stamp == x->stamp && old->memo) {
+            h->rs = old->memo;
+            h->rs->refs++;
+            set_release(x, old);
+            return;
+        }
+        ReadSet *s = set_copy(x, old);
+        if (!s)
+            return;
+        old->refs--;
+        old->stamp = x->stamp;
+        old->memo = s;
+        h->rs = s;
+    }
+    hb_clock_retain(clock);
+    if (!set_put(x, h->rs, (ReadEnt){b.rank, b.idx, x->seq, clock}))
+        hb_clock_release(&x->r->replay, clock);
+}
+
+static void access_range(Race *x, HbEv b, const Access *ac, int owner, HbView e, HbView s, HbClock *clock)
+{
+    RunMap *m = history(x, owner, ac->buf);
+    int lo = ac->first, hi = ac->first + ac->count;
+    Run *first = m->nchunks ? runs_range(m, &x->pool, lo, hi) : NULL;
+    if (!first)
+        return;
+    x->stamp++;
+    x->seq++;
+    for (Run *r = first; r && r->lo < hi && !stop(x); r = r->next) {
+        if (!budget_work(x->budget, 1, "access histories", x->pool.at))
+            return;
+        Hist *h = (Hist *)r->val;
+        check_write_of(x, h, b, ac->write, ac->write ? RACE_WW : RACE_WR, owner, ac->buf, r->lo, e, s);
+        if (ac->write)
+            check_reads(x, h, b, RACE_RW, owner, ac->buf, r->lo, e);
+        else
+            add_read(x, h, b, e, clock);
+    }
+    if (stop(x))
+        return;
+    if (ac->write)
+        runs_assign(m, &x->pool, lo, hi, &(Hist){b.rank, b.idx, -1, -1, NULL});
+    else
+        runs_coalesce(m, &x->pool, first, hi);
 }
 
 static void race_op(Race *x, HbEv b)
@@ -173,14 +434,16 @@ static void race_op(Race *x, HbEv b)
     const IrOp *op = &x->p->ranks[b.rank].ops[b.idx];
     Access acc[3];
     int nacc = op_accesses(op, b.rank, acc);
-    HbView e = hb_exec_view(&x->r->replay, b.rank), s = hb_sync_view(&x->r->replay, b.rank);
-    for (int k = 0; k < nacc && !x->full; k++) {
+    const HbReplay *rp = &x->r->replay;
+    HbView e = hb_exec_view(rp, b.rank), s = hb_sync_view(rp, b.rank);
+    x->pool.at = op->loc;
+    for (int k = 0; k < nacc && !stop(x); k++) {
         const Access *ac = &acc[k];
         int from = ac->owner < 0 ? 0 : ac->owner, to = ac->owner < 0 ? x->p->nranks : ac->owner + 1;
-        for (int q = from; q < to && !x->full; q++) {
+        for (int q = from; q < to && !stop(x); q++) {
             check_start(x, b, ac, q, e);
-            for (int c = ac->first; c < ac->first + ac->count && !x->full; c++)
-                access_chunk(x, b, ac, q, c, e, s);
+            if (!stop(x))
+                access_range(x, b, ac, q, e, s, rp->exec[b.rank]);
         }
     }
 }
@@ -190,17 +453,16 @@ static void check_ends(Race *x, int q)
 {
     HbView e = hb_exec_view(&x->r->replay, q), s = hb_sync_view(&x->r->replay, q);
     HbEv end = {q, x->p->ranks[q].nops};
+    x->pool.at = x->p->loc;
     for (int b = 0; b < x->p->nbufs; b++) {
-        const RaceLoc *hs = x->hist[q][b];
-        for (int c = 0; hs && c < x->p->bufs[b].nchunks && !x->full; c++) {
-            const RaceLoc *h = &hs[c];
-            if (h->w_rank >= 0 && h->w_rank != q && hb_get(s, h->w_rank) < hb_time(h->w_idx))
-                found(x, (CheckRace){RACE_END_W, {h->w_rank, h->w_idx}, end, true, false, q, b, c, 1,
-                                     hb_get(e, h->w_rank) >= hb_time(h->w_idx)});
-            for (int j = 0; j < h->nreads; j++)
-                if (h->reads[j].rank != q && hb_get(e, h->reads[j].rank) < hb_time(h->reads[j].idx))
-                    found(x, (CheckRace){RACE_END_R, {h->reads[j].rank, h->reads[j].idx}, end, false, false, q, b,
-                                         c, 1, false});
+        const RunMap *m = &x->maps[(size_t)q * (size_t)x->p->nbufs + (size_t)b];
+        x->stamp++;
+        for (const Run *r = m->first; r && !stop(x); r = r->next) {
+            if (!budget_work(x->budget, 1, "access histories", x->pool.at))
+                return;
+            const Hist *h = (const Hist *)r->val;
+            check_write_of(x, h, end, false, RACE_END_W, q, b, r->lo, e, s);
+            check_reads(x, h, end, RACE_END_R, q, b, r->lo, e);
         }
     }
 }
@@ -343,18 +605,26 @@ static void report(CheckResult *r, Diag *d)
 void race_check(CheckResult *r, Diag *d)
 {
     const IrProgram *p = r->p;
-    Race x = {r, p, p->arena, ARENA_ARRAY(p->arena, RaceLoc **, (size_t)p->nranks), false};
-    for (int q = 0; q < p->nranks; q++)
-        x.hist[q] = ARENA_ARRAY(p->arena, RaceLoc *, (size_t)p->nbufs + 1);
-    hb_replay_init(&r->replay, &r->hb, p->arena);
-    for (size_t i = 0; i < r->run.nsched; i++) {
+    Race x = {0};
+    x.r = r;
+    x.p = p;
+    x.a = p->arena;
+    x.budget = &r->budget;
+    runs_pool_init(&x.pool, p->arena, sizeof(Hist), x.budget, "access histories");
+    x.pool.retain = hist_retain;
+    x.pool.release = hist_release;
+    x.pool.ctx = &x;
+    x.maps = ARENA_ARRAY(p->arena, RunMap, (size_t)p->nranks * (size_t)p->nbufs);
+    x.scratch = ARENA_ARRAY(p->arena, ReadEnt, (size_t)p->nranks);
+    hb_replay_init(&r->replay, &r->hb, p->arena, x.budget);
+    for (size_t i = 0; i < r->run.nsched && !x.budget->over; i++) {
         HbEv e = r->run.sched[i];
         hb_replay_step(&r->replay, e.rank, e.idx);
         if (!x.full && ir_is_data(p->ranks[e.rank].ops[e.idx].kind))
             race_op(&x, e);
     }
-    r->replayed = true;
-    for (int q = 0; q < p->nranks && !x.full; q++)
+    r->replayed = !x.budget->over;
+    for (int q = 0; q < p->nranks && !stop(&x); q++)
         if (r->run.pc[q] == p->ranks[q].nops)
             check_ends(&x, q);
     report(r, d);

@@ -87,8 +87,8 @@ void rounds_check(CheckResult *r, Diag *d)
     if (!suspect)
         return;
     HbReplay rp;
-    hb_replay_init(&rp, f, p->arena);
-    for (size_t i = 0; i < r->run.nsched; i++) {
+    hb_replay_init(&rp, f, p->arena, &r->budget);
+    for (size_t i = 0; i < r->run.nsched && !r->budget.over; i++) {
         HbEv e = r->run.sched[i];
         hb_replay_step(&rp, e.rank, e.idx);
         if (suspect[e.rank] && suspect[e.rank][e.idx] == 1 &&

@@ -54,6 +54,15 @@ size_t cdsl_escape(const char *text, char *out, size_t size);
 
 /* ---- Compiling ------------------------------------------------------------------------ */
 
+/* The most ranks a program is compiled for (-n). The checker handles every stdlib program at
+   this count within its default budgets (docs/language.md, "How the checker decides"). */
+#define CDSL_MAX_RANKS 1024
+/* What checking may spend unless cdsl_compile_opts says otherwise: bytes of its own structures
+   (access histories, vector clocks, symbolic values) and steps of work. Past either, the
+   program is rejected with an error that names the limit. */
+#define CDSL_CHECK_MEMORY_DEFAULT ((size_t)2 << 30)
+#define CDSL_CHECK_STEPS_DEFAULT (1ull << 32)
+
 typedef enum cdsl_stage {
     CDSL_STAGE_PARSE,       /* parse and resolve names only (--dump-ast) */
     CDSL_STAGE_EVAL,        /* also evaluate per rank (--dump-ir) */
@@ -71,6 +80,8 @@ typedef struct cdsl_compile_opts {
     cdsl_stage stop_after;
     FILE *diag;                        /* diagnostics; NULL means stderr */
     int color;                         /* 1 on, 0 off, -1 when diag is a terminal */
+    size_t check_memory;               /* bytes checking may use; 0: CDSL_CHECK_MEMORY_DEFAULT */
+    unsigned long long check_steps;    /* steps of work it may take; 0: CDSL_CHECK_STEPS_DEFAULT */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@
 #include "cli.h"
 
 enum { MAX_LIST = 256, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(x) TEXT_OF(x)
 
 typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
 
@@ -46,7 +49,7 @@ static const char usage_text[] =
     "result on every rank, and optionally emit device code. Silent when the program is clean.\n"
     "\n"
     "options:\n"
-    "  -n N                 number of ranks (1 .. 4096), required\n"
+    "  -n N                 number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
     "  --program NAME       the program to compile when the file holds several\n"
     "  -D NAME=VALUE        set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR               search DIR for imports (after the importing file's folder)\n"
@@ -63,6 +66,8 @@ static const char usage_text[] =
     "                       one process per GPU loads (every rank is still checked)\n"
     "  -o FILE              write the output to FILE instead of standard output\n"
     "  --color=WHEN         colour diagnostics: auto (default), always, never\n"
+    "  --check-memory SIZE  memory the checker may use, e.g. 512M, 4G (default 2G)\n"
+    "  --check-steps N      steps of work the checker may take (default 2^32)\n"
     "  --help, --version\n"
     "  --cache-clean        (alone) remove the JIT cache's entries and temporary files, list them\n"
     "\n"
@@ -86,6 +91,27 @@ static bool parse_ranks(const char *s, int *n)
     if (!*s || *end || errno || v < INT_MIN || v > INT_MAX)
         return false;
     *n = (int)v;
+    return true;
+}
+
+/* "512M", "4G", "65536": bytes, with an optional K, M or G (powers of 1024). */
+static bool parse_size(const char *s, unsigned long long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    int shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (!*s || *s == '-' || *end || errno || v == 0 || v > (ULLONG_MAX >> shift))
+        return false;
+    *out = v << shift;
     return true;
 }
 
@@ -135,6 +161,14 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
         if (*v && !parse_ranks(v, &a->rank))
             return usage("--rank expects a rank number, not '%s'", v);
         a->rank_text = v;
+    } else if ((v = cli_option_value(argc, argv, i, "--check-memory"))) {
+        unsigned long long bytes;
+        if (!parse_size(v, &bytes) || bytes > SIZE_MAX)
+            return usage("--check-memory expects a size such as 512M or 4G, not '%s'", v);
+        a->opts.check_memory = (size_t)bytes;
+    } else if ((v = cli_option_value(argc, argv, i, "--check-steps"))) {
+        if (!parse_size(v, &a->opts.check_steps))
+            return usage("--check-steps expects a positive number, not '%s'", v);
     } else if ((v = cli_option_value(argc, argv, i, "--color"))) {
         if (strcmp(v, "auto") && strcmp(v, "always") && strcmp(v, "never"))
             return usage("--color is auto, always or never, not '%s'", v);
@@ -181,8 +215,8 @@ static int parse_args(Args *a, int argc, char **argv)
     if (!a->have_n)
         return usage("missing -n NRANKS (the number of ranks to compile for)%s", "");
     const char *n_text = a->n_text;
-    if (a->opts.nranks < 1 || a->opts.nranks > 4096)
-        return usage("-n %s: the number of ranks must be between 1 and 4096", n_text);
+    if (a->opts.nranks < 1 || a->opts.nranks > CDSL_MAX_RANKS)
+        return usage("-n %s: the number of ranks must be between 1 and " NUMBER_TEXT(CDSL_MAX_RANKS), n_text);
     if (a->rank_text && a->emit < EMIT_CUDA)
         return usage("--rank %s selects one rank's device code: it needs --emit-cuda, --emit-ptx or --emit-cubin",
                      a->rank_text);

@@ -24,6 +24,9 @@
 #include "cdsl.h"
 #include "cli.h"
 
+#define TEXT_OF(x) #x
+#define NUMBER_TEXT(x) TEXT_OF(x)
+
 enum { MAX_LIST = 256, MAX_SIZES = 64, EXIT_USAGE = 2 };
 
 typedef struct Args {
@@ -69,7 +72,7 @@ static const char usage_text[] =
     "Compile and check a .cdsl collective, run it, and verify its result on every rank.\n"
     "\n"
     "options:\n"
-    "  -n N                  number of ranks (1 .. 4096), required\n"
+    "  -n N                  number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
     "  --program NAME        the program to run when the file holds several\n"
     "  -D NAME=VALUE         set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR                search DIR for imports\n"
@@ -244,8 +247,8 @@ static int parse_run_option(Args *a, int argc, char **argv, int *i, const char *
             return usage("--jitter expects microseconds (0 .. 1000000), not '%s'", *v);
         a->jitter_set = true;
     } else if ((*v = cli_option_value(argc, argv, i, "--ranks-per-gpu"))) {
-        if (!parse_int(*v, 1, 4096, &a->comm.ranks_per_gpu))
-            return usage("--ranks-per-gpu expects a number of ranks (1 .. 4096), not '%s'", *v);
+        if (!parse_int(*v, 1, CDSL_MAX_RANKS, &a->comm.ranks_per_gpu))
+            return usage("--ranks-per-gpu expects a number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", *v);
     } else if ((*v = cli_option_value(argc, argv, i, "--spin-limit"))) {
         if (!parse_ull(*v, ULLONG_MAX, &a->comm.spin_limit) || !a->comm.spin_limit)
             return usage("--spin-limit expects a positive number of polls, not '%s'", *v);
@@ -263,8 +266,8 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
     if (parse_flag(a, arg))
         return 0;
     if ((v = cli_option_value(argc, argv, i, "-n"))) {
-        if (!parse_int(v, 1, 4096, &a->copts.nranks))
-            return usage("-n expects a number of ranks (1 .. 4096), not '%s'", v);
+        if (!parse_int(v, 1, CDSL_MAX_RANKS, &a->copts.nranks))
+            return usage("-n expects a number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", v);
         a->have_n = true;
     } else if ((v = cli_option_value(argc, argv, i, "--program"))) {
         a->copts.program = v;

@@ -39,9 +39,9 @@ check "100000 unary minus" 1 "nested too deeply" "$c" "$t/unary.cdsl" -n 2
 check "200000-term expression" 1 "expression nested too deeply" "$c" "$t/longexpr.cdsl" -n 2
 check "unterminated comment" 1 "unterminated comment" "$c" "$t/comment.cdsl" -n 2
 check "huge integer literal" 1 "integer literal too large" "$c" "$t/int.cdsl" -n 2
-check "-n 0" 2 "between 1 and 4096" "$c" "$t/ok.cdsl" -n 0
-check "-n 100000" 2 "between 1 and 4096" "$c" "$t/ok.cdsl" -n 100000
-check "-n -3" 2 "between 1 and 4096" "$c" "$t/ok.cdsl" -n -3
+check "-n 0" 2 "between 1 and 1024" "$c" "$t/ok.cdsl" -n 0
+check "-n 100000" 2 "between 1 and 1024" "$c" "$t/ok.cdsl" -n 100000
+check "-n -3" 2 "between 1 and 1024" "$c" "$t/ok.cdsl" -n -3
 check "-n abc" 2 "expects a number" "$c" "$t/ok.cdsl" -n abc
 check "-n 99999999999999999999" 2 "expects a number" "$c" "$t/ok.cdsl" -n 99999999999999999999
 check "missing -n" 2 "missing -n" "$c" "$t/ok.cdsl"

@@ -42,7 +42,7 @@ errors() {
     expect "$l" "missing -n" 2 "missing -n NRANKS" "$bin" $ring
     expect "$l" "no input file" 2 "no input file" "$bin" -n 2
     expect "$l" "two input files" 2 "more than one input file" "$bin" $ring $ring -n 2
-    expect "$l" "-n out of range" 2 "-n expects a number of ranks \(1 .. 4096\), not '0'" "$bin" $ring -n 0
+    expect "$l" "-n out of range" 2 "-n expects a number of ranks \(1 .. 1024\), not '0'" "$bin" $ring -n 0
     expect "$l" "bad --size" 2 "--size expects a positive size like 65536, 64K or 1G, not '12Q'" "$bin" $ring -n 2 --size 12Q
     expect "$l" "bad --sizes" 2 "--sizes expects MIN:MAX or MIN:MAX:FACTOR" "$bin" $ring -n 2 --sizes 1K
     expect "$l" "--sizes MIN above MAX" 2 "MIN must be positive and at most MAX" "$bin" $ring -n 2 --sizes 2K:1K

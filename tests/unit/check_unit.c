@@ -118,7 +118,7 @@ static const char *run_check(Prog *g, int *nerrors)
     Diag d;
     diag_init(&d, f);
     d.color = false;
-    check_program(g->p, &d);
+    check_program(g->p, &d, NULL);
     fclose(f);
     *nerrors = d.nerrors;
     const char *out = arena_strdup(g->a, buf ? buf : "");

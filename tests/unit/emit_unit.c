@@ -166,7 +166,7 @@ static void test_barrier_across_wait(void)
         op(p, r, IR_WAIT, 1 - r, NONE, NONE, NONE, 6);
         data(p, r, IR_COPY, R(1, 1, 1), R(2, 1, 1), 7);      /* same range as the line 5 read */
     }
-    order_program(p);   /* as the checker does before any emission: it decides the barriers */
+    order_program(p, NULL);   /* as the checker does before any emission: it decides the barriers */
     const char *s = emit(p, CDSL_BACKEND_P2P, CDSL_F32, a, &d);
     char *r0 = rank_body(s ? s : "", 0);
     int ok = count(r0, "cdsl_grid_barrier(a, 1, 5)") == 1 && count(r0, "cdsl_grid_barrier") == 1 &&
