@@ -343,13 +343,8 @@ def switch_round(g, sorder, worder, kind):
     return [g.sig('switch', sorder, gr), g.wait('switch', worder, gr)]
 
 
-def strong_or(g, order, p=0.15):
-    """A relaxed order that may be strengthened (always correct)."""
-    if order == 'relaxed' and g.coin(p):
-        return None
-    return order
-
-
+# The orders of a handshake that publishes nothing: relaxed, sometimes strengthened (which is
+# always correct, and gives the weakening mutations something to find).
 def sorder_entry(g):
     return 'release' if g.coin(0.15) else 'relaxed'
 
@@ -444,7 +439,7 @@ def ar_switch_overlap(g, op, style):
     on the executing rank (reduce_store: on every rank) once C >= 2."""
     C = g.C
     w = C + ' + 1'
-    s = g.buf('slots', 'nranks * ' + w)
+    s = g.buf('slots', mul('nranks', w))
     slot = lambda r: mul(r, w)
     lo = lambda r: add(slot(r), 1) if style == 'backward' else slot(r)       # sum
     hi = lambda r: slot(r) if style == 'backward' else add(slot(r), 1)       # inputs
@@ -510,8 +505,7 @@ def ag_ring(g, own, own_written):
                 Op('get', out('c'), out('c'), ch=pv)]
         body.append(For('step', 0, 'nranks - 1', loop))
         gr = g.grp('exit')
-        body += [g.sig(pv, strong_or(g, 'relaxed') or 'release', gr),
-                 g.wait(nx, strong_or(g, 'relaxed') or 'acquire', gr)]
+        body += [g.sig(pv, sorder_entry(g), gr), g.wait(nx, worder_entry(g), gr)]
         return body
     gr = g.grp('entry')
     body += [g.sig(pv, sorder_entry(g), gr), g.wait(nx, worder_entry(g), gr)]
@@ -827,10 +821,6 @@ def one_rank(g, lst, i, mutated, label):
     return label
 
 
-def loc(s):
-    return describe(s)
-
-
 def describe(s):
     out = []
     emit_stmts([s], 0, out)
@@ -927,7 +917,7 @@ def m_off_by_one(g):
     refs = [(s, a) for lst in g.lists() for s in lst if isinstance(s, Op) for a in ('dst', 'src', 'src2')
             if getattr(s, a)]
     lets = sites(g, lambda s: isinstance(s, Let) and s.idx)
-    if lets and g.coin(0.4):
+    if lets and g.coin(0.6):
         lst, i = g.rng.choice(lets)
         t = copy.deepcopy(lst[i])
         d = g.rng.choice(['1', 'nranks - 1'])
@@ -1011,6 +1001,55 @@ def m_extra_signal(g):
     return 'signal `%s` made twice' % what
 
 
+def m_loop_bound(g):
+    """A loop that runs one step too many or too few."""
+    c = sites(g, lambda s: isinstance(s, For) and has(s, Op) or isinstance(s, For) and has(s, Sig))
+    if not c:
+        return None
+    lst, i = g.rng.choice(c)
+    t = copy.deepcopy(lst[i])
+    before = describe(t)
+    t.hi = g.rng.choice(['%s + 1', '%s - 1']) % t.hi
+    return one_rank(g, lst, i, [t], 'loop bound off by one: `%s` -> `%s`' % (before, describe(t)))
+
+
+def m_wrong_peer(g):
+    """A channel to the neighbour after next."""
+    pat = re.compile(r'rank \+ 1\)|rank \+ nranks - 1\)')
+    c = sites(g, lambda s: isinstance(s, Let) and 'peer(' in s.expr and pat.search(s.expr) or
+              isinstance(s, (Sig, Wait, Op)) and s.ch and pat.search(s.ch))
+    if not c:
+        return None
+    lst, i = g.rng.choice(c)
+    t = copy.deepcopy(lst[i])
+    fix = lambda e: pat.sub(lambda m: m.group(0).replace('1', '2'), e)
+    if isinstance(t, Let):
+        t.expr = fix(t.expr)
+    else:
+        t.ch = fix(t.ch)
+    return one_rank(g, lst, i, [t], 'wrong peer: `%s` -> `%s`' % (describe(lst[i]), describe(t)))
+
+
+def m_write_input(g):
+    """After everything, this rank reuses its input as scratch: right for this run, but the
+    runtime runs a program several times on inputs filled once."""
+    C = g.C
+    if g.coll == 'allgather':
+        src = blk('output', '(rank + 1) % nranks', C)
+    elif g.coll == 'reducescatter':
+        src = Ref('output', 0, C)
+    elif g.coll == 'allreduce':
+        src = blk('output', 'rank', C)
+    else:
+        return None
+    dst = Ref('input', 0, C) if g.coll == 'allgather' else blk('input', 'rank', C)
+    if g.coin(0.3):
+        g.body.append(Op('reduce', dst, copy.copy(dst), src))
+    else:
+        g.body.append(Op('copy', dst, src))
+    return 'the input overwritten at the end: `%s`' % describe(g.body[-1])
+
+
 MUTATIONS = [
     ('drop_wait', m_drop(Wait, 'wait'), 3),
     ('drop_signal', m_drop(Sig, 'signal'), 1),
@@ -1026,11 +1065,14 @@ MUTATIONS = [
     ('swap_sig_wait', m_swap_sig_wait, 1),
     ('skip_rank', m_skip_rank, 2),
     ('extra_signal', m_extra_signal, 1),
+    ('write_input', m_write_input, 1),
+    ('loop_bound', m_loop_bound, 1),
+    ('wrong_peer', m_wrong_peer, 1),
 ]
 
-# Mutations that leave a program correct under the language's rules today, as far as we know
-# (the checker accepting them is not a bug); each still gets checked against sim.
-MAYBE_HARMLESS = {'early_switch_arrival'}
+# Mutations that may leave a program correct under the language's per-rank switch counting
+# (the checker accepting them is then no bug today); each is still checked against sim.
+MAYBE_HARMLESS = {'early_switch_arrival', 'extra_switch_arrival'}
 
 # ---- one program --------------------------------------------------------------------------
 
