@@ -22,6 +22,7 @@ disagreement the kept file and the exact commands that reproduce it, and the ver
 
     tests/gen/diff.sh                              # the suite's bounded run (make test)
     tests/gen/diff.sh --count 5000 --seeds 8       # a long campaign (add --jobs 2, nice)
+    tests/gen/diff.sh --asan --count 2000          # also the ASan/UBSan cdslc: same verdict
     tests/gen/diff.sh --start 700 --count 1 -v     # one program, verbosely
     tests/gen/diff.sh --backend p2p --count 200 --ranks-per-gpu 2   # on a GPU machine
 The p2p mode runs only the programs the checker accepts (p2p refuses unchecked ones), each
@@ -48,6 +49,9 @@ import gen  # noqa: E402
 
 CDSLC = os.environ.get('CDSLC', os.path.join(ROOT, 'build', 'cdslc'))
 CDSLRUN = os.environ.get('CDSLRUN', os.path.join(ROOT, 'build', 'cdslrun'))
+ASAN_CDSLC = os.environ.get('ASAN_CDSLC', os.path.join(ROOT, 'build', 'asan', 'cdslc'))
+# A sanitizer's report must not read as "rejected" (exit 1).
+ASAN_ENV = dict(os.environ, ASAN_OPTIONS='detect_leaks=1:exitcode=99', UBSAN_OPTIONS='halt_on_error=1:exitcode=98')
 NVLS_OFF = {'CDSL_NVLS': '0', 'NCCL_NVLS_ENABLE': '0', 'NVSHMEM_DISABLE_NVLS': '1',
             'TORCH_SYMM_MEM_DISABLE_MULTICAST': '1'}
 SIM_BLOCK = 256 * 1024
@@ -164,6 +168,19 @@ def judge_sim(c, path, args, runs, spin, accepted):
     return 0, None, ''
 
 
+def checker_verdict(a, path, args):
+    """cdslc's exit status and output, and what is wrong with them (None: 0 or 1, and with
+    --asan the sanitized build agrees)."""
+    crc, cout = run([CDSLC, path] + args, 120)
+    if crc not in (0, 1):
+        return crc, cout, 'cdslc exit %d: %s' % (crc, first_error(cout))
+    if a.asan:
+        arc, aout = run([ASAN_CDSLC, path] + args, 300, env=ASAN_ENV)
+        if arc != crc:
+            return crc, cout, 'the ASan/UBSan cdslc exits %d, the plain one %d: %s' % (arc, crc, first_error(aout))
+    return crc, cout, None
+
+
 def check_program(c, seed):
     a = c.a
     g = gen.generate(seed, max_n=a.max_n)
@@ -173,10 +190,9 @@ def check_program(c, seed):
         f.write(text)
     args = g.args()
     label = 'gen seed=%d n=%d %s %s' % (seed, g.n, g.template, g.mutation)
-    crc, cout = run([CDSLC, path] + args, 120)
-    problem = None
-    if crc not in (0, 1):
-        problem = 'cdslc exit %d: %s' % (crc, first_error(cout))
+    crc, cout, problem = checker_verdict(a, path, args)
+    extra = None
+    if problem:
         c.stats.add(g.mutation, 'checker crashed')
     elif a.backend == 'p2p':
         return check_p2p(c, g, seed, path, args, crc, label)
@@ -267,9 +283,9 @@ def check_found(c):
         rel = os.path.relpath(path, ROOT)
         test = name[:-5]
         args = shlex.split(header(path, 'args') or '-n 2')
-        crc, cout = run([CDSLC, path] + args, 120)
-        if crc not in (0, 1):
-            say('[FAIL] found/%s: cdslc exit %d: %s' % (test, crc, first_error(cout)))
+        crc, cout, problem = checker_verdict(c.a, path, args)
+        if problem:
+            say('[FAIL] found/%s: %s' % (test, problem))
             continue
         why = None
         if crc == 0:
@@ -362,9 +378,11 @@ def main(argv):
     ap.add_argument('--found-only', action='store_true', help='only tests/gen/found')
     ap.add_argument('--no-mix-check', action='store_true',
                     help='do not require both verdicts in the mix (for small --count)')
+    ap.add_argument('--asan', action='store_true',
+                    help='also check each program with the ASan/UBSan cdslc (make asan): same verdict, no report')
     ap.add_argument('-v', '--verbose', action='store_true', help='a line per program')
     a = ap.parse_args(argv)
-    for tool in (CDSLC, CDSLRUN):
+    for tool in (CDSLC, CDSLRUN) + ((ASAN_CDSLC,) if a.asan else ()):
         if not os.access(tool, os.X_OK):
             print('diff.py: %s not built (make)' % tool, file=sys.stderr)
             return 2

@@ -3,7 +3,7 @@
 # checker's verdict against unchecked sim runs, and the kept reproducers in tests/gen/found.
 # With no arguments it is the suite's bounded run (60 programs, 3 jitter seeds each, about
 # 20 s on two cores). A long campaign is one command:
-#   nice tests/gen/diff.sh --count 5000 --seeds 8 --jobs 2
+#   nice tests/gen/diff.sh --count 5000 --seeds 8 --jobs 2 [--asan]
 # and on a GPU machine (accepted programs only, on p2p, NVLS off):
 #   tests/gen/diff.sh --backend p2p --count 200 --ranks-per-gpu 2
 # `tests/gen/diff.py --help` lists every option.
