@@ -860,6 +860,28 @@ def m_drop_handshake(g):
     return 'dropped every signal and wait of handshake %s' % re.sub(r'\d+$', '', gr)
 
 
+def m_drop_pair(g):
+    """One pair of ranks skips one mesh handshake with each other, consistently on both sides:
+    the synchronisation still matches, one ordering is gone."""
+    if g.n < 3:
+        return None
+    pat = re.compile(r'^peer\(([A-Za-z_][A-Za-z0-9_]*)\)$')
+    found = {}
+    for lst in g.lists():
+        for i, s in enumerate(lst):
+            if isinstance(s, (Sig, Wait)) and pat.match(s.ch):
+                found.setdefault(s.grp, []).append((lst, i))
+    grps = sorted(k for k, v in found.items() if len(v) >= 2)
+    if not grps:
+        return None
+    gr = g.rng.choice(grps)
+    a, b = g.rng.sample(range(g.n), 2)
+    for lst, i in found[gr]:
+        v = pat.match(lst[i].ch).group(1)
+        lst[i] = If('!(rank == %d && %s == %d || rank == %d && %s == %d)' % (a, v, b, b, v, a), [lst[i]])
+    return 'ranks %d and %d skip handshake %s with each other' % (a, b, re.sub(r'\d+$', '', gr))
+
+
 def m_weaken(cls, strong):
     def m(g):
         c = sites(g, lambda s: isinstance(s, cls) and s.order == strong)
@@ -1054,6 +1076,7 @@ MUTATIONS = [
     ('drop_wait', m_drop(Wait, 'wait'), 3),
     ('drop_signal', m_drop(Sig, 'signal'), 1),
     ('drop_handshake', m_drop_handshake, 3),
+    ('drop_pair', m_drop_pair, 2),
     ('weaken_release', m_weaken(Sig, 'release'), 3),
     ('weaken_acquire', m_weaken(Wait, 'acquire'), 3),
     ('move_signal', m_move_signal, 4),
