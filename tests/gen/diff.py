@@ -60,10 +60,12 @@ SPIN_REJECTED = 4000       # rejected programs often hang on purpose: give up so
 RUN_EXITS = {0: 'verified', 1: 'program error', 4: 'a wait gave up', 5: 'wrong result'}
 
 out_lock = threading.Lock()
+failed = [False]
 
 
 def say(line):
     with out_lock:
+        failed[0] = failed[0] or line.startswith('[FAIL]')
         print(line, flush=True)
 
 
@@ -308,7 +310,7 @@ def check_found(c):
                     if test in c.known else '')
             say('[PASS] found/%s: %s%s' % (test, 'rejected by the checker' if crc else 'verifies', note))
         elif test in c.known:
-            say('[SKIP] found/%s: known: %s' % (test, c.known[test]))
+            say('[SKIP] found/%s: known (%s): %s' % (test, c.known[test], why.split('\n')[0]))
         else:
             say('[FAIL] found/%s: %s' % (test, why))
 
@@ -435,7 +437,7 @@ def main(argv):
         check_found(c)
     if not a.keep and not os.listdir(keep):
         os.rmdir(keep)
-    return 1 if c.stats.fails else 0
+    return 1 if failed[0] else 0
 
 
 if __name__ == '__main__':
