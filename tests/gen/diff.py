@@ -34,6 +34,7 @@ import collections
 import concurrent.futures
 import os
 import random
+import re
 import shlex
 import shutil
 import subprocess
@@ -335,6 +336,33 @@ def p2p_probe(a, keep):
     rc, text = run([CDSLRUN, probe, '-n', '1', '--backend', 'p2p', '--size', '4K'], 300)
     return rc, text
 
+def coverage(max_n, seeds=3000):
+    """Whether the first `seeds` programs use every collective, rank count, data operation,
+    channel operation and mutation (generation only: a fraction of a second)."""
+    seen = set()
+    for s in range(1, seeds + 1):
+        g = gen.generate(s, max_n)
+        text = g.text()
+        seen |= {'coll ' + g.coll, 'n=%d' % g.n, 'mutation ' + g.mutation}
+        seen |= {'op ' + w for w in re.findall(r'(?:switch|peer\([^)]*\)|next|prev|other)\.(\w+)\(', text)}
+        body = text.split('\n', 4)[-1]
+        seen |= {'stmt ' + w for w in ('for', 'let', 'if', 'else', 'def', 'scratch') if re.search(r'\b%s\b' % w, body)}
+        seen |= {'stmt ' + w for w in ('copy', 'reduce') if re.search(r'^ *%s\(' % w, body, re.M)}
+        if any(d.startswith('chunks=') for d in g.defines):
+            seen.add('-D chunks')
+    want = ({'coll ' + c for c, _, _ in gen.TEMPLATES} | {'n=%d' % n for n in range(1, max_n + 1)} |
+            {'mutation ' + m for m, _, _ in gen.MUTATIONS} | {'mutation none', '-D chunks'} |
+            {'op ' + o for o in ('store', 'reduce', 'reduce_store', 'signal', 'wait', 'put', 'get')} |
+            {'stmt ' + w for w in ('for', 'let', 'if', 'else', 'def', 'scratch', 'copy', 'reduce')})
+    if max_n < 3:
+        want.discard('mutation drop_pair')      # needs a third rank
+    missing = sorted(want - seen)
+    if missing:
+        return '[FAIL] gen: seeds 1..%d never use %s' % (seeds, ', '.join(missing))
+    return '[PASS] gen: seeds 1..%d use every collective, 1..%d ranks, every operation and mutation' % (
+        seeds, max_n)
+
+
 # ---- main ---------------------------------------------------------------------------------
 
 def summary(c, first, count):
@@ -378,8 +406,6 @@ def main(argv):
     ap.add_argument('--keep', help='folder for disagreeing programs (default: a new temporary one)')
     ap.add_argument('--no-found', action='store_true', help='skip tests/gen/found')
     ap.add_argument('--found-only', action='store_true', help='only tests/gen/found')
-    ap.add_argument('--no-mix-check', action='store_true',
-                    help='do not require both verdicts in the mix (for small --count)')
     ap.add_argument('--asan', action='store_true',
                     help='also check each program with the ASan/UBSan cdslc (make asan): same verdict, no report')
     ap.add_argument('-v', '--verbose', action='store_true', help='a line per program')
@@ -405,10 +431,15 @@ def main(argv):
             gpus, '' if gpus == 1 else 's', a.ranks_per_gpu, '' if a.ranks_per_gpu == 1 else 's', a.max_n))
     if not a.found_only:
         say('gen: programs kept in %s when they disagree' % keep)
-        # the generator must be a function of the seed, or nothing it finds can be reproduced
-        same = all(gen.generate(s, a.max_n).text() == gen.generate(s, a.max_n).text()
-                   for s in range(a.start, a.start + min(a.count, 20)))
+        # the generator must be a function of the seed, or nothing it finds can be reproduced:
+        # the same text here and in another process with another string hash seed
+        last = a.start + min(a.count, 20) - 1
+        here = ''.join(gen.generate(s, a.max_n).text() for s in range(a.start, last + 1))
+        rc, there = run([sys.executable, os.path.join(HERE, 'gen.py'), str(a.start), str(last),
+                         '--max-n', str(a.max_n)], 120, env=dict(os.environ, PYTHONHASHSEED='12345'))
+        same = rc == 0 and here == there
         say('[%s] gen: the generator is deterministic' % ('PASS' if same else 'FAIL'))
+        say(coverage(a.max_n))
         seeds = range(a.start, a.start + a.count)
         done = [0]
 
@@ -427,7 +458,7 @@ def main(argv):
         acc, rej = summary(c, a.start, a.count)
         if c.stats.fails == 0:
             say('[PASS] gen: %d programs, the checker and %s agree' % (a.count, a.backend))
-        if a.backend == 'sim' and not a.no_mix_check:
+        if a.backend == 'sim' and a.count >= 40:
             caught = sum(v for k, v in c.stats.total.items() if k in ('rejected, sim wrong result',
                                                                       'rejected, sim a wait gave up'))
             ok = acc > 0 and rej > 0 and caught > 0

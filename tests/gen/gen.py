@@ -1139,9 +1139,9 @@ def generate(seed, max_n=9, mutate_p=0.6):
     g.body = fn(g)
     dress(g)
     if mut:
-        order = [mut] + [m for m in MUTATIONS if m is not mut and m[1]]
-        rng.shuffle(order[1:])
-        for name, m, _ in order:
+        rest = [m for m in MUTATIONS if m is not mut and m[1]]
+        rng.shuffle(rest)     # when the chosen one finds no place, another one does
+        for name, m, _ in [mut] + rest:
             if m is None:
                 continue
             d = m(g)
