@@ -203,7 +203,7 @@ def check_program(c, seed):
         accepted = crc == 0
         runs = sim_runs(seed, g.n, g.largest(), a.seeds if accepted else a.rejected_seeds)
         rrc, extra, rout = judge_sim(c, path, args, runs, SPIN_ACCEPTED if accepted else SPIN_REJECTED, accepted)
-        what = RUN_EXITS.get(rrc, 'exit %d' % rrc)
+        what = RUN_EXITS.get(rrc, 'exit %d' % rrc) if runs else 'not run'
         c.stats.add(g.mutation, ('accepted, ' if accepted else 'rejected, sim ') + what)
         if rrc not in RUN_EXITS:
             problem = 'cdslrun --unchecked ended with exit %d: %s' % (rrc, first_error(rout))
@@ -458,7 +458,7 @@ def main(argv):
         acc, rej = summary(c, a.start, a.count)
         if c.stats.fails == 0:
             say('[PASS] gen: %d programs, the checker and %s agree' % (a.count, a.backend))
-        if a.backend == 'sim' and a.count >= 40:
+        if a.backend == 'sim' and a.count >= 40 and a.seeds and a.rejected_seeds:
             caught = sum(v for k, v in c.stats.total.items() if k in ('rejected, sim wrong result',
                                                                       'rejected, sim a wait gave up'))
             ok = acc > 0 and rej > 0 and caught > 0
