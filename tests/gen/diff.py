@@ -381,7 +381,7 @@ def summary(c, first, count):
         sim = ', '.join('%s %d' % (k[len('rejected, sim '):], v) for k, v in sorted(row.items())
                         if k.startswith('rejected, sim '))
         bad = ', '.join('%s %d' % (k[len('accepted, '):], v) for k, v in sorted(row.items())
-                        if k.startswith('accepted') and 'verified' not in k)
+                        if k.startswith('accepted') and not k.endswith(('verified', 'not run')))
         say('gen:   %-22s %4d/%-4d %s%s' % (m, a_, r_, sim, ('  [accepted, then: ' + bad + ']') if bad else ''))
     if c.stats.known:
         say('gen: known disagreements (found/KNOWN): %s' % ', '.join(
