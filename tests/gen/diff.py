@@ -229,6 +229,8 @@ def check_program(c, seed):
         if a.verbose:
             say('[SKIP] %s: known (%s): %s' % (label, c.known[key], problem))
             say('    reproduce: ' + ' && '.join(reproduce))
+        elif not a.keep:
+            os.unlink(path)
         return
     with c.stats.lock:
         c.stats.fails += 1
@@ -392,7 +394,7 @@ def summary(c, first, count):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--count', type=int, default=60, help='programs to generate (default 60)')
+    ap.add_argument('--count', type=int, default=80, help='programs to generate (default 80)')
     ap.add_argument('--start', type=int, default=1, help='first generator seed (default 1)')
     ap.add_argument('--seeds', type=int, default=3,
                     help='sim jitter seeds per accepted program; p2p: runs per program (default 3)')
