@@ -63,7 +63,8 @@ class CompileOpts(ctypes.Structure):
     _fields_ = [("path", c_char_p), ("nranks", c_int), ("program", c_char_p),
                 ("defines", ctypes.POINTER(c_char_p)), ("ndefines", c_int),
                 ("include_dirs", ctypes.POINTER(c_char_p)), ("ninclude_dirs", c_int),
-                ("stop_after", c_int), ("diag", c_void_p), ("color", c_int)]
+                ("stop_after", c_int), ("diag", c_void_p), ("color", c_int),
+                ("check_memory", c_size_t), ("check_steps", c_ulonglong)]
 
 
 class RankConfig(ctypes.Structure):

@@ -24,6 +24,35 @@ fail() { echo "[FAIL] $1${2:+: $2}"; }
 [ -f "$CDSL_LIB" ] || { fail "build/libcdsl.so exists" "make first"; exit 1; }
 nprog=$(ls stdlib/*.cdsl | wc -l)
 
+# 0. The ctypes mirrors of cdsl.h's structs have the C layout (a field added on one side only
+#    would shift every field after it).
+cat >"$tmp/sizes.c" <<'EOC'
+#include <stddef.h>
+#include <stdio.h>
+#include "cdsl.h"
+int main(void)
+{
+    printf("CompileOpts %zu %zu\nRankConfig %zu %zu\nRankIo %zu %zu\nUniqueId %zu %zu\n",
+           sizeof(cdsl_compile_opts), offsetof(cdsl_compile_opts, check_steps), sizeof(cdsl_rank_config),
+           offsetof(cdsl_rank_config, log), sizeof(cdsl_rank_io), offsetof(cdsl_rank_io, output_bytes),
+           sizeof(cdsl_unique_id), (size_t)0);
+    return 0;
+}
+EOC
+if cc -std=c11 -Iruntime -o "$tmp/sizes" "$tmp/sizes.c" 2>"$tmp/cc.log"; then
+    want=$("$tmp/sizes")
+    got=$(cd python && "$PY" -c '
+import ctypes
+from cdsl import _lib as L
+for name, last in (("CompileOpts", "check_steps"), ("RankConfig", "log"), ("RankIo", "output_bytes"), ("UniqueId", None)):
+    t = getattr(L, name)
+    print(name, ctypes.sizeof(t), getattr(t, last).offset if last else 0)' 2>&1)
+    if [ "$want" = "$got" ]; then pass "the ctypes structs have cdsl.h's layout"
+    else fail "the ctypes structs have cdsl.h's layout" "C: $(echo $want) python: $(echo $got)"; fi
+else
+    fail "the ctypes structs have cdsl.h's layout" "cc: $(head -3 "$tmp/cc.log" | tr '\n' ' ')"
+fi
+
 # 1.
 out=$(cd python && timeout 300 "$PY" -m cdsl.selftest -n 4 2>&1); rc=$?
 if [ $rc = 0 ] && [ "$(echo "$out" | tail -1)" = "$nprog passed, 0 failed" ]; then
