@@ -1,0 +1,54 @@
+#!/bin/bash
+# bench/gpu_session.sh - one device call that checks what landed since the last GPU run, on
+# whatever GPUs the machine has (a one-H200 machine: every rank shares GPU 0).
+#
+#   OUT=... bash bench/gpu_session.sh [STEP ...]     steps: build gen mp check (default: all)
+#
+#   build  make the tools here (no re2c/lemon on the GPU hosts: the carried build/gen is used)
+#   gen    tests/gen/diff.sh --backend p2p: generated programs the checker accepts, run on the
+#          GPU at several sizes and types, each verified (issue 9)
+#   mp     bench/mp_gpu.sh: one process per rank on the GPU engines (issue 10)
+#   check  bench/gpu_check.sh: every stdlib program verified on p2p, ranks sharing the GPUs
+# Every step is bounded; everything written goes into $OUT/session.tar.gz (the device tool
+# brings back at most 8 files) and each step's summary to standard output.
+# SAFETY: the NVLS-off variables are exported first; nothing here uses the nvls backend.
+export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+cd "$(dirname "$0")/.." || exit 2
+OUT=${OUT:-bench/results/session-$(date +%Y%m%d-%H%M%S)}
+W=$OUT/work; mkdir -p "$W"
+steps=${*:-build gen mp check}
+NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
+echo "# $(date -u) $(hostname): $NGPU GPU(s); steps: $steps" | tee "$W/session.txt"
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$W/session.txt"
+step() { echo "## $1 ($(date -u +%T))" | tee -a "$W/session.txt"; }
+for s in $steps; do
+    case $s in
+    build)
+        step build
+        bash bench/gpu_check.sh --build >"$W/build.txt" 2>&1 && make -j"$(nproc)" LEMPAR="$PWD/grammar/parser.y" \
+            RE2C=false LEMON=false all >>"$W/build.txt" 2>&1
+        echo "build rc=$?" | tee -a "$W/session.txt" ;;
+    gen)
+        step gen
+        rpg=$(( NGPU >= 2 ? 4 : 8 ))
+        timeout "${GEN_S:-200}" python3 tests/gen/diff.py --backend p2p --count "${GEN_COUNT:-60}" --start 500000 \
+            --ranks-per-gpu $rpg --max-n 8 --keep "$W/gen_keep" >"$W/gen.txt" 2>&1
+        echo "gen rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[FAIL\]|passed|accepted|verified|disagree" "$W/gen.txt" | tail -15 | tee -a "$W/session.txt" ;;
+    mp)
+        step mp
+        OUT="$W/mp" MP_GPU_MAX_S="${MP_S:-300}" timeout "$(( ${MP_S:-300} + 30 ))" bash bench/mp_gpu.sh >"$W/mp.txt" 2>&1
+        echo "mp rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[(PASS|FAIL)\]|^# mode" "$W/mp.txt" | tee -a "$W/session.txt"
+        [ -f "$W/mp/ratio.txt" ] && tee -a "$W/session.txt" <"$W/mp/ratio.txt" ;;
+    check)
+        step check
+        if [ "$NGPU" -ge 2 ]; then cfg="2:1 4:2 8:4"; else cfg="2:2 4:4 8:8"; fi
+        CONFIGS="$cfg" SIZES="${CHECK_SIZES:-1K:256M}" BUDGET_S="${CHECK_S:-150}" OUT="$W" \
+            timeout "$(( ${CHECK_S:-150} + 60 ))" bash bench/gpu_check.sh >"$W/check.txt" 2>&1
+        echo "check rc=$?" | tee -a "$W/session.txt"
+        tail -25 "$W/check.txt" | tee -a "$W/session.txt" ;;
+    esac
+done
+tar -C "$OUT" -czf "$OUT/session.tar.gz" work 2>/dev/null && rm -rf "$W"
+ls -la "$OUT"
