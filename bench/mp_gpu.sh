@@ -88,7 +88,7 @@ unset CDSL_ENGINE
 # ---- 4. torch_collectives.py -----------------------------------------------------------------------------
 tc_engine=(); [ "$ENGINE" != auto ] && tc_engine=(--engine "$ENGINE")
 if command -v torchrun >/dev/null; then runner=(torchrun); else runner=(python3 -m torch.distributed.run); fi
-timeout "$(bound 200)" "${runner[@]}" --nproc_per_node 2 examples/torch_collectives.py --min 1K --max 1G \
+timeout "$(bound 200)" "${runner[@]}" --nproc_per_node 2 examples/torch_collectives.py --min-bytes 1K --max-bytes 1G \
     "${tc_engine[@]}" --json "$OUT/torch_collectives.json" >"$OUT/torch_collectives.log" 2>&1
 rc=$?
 grep -E '^#|^  ' "$OUT/torch_collectives.log" | tee -a "$OUT/summary.txt" >/dev/null

@@ -1,7 +1,7 @@
 """cdsl's allgather, reduce-scatter and allreduce from stdlib/ on torch tensors, one process per
 GPU, each result checked against torch.distributed, both timed side by side.
 
-    torchrun --nproc-per-node 2 examples/torch_collectives.py [--min 1K] [--max 1G] [--json out.json]
+    torchrun --nproc-per-node 2 examples/torch_collectives.py [--min-bytes 1K] [--max-bytes 1G] [--json out.json]
 
 Two processes on two GPUs: torch's group is NCCL, its collectives are the reference, and both
 sides are timed with CUDA graphs (a graph of --iters launches, replayed, timed with events).
@@ -187,8 +187,8 @@ def one(s, args, kind, prog, size):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--min", default="1K", help="smallest size (default 1K)")
-    ap.add_argument("--max", default="1G", help="largest size (default 1G)")
+    ap.add_argument("--min-bytes", default="1K", help="smallest size (default 1K; not --min/--max, which torchrun takes for abbreviations of its own options)")
+    ap.add_argument("--max-bytes", default="1G", help="largest size (default 1G)")
     ap.add_argument("--factor", type=int, default=4, help="size step (default 4)")
     ap.add_argument("--iters", type=int, default=20, help="launches per timed graph (default 20)")
     ap.add_argument("--engine", choices=["ipc", "nccl", "auto"], help="cdsl's engine (default: ipc when ranks share "
@@ -200,7 +200,7 @@ def main():
     ap.add_argument("--json", help="write the rows as JSON (rank 0)")
     args = ap.parse_args()
     s = Setup(args)
-    lo, hi = parse_size(args.min), parse_size(args.max)
+    lo, hi = parse_size(args.min_bytes), parse_size(args.max_bytes)
     rows = []
     if s.rank == 0:
         print("# torch_collectives: %d processes, torch group %s, cdsl engine %s, %s%s" %

@@ -59,7 +59,7 @@ fi
 port=$((20000 + $$ % 20000))
 for r in 0 1; do
     MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 \
-        timeout 300 "$TPY" examples/torch_collectives.py --device cpu --max 64K --iters 2 >"$tmp/tc$r.log" 2>&1 &
+        timeout 300 "$TPY" examples/torch_collectives.py --device cpu --max-bytes 64K --iters 2 >"$tmp/tc$r.log" 2>&1 &
 done
 wait
 if tail -1 "$tmp/tc0.log" | grep -q "torch_collectives: PASS (12 rows" && ! grep -q WRONG "$tmp/tc0.log"; then
