@@ -71,7 +71,8 @@ struct CeState {
     CePlan *plan;                   /* NULL: the program has none (why says why) */
     char why[512];
     bool said_why;
-    bool events;
+    bool events;                    /* CDSL_CE_SYNC=events, or memops_refused */
+    bool memops_refused;            /* a write-value into another GPU's memory was refused */
     int lanes;                      /* CDSL_CE_LANES */
     bool tried, ready;              /* the resources below were made (or could not be) */
     CeRank *ranks;
@@ -116,7 +117,7 @@ int ce_load(GpuComm *g, const IrProgram *ir)
     CeState *ce = g->ce;
     ce_join_watch(ce);          /* it reads the plan */
     const char *sync = getenv("CDSL_CE_SYNC");
-    bool events = sync && !strcmp(sync, "events");
+    bool events = (sync && !strcmp(sync, "events")) || ce->memops_refused;
     int lanes = (int)gpu_env_long("CDSL_CE_LANES", CE_MAX_LANES);
     if (events != ce->events || lanes != ce->lanes)
         g->generation++;        /* a graph captured with the other choice is stale */
@@ -142,6 +143,8 @@ static void ce_warn(GpuComm *g, const char *fmt, const char *a, const char *b)
 }
 
 /* Every device can do 64-bit stream memory operations (memops); the flush flag where it can. */
+static CUdeviceptr ce_word(const GpuComm *g, int rank, int word);
+
 static int ce_check_devices(GpuComm *g)
 {
     CeState *ce = g->ce;
@@ -177,6 +180,31 @@ static int ce_make_rank(GpuComm *g, int q)
     return CDSL_OK;
 }
 
+/* A write-value from each GPU into another GPU's words, on the watchdog's streams: a driver that
+ * refuses stream memory operations on peer memory leaves the copy engine to events. */
+static void ce_probe_peers(GpuComm *g)
+{
+    CeState *ce = g->ce;
+    for (int d = 0; d < g->ndev && !ce->events; d++)
+        for (int q = 0; q < g->nranks && !ce->events; q++) {
+            int e = g->ranks[q].device;
+            if (e == d || g->cu->CtxSetCurrent(g->devs[d].ctx) != CUDA_SUCCESS)
+                continue;
+            CUresult r = g->cu->StreamWriteValue64(ce->rescue[d], ce_word(g, q, CE_WORD_DONE(g->nranks)), 0,
+                                                   CU_STREAM_WRITE_VALUE_DEFAULT);
+            if (r == CUDA_SUCCESS)
+                r = g->cu->StreamSynchronize(ce->rescue[d]);
+            if (r == CUDA_SUCCESS)
+                continue;
+            char what[160];
+            snprintf(what, sizeof what, "GPU %d's stream write-value into GPU %d's memory failed (%s)",
+                     g->devs[d].ordinal, g->devs[e].ordinal, cu_error_string(g->cu, r));
+            ce_warn(g, "%s: the copy engine's signals and waits use events%s", what, "");
+            ce->memops_refused = ce->events = true;
+            g->generation++;
+        }
+}
+
 /* The words, events and watchdog streams of every rank and device: once per communicator. */
 static int ce_make(GpuComm *g)
 {
@@ -201,6 +229,8 @@ static int ce_make(GpuComm *g)
     }
     for (int q = 0; !st && q < g->nranks; q++)
         st = ce_make_rank(g, q);
+    if (!st)
+        ce_probe_peers(g);
     return st;
 }
 
@@ -384,6 +414,46 @@ static int ce_runs(GpuComm *g, size_t chunk_bytes, int iters, const CUstream *st
     return CDSL_OK;
 }
 
+static bool ce_release(GpuComm *g, CeVerdict *v);
+
+/* Each rank's DONE word, last on its stream: the watchdog skips ranks that got there. */
+static int ce_mark_done(GpuComm *g, const CUstream *streams)
+{
+    for (int q = 0; q < g->nranks; q++) {
+        int d = g->ranks[q].device, st = gpu_use(g, d);
+        if (st)
+            return st;
+        GPU_TRY(g, d, g->cu->StreamWriteValue64(ce_lane0(g, streams, q), ce_word(g, q, CE_WORD_DONE(g->nranks)), 1,
+                                                CU_STREAM_WRITE_VALUE_DEFAULT),
+                "marking rank %d's runs done", q);
+    }
+    return CDSL_OK;
+}
+
+/* After an enqueue that failed half way: some rank may wait for a write that was never
+ * enqueued. Release the waits until every rank's streams are idle (or a capture, which runs
+ * nothing, refuses to say), so that nothing is left in flight. */
+static void ce_unblock(GpuComm *g, const CUstream *streams)
+{
+    CeVerdict v;
+    memset(&v, 0, sizeof v);
+    for (int k = 0; k < CE_RESCUES && ce_release(g, &v); k++) {
+        bool idle = true;
+        for (int q = 0; q < g->nranks && idle && g->cu->StreamQuery; q++) {
+            const CeRank *cr = &g->ce->ranks[q];
+            g->cu->CtxSetCurrent(g->devs[g->ranks[q].device].ctx);
+            for (int l = 0; l < CE_MAX_LANES && idle; l++) {
+                CUstream s = l ? cr->lane[l] : ce_lane0(g, streams, q);
+                idle = !s || g->cu->StreamQuery(s) != CUDA_ERROR_NOT_READY;
+            }
+        }
+        if (idle)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int ce_enqueue(GpuComm *g, size_t chunk_bytes, int iters, const CUstream *streams)
 {
     CeState *ce = g->ce;
@@ -393,14 +463,10 @@ int ce_enqueue(GpuComm *g, size_t chunk_bytes, int iters, const CUstream *stream
         st = ce_reset(g, streams);
     if (!st)
         st = ce_runs(g, chunk_bytes, iters, streams);
-    for (int q = 0; !st && !ce->events && q < g->nranks; q++) {
-        int d = g->ranks[q].device;
-        if ((st = gpu_use(g, d)))
-            break;
-        GPU_TRY(g, d, g->cu->StreamWriteValue64(ce_lane0(g, streams, q), ce_word(g, q, CE_WORD_DONE(g->nranks)), 1,
-                                                CU_STREAM_WRITE_VALUE_DEFAULT),
-                "marking rank %d's runs done", q);
-    }
+    if (!st && !ce->events)
+        st = ce_mark_done(g, streams);
+    if (st && !ce->events)
+        ce_unblock(g, streams);
     return st;
 }
 
@@ -448,6 +514,16 @@ static int ce_finished(GpuComm *g, const CUevent *ev, const int *dev, int nev, C
     return 1;
 }
 
+/* The watchdog's streams have finished what it gave them. */
+static bool ce_rescue_sync(GpuComm *g, CeVerdict *v, const char *what)
+{
+    for (int d = 0; d < g->ndev; d++)
+        if (ce_failed(v, g->cu->CtxSetCurrent(g->devs[d].ctx), "making a context current") ||
+            ce_failed(v, g->cu->StreamSynchronize(g->ce->rescue[d]), what))
+            return false;
+    return true;
+}
+
 /* Every rank's words, read on the watchdog's streams (they wait for nothing of the run's). */
 static bool ce_snapshot(GpuComm *g, unsigned long long *snap, CeVerdict *v)
 {
@@ -459,11 +535,7 @@ static bool ce_snapshot(GpuComm *g, unsigned long long *snap, CeVerdict *v)
                       "reading the copy-engine words"))
             return false;
     }
-    for (int d = 0; d < g->ndev; d++)
-        if (ce_failed(v, g->cu->CtxSetCurrent(g->devs[d].ctx), "making a context current") ||
-            ce_failed(v, g->cu->StreamSynchronize(g->ce->rescue[d]), "reading the copy-engine words"))
-            return false;
-    return true;
+    return ce_rescue_sync(g, v, "reading the copy-engine words");
 }
 
 /* Each rank that is not DONE: its first wait, over the runs of the chain, whose word is below
@@ -504,11 +576,7 @@ static bool ce_release(GpuComm *g, CeVerdict *v)
                       "releasing the copy-engine waits"))
             return false;
     }
-    for (int d = 0; d < g->ndev; d++)
-        if (ce_failed(v, g->cu->CtxSetCurrent(g->devs[d].ctx), "making a context current") ||
-            ce_failed(v, g->cu->StreamSynchronize(g->ce->rescue[d]), "releasing the copy-engine waits"))
-            return false;
-    return true;
+    return ce_rescue_sync(g, v, "releasing the copy-engine waits");
 }
 
 static double ce_bound_s(const GpuComm *g)

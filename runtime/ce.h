@@ -19,7 +19,8 @@
  *   CDSL_CE_SYNC=memops     signals and waits as stream write/wait-value operations on the
  *                           words (the default), or
  *   CDSL_CE_SYNC=events     as CUDA events between the ranks' streams (one process drives every
- *                           rank here, so each wait can name the signal it waits for)
+ *                           rank here, so each wait can name the signal it waits for); also
+ *                           where the driver refuses write-values into another GPU's memory
  */
 #ifndef CDSL_CE_H
 #define CDSL_CE_H

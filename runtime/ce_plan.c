@@ -144,65 +144,59 @@ static void lower_data(Lowering *L, int r, int i, const IrOp *op)
     }
 }
 
+/* A write (or wait) of `value` on word `word` of rank `word_rank`, for IR operation i. */
+static CeStep *flag_step(Lowering *L, int r, CeStepKind kind, int i, int word_rank, int word, int value,
+                         unsigned long long per_run)
+{
+    CeStep *s = step_add(L, r, kind, i);
+    if (s) {
+        s->word_rank = word_rank;
+        s->word = word;
+        s->value = (unsigned long long)value;
+        s->per_run = per_run;
+        s->ordered = !L->ir->ranks[r].ops[i].relaxed;
+    }
+    return s;
+}
+
 static void lower_signal(Lowering *L, int r, int i, const IrOp *op)
 {
     int n = L->n, p = op->peer, k = ++L->sig_of[r * n + p], sig = L->sig_ops[r]++;
-    CeStep *s = step_add(L, r, CE_WRITE, i);
-    if (!s)
-        return;
-    s->word_rank = p;
-    s->word = CE_WORD_PEER(r);
-    s->value = (unsigned long long)k;
-    s->per_run = L->sigs[r * n + p];
-    s->ordered = !op->relaxed;
-    s->sig = sig;
+    CeStep *s = flag_step(L, r, CE_WRITE, i, p, CE_WORD_PEER(r), k, L->sigs[r * n + p]);
+    if (s)
+        s->sig = sig;
 }
 
 static void lower_wait(Lowering *L, int r, int i, const IrOp *op)
 {
     int n = L->n, p = op->peer, k = ++L->wait_of[r * n + p];
-    CeStep *s = step_add(L, r, CE_WAIT, i);
-    if (!s)
-        return;
-    s->word_rank = r;
-    s->word = CE_WORD_PEER(p);
-    s->value = (unsigned long long)k;
-    s->per_run = L->sigs[p * n + r];
-    s->ordered = !op->relaxed;
-    s->from_rank = p;
-    s->from_sig = L->peer_sig_op[p * n + r][k - 1];
+    CeStep *s = flag_step(L, r, CE_WAIT, i, r, CE_WORD_PEER(p), k, L->sigs[p * n + r]);
+    if (s) {
+        s->from_rank = p;
+        s->from_sig = L->peer_sig_op[p * n + r][k - 1];
+    }
 }
 
 /* One arrival: rank r's word on every rank, starting with r's own. */
-static void lower_sw_signal(Lowering *L, int r, int i, const IrOp *op)
+static void lower_sw_signal(Lowering *L, int r, int i)
 {
     int n = L->n, a = ++L->arrived[r], sig = L->sig_ops[r]++;
     for (int k = 0; k < n; k++) {
-        CeStep *s = step_add(L, r, CE_WRITE, i);
+        CeStep *s = flag_step(L, r, CE_WRITE, i, (r + k) % n, CE_WORD_SWITCH(n, r), a, L->arrivals[r]);
         if (!s)
             return;
-        s->word_rank = (r + k) % n;
-        s->word = CE_WORD_SWITCH(n, r);
-        s->value = (unsigned long long)a;
-        s->per_run = L->arrivals[r];
-        s->ordered = !op->relaxed;
         s->sig = k == 0 ? sig : -1;
     }
 }
 
 /* The k-th switch wait: every rank's k-th arrival. */
-static void lower_sw_wait(Lowering *L, int r, int i, const IrOp *op)
+static void lower_sw_wait(Lowering *L, int r, int i)
 {
     int n = L->n, k = ++L->waited[r];
     for (int q = 0; q < n; q++) {
-        CeStep *s = step_add(L, r, CE_WAIT, i);
+        CeStep *s = flag_step(L, r, CE_WAIT, i, r, CE_WORD_SWITCH(n, q), k, L->arrivals[q]);
         if (!s)
             return;
-        s->word_rank = r;
-        s->word = CE_WORD_SWITCH(n, q);
-        s->value = (unsigned long long)k;
-        s->per_run = L->arrivals[q];
-        s->ordered = !op->relaxed;
         s->from_rank = q;
         s->from_sig = L->sw_sig_op[q][k - 1];
     }
@@ -224,9 +218,9 @@ static void lower_rank(Lowering *L, int r)
         else if (op->kind == IR_WAIT)
             lower_wait(L, r, i, op);
         else if (op->kind == IR_SW_SIGNAL)
-            lower_sw_signal(L, r, i, op);
+            lower_sw_signal(L, r, i);
         else if (op->kind == IR_SW_WAIT)
-            lower_sw_wait(L, r, i, op);
+            lower_sw_wait(L, r, i);
     }
     batch_flush(L, r);
     L->plan->ranks[r].nsigs = L->sig_ops[r];

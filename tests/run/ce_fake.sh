@@ -12,16 +12,18 @@
 # and with events; under random copy delays (FAKE_JITTER: a copy that lands after the signal
 # meant to publish it shows up as a wrong element of tests/ce/forward.cdsl); kernel and copy-engine
 # runs mix on one communicator; CDSL_CE=on says why a program with a reduction keeps its kernel,
-# and a device without 64-bit stream memory operations keeps the kernels; acquire waits carry
+# and a device without 64-bit stream memory operations keeps the kernels, a driver that refuses
+# write-values into another GPU's memory gets events; acquire waits carry
 # CU_STREAM_WAIT_VALUE_FLUSH exactly where the device offers it; a lost write (FAKE_DROP_WRITE)
-# is reported by the watchdog with the wait's place, the streams drain, and nothing is left
-# allocated, for cdslrun and for cdsl_run_async (api_example); the ASan build is clean.
+# is reported by the watchdog with the wait's place and the streams drain, for cdslrun and for
+# cdsl_run_async (api_example); an enqueue that fails half way leaves nothing in flight; every
+# run leaves nothing of the driver allocated; the ASan build is clean.
 cd "$(dirname "$0")/../.." || exit 2
 CDSLC=${CDSLC:-$PWD/build/cdslc}
 CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 ASAN_CDSLRUN=${ASAN_CDSLRUN:-$PWD/build/asan/cdslrun}
 EXAMPLE=$PWD/build/api_example ASAN_EXAMPLE=$PWD/build/asan/api_example
-UNSET_NVLS=(-u CDSL_NVLS -u NCCL_NVLS_ENABLE -u NVSHMEM_DISABLE_NVLS -u TORCH_SYMM_MEM_DISABLE_MULTICAST)
+export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1   # p2p only, always
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -32,37 +34,16 @@ pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: $2}"; failures=$((failures + 1)); }
 skip() { echo "[SKIP] $1"; }
 
-driver_present() {
-    ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' && return 0
-    compgen -G '/dev/nvidia*' >/dev/null && return 0
-    local d
-    for d in ${LD_LIBRARY_PATH//:/ } /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/local/cuda/lib64 /usr/lib/wsl/lib; do
-        [ -e "$d/libcuda.so.1" ] && return 0
-    done
-    return 1
-}
+eval "$(sed -n '/^driver_present() {/,/^}/p' tests/run/gpu_refusals.sh)"   # a real driver or devices here
 
-# run NAME WANT_EXIT PATTERN ENV... -- BIN ARGS...: exit status, the output (joined into one
-# line) matching PATTERN (grep -E), no sanitizer report, no violation, and nothing left alive.
+# check NAME WANT_EXIT PATTERN ENV... -- BIN ARGS: api.sh's (exit status, the output joined into
+# one line matching PATTERN, no sanitizer report, no stand-in violation).
+eval "$(sed -n '/^check() {/,/^}/p' tests/run/api.sh)"
+
+# run: check on the stand-in, which must also report nothing of the driver left alive.
 run() {
     local name=$1 want=$2 pat=$3; shift 3
-    local envs=()
-    while [ "$1" != -- ]; do envs+=("$1"); shift; done
-    shift
-    local out rc
-    out=$(env "${UNSET_NVLS[@]}" LD_LIBRARY_PATH="$tmp/fake" CDSL_CACHE_DIR="$tmp/cache" "${envs[@]}" timeout 120 "$@" 2>&1)
-    rc=$?
-    if [ "$rc" != "$want" ]; then
-        fail "$name" "exit $rc, wanted $want: $(echo "$out" | grep -v '^fake-cuda' | tail -3 | tr '\n' ' ')"
-    elif ! echo "$out" | tr '\n' ' ' | grep -qE -- "$pat"; then
-        fail "$name" "no '$pat' in: $(echo "$out" | tail -4 | tr '\n' ' ')"
-    elif echo "$out" | grep -qE 'AddressSanitizer|LeakSanitizer|runtime error:|FAKE-CUDA VIOLATION'; then
-        fail "$name" "$(echo "$out" | grep -m1 -E 'Sanitizer|runtime error:|VIOLATION')"
-    elif ! echo "$out" | grep -q "$CLEAN"; then
-        fail "$name" "left alive: $(echo "$out" | grep -m1 'alive:')"
-    else
-        pass "$name"
-    fi
+    check "$name" "$want" "$pat.*$CLEAN" LD_LIBRARY_PATH="$tmp/fake" CDSL_CACHE_DIR="$tmp/cache" "$@"
 }
 
 VERIFIED='verified'
@@ -129,6 +110,9 @@ runs() {
     run "a device without 64-bit stream memory operations keeps the kernels" 0 \
         "warning: GPU 0 \(Fake GPU 0\) has no 64-bit stream memory operations.*verified.*ran [1-9][0-9]* kernels, 0 copies" \
         CDSL_CE=on FAKE_NO_MEMOPS=1 -- "$bin" stdlib/allgather_nvls.cdsl -n 2 --backend p2p --size 64K
+    run "a driver that refuses write-values into peer memory: events instead, verified" 0 \
+        "warning: GPU 0's stream write-value into GPU 1's memory failed .*: the copy engine's signals and waits use events.*verified.*, 0 write-values" \
+        CDSL_CE=on FAKE_NO_PEER_WRITE=1 -- "$bin" stdlib/allgather_mesh.cdsl -n 4 --ranks-per-gpu 2 --backend p2p --size 64K --iters 3
     run "acquire waits carry FLUSH where the device offers it" 0 "verified.*wait-values \([1-9][0-9]* with FLUSH\)" \
         "${STRICT[@]}" FAKE_FLUSH=1 -- "$bin" stdlib/allgather_ring.cdsl -n 4 --ranks-per-gpu 2 --backend p2p --size 64K
 }
@@ -142,6 +126,9 @@ watchdog() {
         "rank [0-3] gave up waiting at stdlib/allgather_ring\.cdsl:[0-9]+:[0-9]+ \(peer [0-3]'s semaphore\)" \
         CDSL_CE=on FAKE_DROP_WRITE=40 -- "$bin" stdlib/allgather_ring.cdsl -n 4 --ranks-per-gpu 2 --backend p2p \
         --size 64K --iters 5 --spin-limit 100000
+    run "${l}an enqueue that fails half way: reported, and the ranks it reached are released" 3 \
+        "enqueueing rank [0-3]'s wait failed" CDSL_CE=on FAKE_FAIL_WAIT=5 -- "$bin" stdlib/allgather_ring.cdsl -n 4 \
+        --ranks-per-gpu 2 --backend p2p --size 64K
     [ -x "$ex" ] || { fail "${l}api_example is built" "no $ex"; return; }
     run "${l}cdsl_run_async on the copy engine (api_example): verified" 0 "api_example: verified \(p2p, 2 ranks\).*$CE_ONLY" \
         CDSL_CE=on FAKE_STRICT=1 -- "$ex" p2p 2

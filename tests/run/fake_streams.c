@@ -18,10 +18,13 @@
  * Checks, reported as "FAKE-CUDA VIOLATION" and exit 99: a copy or a word outside every
  * allocation, an operation on a stream of a device that is not current, a flush flag the
  * device does not offer, an unjoined capture; with FAKE_STRICT=1 also every write-value that
- * does not store exactly one more than the word held (counters grow by one per signal).
+ * does not store exactly one more than the word held (counters grow by one per signal; a write of
+ * zero is not a count, and neither checked nor counted).
  * Knobs: FAKE_NGPU (2), FAKE_JITTER=US (one copy in four, at random, starts US microseconds
  * late: orders that nothing enforces then come out differently), FAKE_SEED, FAKE_FLUSH=1 (the device offers CU_STREAM_WAIT_VALUE_FLUSH),
- * FAKE_NO_MEMOPS=1 (it has no 64-bit stream memory operations), FAKE_DROP_WRITE=K (the K-th
+ * FAKE_NO_MEMOPS=1 (it has no 64-bit stream memory operations),
+ * FAKE_NO_PEER_WRITE=1 (a write-value into another device's memory is refused), FAKE_FAIL_WAIT=K
+ * (the K-th cuStreamWaitValue64 call fails: the rest of a run is never enqueued), FAKE_DROP_WRITE=K (the K-th
  * write-value of the process is lost, and every later one to the same word: a signaller that
  * stops, so that some wait never completes). At exit it prints what is
  * still alive ("fake-cuda: alive: mem 0 streams 0 events 0 ...").
@@ -73,20 +76,24 @@ __attribute__((destructor)) static void report(void)
 typedef struct Alloc {
     char *p;
     size_t n;
+    int dev;
 } Alloc;
 static Alloc allocs[4096];
 
-static void inside(U addr, size_t n, const char *what)
+/* The device (context) of the allocation that holds [addr, addr + n); dies when none does. */
+static int inside(U addr, size_t n, const char *what)
 {
     pthread_mutex_lock(&big);
     for (int i = 0; i < 4096; i++)
         if (allocs[i].p && (char *)(uintptr_t)addr >= allocs[i].p &&
             (char *)(uintptr_t)addr + n <= allocs[i].p + allocs[i].n) {
+            int dev = allocs[i].dev;
             pthread_mutex_unlock(&big);
-            return;
+            return dev;
         }
     pthread_mutex_unlock(&big);
     die(what);
+    return 0;
 }
 
 R cuMemAlloc_v2(U *p, size_t n)
@@ -97,7 +104,7 @@ R cuMemAlloc_v2(U *p, size_t n)
     pthread_mutex_lock(&big);
     for (int i = 0; i < 4096; i++)
         if (!allocs[i].p) {
-            allocs[i] = (Alloc){m, n};
+            allocs[i] = (Alloc){m, n, cur};
             break;
         }
     mem++;
@@ -192,8 +199,12 @@ static void run_op(Stream *s, Op *op, unsigned *seed, int jitter)
         memset((void *)(uintptr_t)op->dst, (int)op->value, op->n);
         break;
     case OP_WRITE: {
-        long k = __atomic_add_fetch(&writes_done, 1, __ATOMIC_SEQ_CST);
         U *w = (U *)(uintptr_t)op->dst;
+        if (op->value == 0) {   /* not a count (the library's probe of peer memory): as it is */
+            __atomic_store_n(w, op->value, __ATOMIC_SEQ_CST);
+            break;
+        }
+        long k = __atomic_add_fetch(&writes_done, 1, __ATOMIC_SEQ_CST);
         static U lost;          /* the word whose writes are lost from FAKE_DROP_WRITE on */
         if (k == env_int("FAKE_DROP_WRITE", 0))
             __atomic_store_n(&lost, op->dst, __ATOMIC_SEQ_CST);
@@ -491,9 +502,11 @@ R cuMemsetD8Async(U d, unsigned char v, size_t n, void *h)
 R cuStreamWriteValue64_v2(void *h, U addr, U v, unsigned flags)
 {
     Stream *st = current_stream(h, "write-value on a stream of another device");
-    inside(addr, 8, "a write-value outside every allocation");
+    int dev = inside(addr, 8, "a write-value outside every allocation");
     if (flags)
         die("write-value flags (the v2 call takes none)");
+    if (dev != st->dev && env_int("FAKE_NO_PEER_WRITE", 0))
+        return 1;       /* CUDA_ERROR_INVALID_VALUE, as a driver that refuses peer memory would */
     push(st, (Op){.kind = OP_WRITE, .dst = addr, .value = v});
     return 0;
 }
@@ -506,6 +519,9 @@ R cuStreamWaitValue64_v2(void *h, U addr, U v, unsigned flags)
         die("wait-value: only GEQ (with or without FLUSH) is expected");
     if ((flags & (1u << 30)) && !env_int("FAKE_FLUSH", 0))
         return 801;     /* CUDA_ERROR_NOT_SUPPORTED, as a device without the flush does */
+    static long calls;
+    if (__atomic_add_fetch(&calls, 1, __ATOMIC_SEQ_CST) == env_int("FAKE_FAIL_WAIT", 0))
+        return 999;     /* an enqueue that fails half way */
     if (flags)
         __atomic_add_fetch(&flush_waits, 1, __ATOMIC_SEQ_CST);
     push(st, (Op){.kind = OP_WAIT, .dst = addr, .value = v});
