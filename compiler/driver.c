@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ast.h"
+#include "ce_plan.h"
 #include "check.h"
 #include "emit.h"
 #include "eval.h"
@@ -143,6 +144,10 @@ static int program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
             return CDSL_ERR_PROGRAM;
         check_emit_dot(p->ir, p->check, out);
         return CDSL_OK;
+    case CDSL_DUMP_CE:
+        if (!p->ir || !p->ok)
+            return CDSL_ERR_PROGRAM;
+        return ce_plan_print(p->ir, out);
     }
     return CDSL_ERR_USAGE;
 }

@@ -93,8 +93,10 @@ typedef struct cdsl_program cdsl_program;
 int cdsl_compile(const cdsl_compile_opts *opts, cdsl_program **out);
 void cdsl_program_destroy(cdsl_program *p);
 
-typedef enum cdsl_dump { CDSL_DUMP_AST, CDSL_DUMP_IR, CDSL_DUMP_DOT } cdsl_dump;
-/* Print the syntax tree, the per-rank operations, or the happens-before graph (Graphviz).
+typedef enum cdsl_dump { CDSL_DUMP_AST, CDSL_DUMP_IR, CDSL_DUMP_DOT, CDSL_DUMP_CE } cdsl_dump;
+/* Print the syntax tree, the per-rank operations, the happens-before graph (Graphviz), or the
+ * copy-engine plan of a checked program (the stream operations p2p runs for bulk sizes, or why
+ * the program has none).
  * Flushes out; CDSL_ERR_SYSTEM when writing failed (a full disk) or memory ran out (errno is
  * ENOMEM then), CDSL_ERR_PROGRAM when the stage it prints was not reached. */
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out);

@@ -160,3 +160,9 @@ int cu_has_ipc(const CuDrv *cu)
            cu->MemImportFromShareableHandle && cu->MemGetAllocationGranularity && cu->MemCreate && cu->MemRelease &&
            cu->MemAddressReserve && cu->MemAddressFree && cu->MemMap && cu->MemUnmap && cu->MemSetAccess;
 }
+
+int cu_has_ce(const CuDrv *cu)
+{
+    return cu->MemcpyAsync && cu->MemcpyDtoHAsync && cu->StreamWriteValue64 && cu->StreamWaitValue64 &&
+           cu->EventQuery && cu->MemsetD8Async;
+}

@@ -71,6 +71,14 @@ enum {
 /* CUfunction_attribute */
 enum { CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0, CU_FUNC_ATTRIBUTE_NUM_REGS = 4 };
 
+/* Stream memory operations (cuStreamWaitValue64's flags; the write's default includes a
+ * memory barrier before the write) and the device attributes that say they are there. */
+enum { CU_STREAM_WAIT_VALUE_GEQ = 0x0, CU_STREAM_WAIT_VALUE_FLUSH = 1 << 30 };
+enum { CU_STREAM_WRITE_VALUE_DEFAULT = 0x0 };
+enum { CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES = 98,
+       CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS = 122 };
+enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
+
 /* Stream, event and capture flags */
 enum { CU_STREAM_NON_BLOCKING = 0x1 };
 enum { CU_EVENT_DEFAULT = 0x0, CU_EVENT_DISABLE_TIMING = 0x2 };
@@ -204,7 +212,8 @@ typedef struct CUmulticastObjectProp {
        size_t mem_offset, size_t size, unsigned long long flags))                              \
     X(0, MulticastUnbind, "cuMulticastUnbind", NULL,                                           \
       (CUmemGenericAllocationHandle mc, CUdevice dev, size_t mc_offset, size_t size))          \
-    CU_RANK_FUNCS(X)
+    CU_RANK_FUNCS(X)                                                                           \
+    CU_CE_FUNCS(X)
 
 /* One process per GPU (gpu_rank.c, rank_ipc.c): the caller's context and streams, memory
  * passed between processes as file descriptors, copies on a stream, pointer checks. */
@@ -223,6 +232,19 @@ typedef struct CUmulticastObjectProp {
       (void *shareable, CUmemGenericAllocationHandle h, int type, unsigned long long flags))   \
     X(0, MemImportFromShareableHandle, "cuMemImportFromShareableHandle", NULL,                 \
       (CUmemGenericAllocationHandle * h, void *shareable, int type))
+
+/* The copy-engine path (ce.c): copies between any two device pointers (peers included, through
+ * unified addressing), stream write/wait-value operations on 64-bit words, and what its
+ * watchdog needs to look without blocking. */
+#define CU_CE_FUNCS(X)                                                                          \
+    X(0, MemcpyAsync, "cuMemcpyAsync", NULL, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)) \
+    X(0, MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", NULL, (void *dst, CUdeviceptr src, size_t n, CUstream s)) \
+    X(0, StreamWriteValue64, "cuStreamWriteValue64_v2", "cuStreamWriteValue64",               \
+      (CUstream s, CUdeviceptr addr, unsigned long long value, unsigned int flags))            \
+    X(0, StreamWaitValue64, "cuStreamWaitValue64_v2", "cuStreamWaitValue64",                  \
+      (CUstream s, CUdeviceptr addr, unsigned long long value, unsigned int flags))            \
+    X(0, EventQuery, "cuEventQuery", NULL, (CUevent e))                                        \
+    X(0, StreamIsCapturing, "cuStreamIsCapturing", NULL, (CUstream s, int *status))
 
 #define CU_DECLARE_MEMBER(req, member, sym, alt, params) CUresult (*member) params;
 
@@ -248,5 +270,6 @@ const char *cu_error_string(CuDrv *cu, CUresult r);
 int cu_has_graphs(const CuDrv *cu);
 int cu_has_multicast(const CuDrv *cu);
 int cu_has_ipc(const CuDrv *cu);    /* everything one process per GPU with VMM memory needs */
+int cu_has_ce(const CuDrv *cu);     /* everything the copy-engine path needs */
 
 #endif

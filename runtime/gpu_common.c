@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ce.h"
 #include "driver.h"
 
 /* ---- Reporting ----------------------------------------------------------------------------- */
@@ -324,6 +325,7 @@ void gpu_destroy(GpuComm *g)
     if (g->cu && g->devs && g->ranks) {
         gpu_sync_all(g);    /* nothing may be running on what we free */
         gpu_drop_graph(g);
+        ce_destroy(g);
         for (int d = 0; d < g->ndev; d++) {
             if (!g->devs[d].ctx)
                 continue;
@@ -564,7 +566,7 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         return CDSL_ERR_USAGE;  /* the emitter said why (e.g. a sum multimem cannot do) */
     if (gpu_same_code(g, src)) {
         g->ir = p->ir;
-        return CDSL_OK;
+        return ce_load(g, p->ir);
     }
     int st = gpu_sync_all(g);
     gpu_drop_graph(g);
@@ -581,10 +583,12 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         rt_error(g->cfg.log, "out of memory");
         st = CDSL_ERR_SYSTEM;
     }
+    if (!st) {
+        g->ir = p->ir;
+        st = ce_load(g, p->ir);
+    }
     if (st)
         gpu_unload(g);
-    else
-        g->ir = p->ir;
     return st;
 }
 
@@ -697,11 +701,13 @@ static int gpu_launch_ranks(GpuComm *g, CdslArgs *args, unsigned blocks, const C
 }
 
 /* iters launches per rank on the communicator's streams, iteration by iteration, between the
- * origin's fork and join. */
+ * origin's fork and join (or the copy engine's plan for iters runs, ce.h). */
 static int gpu_launch_all(GpuComm *g, CdslArgs *args, unsigned blocks, int iters)
 {
     int st = gpu_fork(g);
-    for (int k = 0; !st && k < iters; k++)
+    if (!st && g->ce_run)
+        st = ce_enqueue(g, args[0].chunk_bytes, iters, NULL);
+    for (int k = 0; !st && !g->ce_run && k < iters; k++)
         st = gpu_launch_ranks(g, args, blocks, NULL);
     return st ? st : gpu_join(g);
 }
@@ -785,7 +791,9 @@ static int gpu_timed(GpuComm *g, CdslArgs *args, unsigned blocks, size_t chunk_b
     if ((st = gpu_use(g, 0)))
         return st;
     GPU_TRY(g, 0, g->cu->EventRecord(g->stop, origin), "recording the stop event");
-    CUresult r = g->cu->EventSynchronize(g->stop);
+    if (g->ce_run && (st = ce_wait(g, g->stop)))
+        return st;
+    CUresult r = g->ce_run ? CUDA_SUCCESS : g->cu->EventSynchronize(g->stop);
     if (r == CUDA_SUCCESS)
         r = g->cu->EventElapsedTime(ms, g->start, g->stop);
     if (r != CUDA_SUCCESS) {
@@ -928,7 +936,8 @@ int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
     if (!args)
         return CDSL_ERR_SYSTEM;
     float ms = 0;
-    st = gpu_timed(g, args, gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
+    g->ce_run = ce_chosen(g, chunk_bytes);     /* no grid then: 0 blocks keys the graph */
+    st = gpu_timed(g, args, g->ce_run ? 0 : gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
     free(args);
     int fin = gpu_finish(g);    /* also after a failed launch: nothing may stay in flight */
     if (!st)
@@ -993,7 +1002,11 @@ int gpu_launch(void *state, size_t chunk_bytes, void *const *streams)
         return CDSL_ERR_SYSTEM;
     }
     st = gpu_pick_streams(g, streams, use);
-    if (!st && (st = gpu_launch_ranks(g, args, gpu_grid(g, chunk_bytes), use)))
+    if (!st && ce_chosen(g, chunk_bytes))
+        st = ce_launch(g, chunk_bytes, use);
+    else if (!st)
+        st = gpu_launch_ranks(g, args, gpu_grid(g, chunk_bytes), use);
+    if (st)
         gpu_abandon(g);
     free(args);
     free(use);
@@ -1002,5 +1015,6 @@ int gpu_launch(void *state, size_t chunk_bytes, void *const *streams)
 
 int gpu_status(void *state)
 {
-    return gpu_check_records(state);
+    int st = gpu_check_records(state), ce = ce_status(state);
+    return st ? st : ce;
 }

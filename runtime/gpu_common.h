@@ -79,6 +79,8 @@ typedef struct GpuGraph {
     unsigned long long generation;
 } GpuGraph;
 
+typedef struct CeState CeState;  /* ce.c: the copy-engine path */
+
 typedef struct GpuComm {
     RtConfig cfg;
     cdsl_backend flavour;           /* CDSL_BACKEND_P2P or CDSL_BACKEND_NVLS: the device code */
@@ -101,6 +103,8 @@ typedef struct GpuComm {
     int no_graphs;                  /* a graph could not be built here: launch directly */
     unsigned long long spin_limit;
     void *priv;                     /* the backend's own state (nvls: the multicast group) */
+    CeState *ce;                    /* p2p: the loaded program's copy-engine plan (ce.h) */
+    int ce_run;                     /* this run goes to the copy engine, not to kernels */
 } GpuComm;
 
 /* Common set-up and teardown (the backends add their memory around these). */

@@ -25,7 +25,7 @@ enum { MAX_LIST = 256, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 #define TEXT_OF(x) #x
 #define NUMBER_TEXT(x) TEXT_OF(x)
 
-typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
+typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CE, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct Args {
     cdsl_compile_opts opts;
@@ -56,6 +56,8 @@ static const char usage_text[] =
     "  --dump-ast           print the syntax tree (parse and resolve only)\n"
     "  --dump-ir            print every rank's operations (no checks)\n"
     "  --emit-dot           print the happens-before graph for Graphviz (races in red)\n"
+    "  --dump-ce            print the copy-engine plan: the stream operations p2p runs for\n"
+    "                       bulk sizes (or why the program has none)\n"
     "  --emit-cuda          print the CUDA source\n"
     "  --emit-ptx           compile it with NVRTC and print the PTX\n"
     "  --emit-cubin         compile it with NVRTC to a cubin (needs -o)\n"
@@ -116,7 +118,7 @@ static bool parse_size(const char *s, unsigned long long *out)
 }
 
 static const struct { const char *flag; Emit emit; } emit_flags[] = {
-    {"--dump-ast", EMIT_AST},   {"--dump-ir", EMIT_IR},     {"--emit-dot", EMIT_DOT},
+    {"--dump-ast", EMIT_AST},   {"--dump-ir", EMIT_IR},     {"--emit-dot", EMIT_DOT},   {"--dump-ce", EMIT_CE},
     {"--emit-cuda", EMIT_CUDA}, {"--emit-ptx", EMIT_PTX},   {"--emit-cubin", EMIT_CUBIN},
 };
 
@@ -407,6 +409,8 @@ int main(int argc, char **argv)
         status = drc == EXIT_SYSTEM || !status ? drc : status;
     } else if (!rc && (a.emit == EMIT_AST || a.emit == EMIT_IR)) {
         status = emit_dump(p, a.emit == EMIT_AST ? CDSL_DUMP_AST : CDSL_DUMP_IR, a.output);
+    } else if (!rc && a.emit == EMIT_CE) {
+        status = emit_dump(p, CDSL_DUMP_CE, a.output);
     } else if (!rc && a.emit >= EMIT_CUDA) {
         status = emit_device(p, &a);
     }

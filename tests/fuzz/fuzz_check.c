@@ -1,6 +1,9 @@
 /*
  * fuzz_check.c - libFuzzer target through the whole compiler: parse, resolve, evaluate for
- * several rank counts, check, and emit CUDA for both device flavours.
+ * several rank counts, check, emit CUDA for both device flavours, and lower to the copy engine
+ * (every checked program without a reduction has a copy-engine plan: the lowering finds an
+ * order in which each wait follows its write, since the checker proved there is no deadlock;
+ * an input for which it does not is a finding, and aborts).
  *
  * The input is a .cdsl file. Its leading comment lines may set parameters the way -D does:
  *
@@ -21,9 +24,11 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ast.h"
+#include "ce_plan.h"
 #include "fuzz.h"
 #include "check.h"
 #include "emit.h"
@@ -90,6 +95,19 @@ static void emit_all(const IrProgram *ir, Arena *a, Diag *d, size_t seed, FILE *
     fputs(nvls ? nvls : "", sink);
 }
 
+/* The copy-engine plan, with 1 to 8 lanes as the input varies. */
+static void lower_ce(const IrProgram *ir, size_t seed, FILE *sink)
+{
+    CePlan *plan = NULL;
+    char why[512];
+    int st = ce_plan_build(ir, (int)(seed % CE_MAX_LANES) + 1, &plan, why, sizeof why);
+    if (st == CDSL_OK)
+        ce_plan_dump(plan, sink);
+    else if (st == CDSL_ERR_PROGRAM && !strstr(why, "is a reduction"))
+        abort();    /* a checked program that cannot be lowered: the lowering is wrong */
+    ce_plan_free(plan);
+}
+
 static void compile_for(const Decl *program, int nranks, const Defines *defs, Arena *a, Diag *d, size_t seed,
                         FILE *sink)
 {
@@ -103,8 +121,10 @@ static void compile_for(const Decl *program, int nranks, const Defines *defs, Ar
     const CheckLimits limits = {256u << 20, 1u << 24};
     struct CheckResult *r = check_program(ir, d, &limits);
     check_emit_dot(ir, r, sink);
-    if (d->nerrors == 0)
+    if (d->nerrors == 0) {
         emit_all(ir, a, d, seed, sink);
+        lower_ce(ir, seed, sink);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
