@@ -82,6 +82,12 @@ typedef struct cdsl_compile_opts {
     int color;                         /* 1 on, 0 off, -1 when diag is a terminal */
     size_t check_memory;               /* bytes checking may use; 0: CDSL_CHECK_MEMORY_DEFAULT */
     unsigned long long check_steps;    /* steps of work it may take; 0: CDSL_CHECK_STEPS_DEFAULT */
+    int in_place;                      /* 1: compile for NCCL's in-place form (cdslc --in-place):
+                                          allgather's input is this rank's part of its output
+                                          (output + rank * input size), reducescatter's output
+                                          this rank's part of its input, allreduce's input its
+                                          output; the checker sees the aliasing, and the runtime
+                                          lays the buffers out so (docs/language.md, "In place") */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;
