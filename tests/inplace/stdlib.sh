@@ -34,3 +34,6 @@ rows=$(echo "$out" | grep -cE '^ +[0-9]+ +[0-9]+ +f32 .* 0$')
 "$CDSLC" tests/inplace/race_oneshot_allreduce.cdsl -n 4 2>/dev/null &&
     pass "the one-shot allreduce refused in place is clean out of place" ||
     fail "the one-shot allreduce refused in place is clean out of place"
+
+"$CDSLC" --help | grep -q -- "--in-place" && "$CDSLRUN" --help | grep -q -- "--in-place" &&
+    pass "cdslc --help and cdslrun --help name --in-place" || fail "cdslc --help and cdslrun --help name --in-place"

@@ -98,7 +98,7 @@ ok "--json after a failure: parses, says why, exit matches" \
     'echo "$json" | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"exit\"] == $rc and j[\"status\"] != \"ok\" and j[\"results\"] == []))"' "$json"
 
 out=$(run --help); rc=$?
-ok "--help exits 0 and lists every option" '[ $rc = 0 ] && for o in --program -D -I --backend --size --sizes --dtype --iters --warmup --check --no-check --bench --json --ranks-per-gpu --seed --jitter --spin-limit --unchecked; do echo "$out" | grep -q -- " $o" || exit 1; done' "$out"
+ok "--help exits 0 and lists every option" '[ $rc = 0 ] && for o in --program -D -I --backend --size --sizes --dtype --iters --warmup --check --no-check --bench --json --ranks-per-gpu --seed --jitter --spin-limit --unchecked --in-place; do echo "$out" | grep -q -- " $o" || exit 1; done' "$out"
 out=$(run --version); rc=$?
 ok "--version" '[ $rc = 0 ] && echo "$out" | grep -qE "^cdslrun [0-9]+\.[0-9]+"' "$out"
 [ $failures = 0 ]
