@@ -1,6 +1,6 @@
 /*
  * fuzz_check.c - libFuzzer target through the whole compiler: parse, resolve, evaluate for
- * several rank counts, check, and emit CUDA for both device flavours.
+ * several rank counts (every other one in place), check, and emit CUDA for both device flavours.
  *
  * The input is a .cdsl file. Its leading comment lines may set parameters the way -D does:
  *
@@ -93,7 +93,8 @@ static void emit_all(const IrProgram *ir, Arena *a, Diag *d, size_t seed, FILE *
 static void compile_for(const Decl *program, int nranks, const Defines *defs, Arena *a, Diag *d, size_t seed,
                         FILE *sink)
 {
-    EvalOptions eo = {nranks, defs->list, defs->n};
+    /* Every other rank count in place (cdsl_compile_opts.in_place): the alias rewrite too. */
+    EvalOptions eo = {nranks, defs->list, defs->n, seed % 2 == 1};
     d->nerrors = 0;
     d->suppressed = false;
     IrProgram *ir = eval_program(a, d, program, &eo);
