@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "cdsl.h"
+#include "collective.h"
 #include "perf.h"
 
 #ifndef CDSL_STDLIB_DIR
@@ -594,23 +595,6 @@ static int plan_sizes(Bench *B)
 
 /* ---- running ---------------------------------------------------------------------------------------- */
 
-static double busbw_factor(const cdsl_program *p)
-{
-    const char *c = cdsl_program_collective(p);
-    double n = cdsl_program_nranks(p);
-    if (!strcmp(c, "allgather") || !strcmp(c, "reducescatter"))
-        return (n - 1) / n;
-    if (!strcmp(c, "allreduce"))
-        return 2 * (n - 1) / n;
-    return 1;
-}
-
-static bool has_postcondition(const cdsl_program *p)
-{
-    const char *c = cdsl_program_collective(p);
-    return strcmp(c, "barrier") && strcmp(c, "custom");
-}
-
 /* nccl-tests' count: the element count it passes to NCCL, per rank (allgather: the input's;
  * reducescatter: the output's; allreduce: either). */
 static size_t row_count(const cdsl_program *p, size_t size, cdsl_dtype t)
@@ -659,7 +643,7 @@ static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell
         rc = cdsl_run(B->comm, p, t, o->warmup, NULL);
     if (!rc)
         rc = timed_runs(B, p, t, &cell->us);
-    cell->checked = o->check > 0 && has_postcondition(p);
+    cell->checked = o->check > 0 && collective_has_postcondition(p);
     for (int c = 0; !rc && c < o->check; c++) {
         rc = cdsl_fill(B->comm, p, t);
         if (!rc)
@@ -669,7 +653,7 @@ static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell
     }
     if (!rc || rc == CDSL_ERR_VERIFY) {
         cell->algbw = cell->us > 0 ? (double)size / cell->us / 1e3 : 0;
-        cell->busbw = cell->algbw * busbw_factor(p);
+        cell->busbw = cell->algbw * collective_busbw_factor(p);
     }
     cell->status = rc;
     return rc;

@@ -23,6 +23,7 @@
 
 #include "cdsl.h"
 #include "cli.h"
+#include "collective.h"
 
 #define TEXT_OF(x) #x
 #define NUMBER_TEXT(x) TEXT_OF(x)
@@ -448,12 +449,6 @@ static int plan_sizes(Run *R)
 
 /* ---- running --------------------------------------------------------------------------------- */
 
-static bool has_postcondition(const cdsl_program *p)
-{
-    const char *c = cdsl_program_collective(p);
-    return strcmp(c, "barrier") && strcmp(c, "custom");
-}
-
 static void show_progress(const Run *R, int i)
 {
     if (!R->progress)
@@ -526,19 +521,6 @@ static int run_sizes(Run *R)
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
-static double busbw_factor(const cdsl_program *p)
-{
-    const char *c = cdsl_program_collective(p);
-    double n = cdsl_program_nranks(p);
-    if (!strcmp(c, "allgather") || !strcmp(c, "reducescatter"))
-        return (n - 1) / n;
-    if (!strcmp(c, "allreduce"))
-        return 2 * (n - 1) / n;
-    if (!strcmp(c, "barrier"))
-        return 0;
-    return 1;
-}
-
 static double algbw(const Row *r)
 {
     return r->us > 0 ? (double)r->size / r->us / 1e3 : 0;
@@ -552,7 +534,7 @@ static const char *row_verdict(const Run *R, const Row *r)
         return "failed";
     if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
         return "completed";
-    if (!R->a->check || !has_postcondition(R->prog))
+    if (!R->a->check || !collective_has_postcondition(R->prog))
         return "ran";
     return "verified";
 }
@@ -570,7 +552,7 @@ static void print_summary(const Run *R, const Row *r)
         snprintf(runs, sizeof runs, ", %d runs", total);
     if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
         printf("%s: %d ranks, %s: completed (barrier%s)\n", name, n, be, runs);
-    else if (!has_postcondition(R->prog))
+    else if (!collective_has_postcondition(R->prog))
         printf("%s: %d ranks, %s, %s, %s: ran (custom: no postcondition to check%s)\n", name, n, be,
                cdsl_dtype_name(a->dtype), sz, runs);
     else if (!a->check)
@@ -595,13 +577,13 @@ static void print_bench_row(const Run *R, const Row *r)
     char wrong[24];
     if (r->status && r->status != CDSL_ERR_VERIFY)
         snprintf(wrong, sizeof wrong, "failed");
-    else if (!R->a->check || !has_postcondition(R->prog))
+    else if (!R->a->check || !collective_has_postcondition(R->prog))
         snprintf(wrong, sizeof wrong, "N/A");
     else
         snprintf(wrong, sizeof wrong, "%llu", r->wrong);
     double bw = algbw(r);
     printf("  %10zu  %12zu  %6s  %10.2f  %11.2f  %11.2f  %6s\n", r->size, r->size / cdsl_dtype_size(R->a->dtype),
-           cdsl_dtype_name(R->a->dtype), r->us, bw, bw * busbw_factor(R->prog), wrong);
+           cdsl_dtype_name(R->a->dtype), r->us, bw, bw * collective_busbw_factor(R->prog), wrong);
 }
 
 static void print_bench_footer(const Run *R)
@@ -609,10 +591,10 @@ static void print_bench_footer(const Run *R)
     double sum = 0;
     unsigned long long wrong = 0;
     for (int i = 0; i < R->nrows; i++) {
-        sum += algbw(&R->rows[i]) * busbw_factor(R->prog);
+        sum += algbw(&R->rows[i]) * collective_busbw_factor(R->prog);
         wrong += R->rows[i].wrong;
     }
-    if (R->a->check && has_postcondition(R->prog))
+    if (R->a->check && collective_has_postcondition(R->prog))
         printf("# wrong elements: %llu%s\n", wrong, wrong || R->status ? "" : " (verified)");
     printf("# avg busbw: %.2f GB/s\n", R->nrows ? sum / R->nrows : 0.0);
 }
@@ -661,8 +643,8 @@ static void json_row(const Run *R, const Row *r)
     /* Six significant digits, however small the figure (a slow build's small sizes). */
     printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.6g, "
            "\"busbw_gbs\": %.6g, \"wrong\": ",
-           r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * busbw_factor(R->prog));
-    if (R->a->check && has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
+           r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * collective_busbw_factor(R->prog));
+    if (R->a->check && collective_has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
         printf("%llu", r->wrong);
     else
         fputs("null", stdout);
