@@ -9,11 +9,12 @@
 #      element (a program run --unchecked that leaves chunks unwritten), exit 7 on wrong values.
 #   3. The in-place group: verified for every collective; N/A with the reason in the header for
 #      a program that cannot run in place; --no-in-place.
-#   4. Options: -d all, -c 0, -g with --ranks-per-gpu, a stdlib program by name, nccl-tests'
+#   4. Options: -d all, -c 0, -g with --ranks-per-gpu, -G and -z, a stdlib program by name, nccl-tests'
 #      options cdsl does not have (exit 5 unless at their default), bad usage (exit 6), a
 #      program with errors (exit 1), --help naming every option.
 #   5. On the stand-in CUDA driver of tests/run/gpu_refusals.sh, where there is no driver: the
-#      p2p backend's rows are measurements (numbers the parser reads) and the devices are named.
+#      p2p backend's rows are measurements (numbers the parser reads) and the devices are named;
+#      NCCL_TESTS_MIN_BW fails the run as nccl-tests does.
 #      The cubins are compiled first, without it (NVRTC itself is not run beside the stand-in).
 #   6. The ASan build, once.
 cd "$(dirname "$0")/../.." || exit 2
@@ -131,6 +132,10 @@ py "a barrier: one row of size 0, count 0" "$tmp/bar.log" "[(r['size'], r['count
 "$PERF" --nranks 3 -b 1000 -e 1000 -n 2 allgather_ring >"$tmp/r.log" 2>"$tmp/r.err"
 py "a size that does not split: the nearest size below, with a note" "$tmp/r.log" "d['rows'][0]['size'] == 996"
 ok "... the note" 'grep -q "cdsl-perf: note: 1000 bytes does not split into whole chunks" "$tmp/r.err"' "$(cat "$tmp/r.err")"
+"$PERF" --nranks 2 -b 1K -e 4K -f 4 -n 3 -w 0 -G 2 -z 1 allgather_ring >"$tmp/gz.log" 2>&1
+py "-G 2 -z 1: the runs replayed twice, each waited for; verified, and said in the header" "$tmp/gz.log" \
+    "d['settings']['graph'] == '2' and len(d['rows']) == 2 and all(r['in_place']['wrong'] == 0 for r in d['rows']) and
+     '# Blocking Enabled: wait after each run' in d['comments']"
 "$PERF" --nranks 2 -b 1K -e 1K -n 2 -t 1 -m 1 -N 1 -a 1 allgather_ring >/dev/null 2>&1; rc=$?
 ok "nccl-tests' options cdsl-perf lacks, at their defaults: accepted" '[ $rc = 0 ]' "exit $rc"
 expect() {  # expect NAME EXIT PATTERN ARGS...
@@ -176,6 +181,10 @@ else
 import json, sys; d = json.load(open('$tmp/fake.json'))
 sys.exit(0 if d['measured'] and d['driver'] == '13.0' and d['results'][0]['out_of_place']['time_us'] > 0 else 1)\"" \
         "$(head -c 400 "$tmp/fake.json")"
+    CDSL_CACHE_DIR=$tmp/cache LD_LIBRARY_PATH="$tmp/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CDSL_NVLS=0 NCCL_TESTS_MIN_BW=1e9 \
+        "$PERF" --backend p2p --nranks 2 -b 1K -e 1K -n 2 -c 0 allgather_ring >"$tmp/min.log" 2>/dev/null; rc=$?
+    ok "NCCL_TESTS_MIN_BW above the average: 'FAILED' in the footer, exit 7, as nccl-tests" \
+        '[ $rc = 7 ] && grep -qE "^# Avg bus bandwidth    : [0-9.e+-]+ FAILED$" "$tmp/min.log"' "exit $rc: $(tail -5 "$tmp/min.log")"
 fi
 
 # ---- 6. ASan ---------------------------------------------------------------------------------------------------
