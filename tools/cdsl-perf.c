@@ -74,6 +74,7 @@ typedef struct Bench {
     int nrows;
     int status;
     bool measured;
+    int ranks_per_gpu;          /* as the communicator placed them (0 on sim) */
 } Bench;
 
 static const char usage_text[] =
@@ -713,7 +714,7 @@ static void print_header(const Bench *B)
     printf("# cdsl: %s implements %s (%s), %d ranks on %s", cdsl_program_name(p), cdsl_program_collective(p), o->path,
            o->nranks, cdsl_backend_name(cdsl_comm_backend(B->comm)));
     if (cdsl_comm_backend(B->comm) != CDSL_BACKEND_SIM)
-        printf(", %d per GPU", o->comm.ranks_per_gpu ? o->comm.ranks_per_gpu : 1);
+        printf(", %d per GPU", B->ranks_per_gpu);
     printf("; nGpus counts ranks\n");
     if (!B->measured)
         printf("# sim: CPU threads; times are not measurements: time, algbw and busbw are N/A\n");
@@ -832,7 +833,7 @@ static void describe(const Bench *B, PerfReport *rep, int argc, char **argv)
     rep->backend = cdsl_backend_name(cdsl_comm_backend(B->comm));
     rep->redop = redop_name(p);
     rep->nranks = o->nranks;
-    rep->ranks_per_gpu = o->comm.ranks_per_gpu;
+    rep->ranks_per_gpu = B->ranks_per_gpu;
     rep->chunks = cdsl_program_chunks(p);
     rep->measured = B->measured;
     rep->devices = B->devices;
@@ -870,9 +871,13 @@ static int set_up(Bench *B)
         fprintf(stderr, "cdsl-perf: error: out of memory\n");
         return EXIT_SYSTEM;
     }
-    for (int r = 0; r < o->nranks; r++)
+    int ndev = 0;
+    for (int r = 0; r < o->nranks; r++) {
         if ((rc = cdsl_comm_device_info(B->comm, r, &B->devices[r])))
             return exit_for(rc);
+        ndev += r == 0 || B->devices[r].device != B->devices[r - 1].device;  /* ranks fill GPUs in order */
+    }
+    B->ranks_per_gpu = B->measured ? o->nranks / ndev : 0;
     return 0;
 }
 
