@@ -1,6 +1,6 @@
 # cdsl - build, test and install.
 #
-#   make            the tools (build/cdslc, build/cdslrun), libcdsl (static and shared) and
+#   make            the tools (build/cdslc, build/cdslrun, build/cdsl-perf), libcdsl (static and shared) and
 #                   build/api_example (examples/api_example.c, a user of cdsl.h)
 #   make test       the whole suite: golden tests, the spec programs, the sanitizer builds, a
 #                   bounded fuzz run; ends with "N passed, N failed"
@@ -33,7 +33,7 @@ LDLIBS   = -ldl -lpthread -lm
 GEN      = build/gen
 LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o
-TOOLS    = $(B)/cdslc $(B)/cdslrun
+TOOLS    = $(B)/cdslc $(B)/cdslrun $(B)/cdsl-perf
 
 EXAMPLES = $(B)/api_example $(B)/rank_example
 
@@ -74,6 +74,10 @@ $(B)/libcdsl.so: $(LIB_OBJ)
 $(B)/%: $(B)/obj/tools/%.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
 
+# cdsl-perf: nccl-tests' flags and output (cdsl-perf.c), results files (perf_files.c, cJSON).
+$(B)/cdsl-perf: $(B)/obj/tools/cdsl-perf.o $(B)/obj/tools/perf_files.o $(B)/libcdsl.a
+	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $(filter %.o,$^) $(B)/libcdsl.a -lcjson $(LDLIBS)
+
 # examples/api_example.c: a program of the user's own, linked like one (cdsl.h and the library).
 $(B)/api_example: $(B)/obj/examples/api_example.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
@@ -92,7 +96,7 @@ $(B)/rank_example_mpi: examples/rank_example.c $(B)/libcdsl.a
 # re2c or lemon at the same time.
 asan: $(GEN)/parser.h $(GEN)/lexer.c
 	$(MAKE) B=build/asan XCFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
-		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/api_example
+		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/cdsl-perf build/asan/api_example
 
 tsan: $(GEN)/parser.h $(GEN)/lexer.c
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun

@@ -1,11 +1,12 @@
 #!/bin/bash
 # Build everything and run the main job: the allgather example, checked, compiled, run on the
 # best backend this machine has (p2p on GPUs, sim on CPU threads otherwise) and verified.
-# Installs the build tools (re2c, lemon) with apt-get when they are missing.
+# Installs the build tools (re2c, lemon, cJSON's headers) with apt-get when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 missing=""
 for tool in re2c lemon make gcc; do command -v "$tool" >/dev/null || missing="$missing $tool"; done
+[ -f /usr/include/cjson/cJSON.h ] || missing="$missing libcjson-dev"     # cdsl-perf's JSON files
 if [ -n "$missing" ]; then
     echo "installing:$missing"
     sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"

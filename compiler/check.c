@@ -111,13 +111,30 @@ const char *check_chunks(const IrProgram *p, int buf, int first, int count)
     return arena_printf(p->arena, "%s[%d..%d]", p->bufs[buf].name, first, first + count);
 }
 
+/* In place, chunks of the holder that are (part of) the owner's aliased buffer are named both
+ * ways, since the program may have written the other name: " (rank 1's input[0] in place)". */
+static const char *in_place_alias(const IrProgram *p, int rank, int owner, int buf, int first, int count)
+{
+    int aliased, holder;
+    if (!ir_in_place(p, &aliased, &holder) || buf != holder)
+        return "";
+    int lo = ir_in_place_first(p, owner), n = p->bufs[aliased].nchunks;
+    int a = first > lo ? first : lo, b = first + count < lo + n ? first + count : lo + n;
+    if (a >= b)
+        return "";
+    const char *whose = owner == rank ? "its" : arena_printf(p->arena, "rank %d's", owner);
+    return arena_printf(p->arena, " (%s%s %s in place)", a == first && b == first + count ? "" : "part: ", whose,
+                        check_chunks(p, aliased, a - lo, b - a));
+}
+
 const char *check_access(const IrProgram *p, int rank, bool write, int owner, int buf, int first, int count)
 {
     const char *chunks = check_chunks(p, buf, first, count);
+    const char *alias = in_place_alias(p, rank, owner, buf, first, count);
     const char *verb = write ? "writes" : "reads";
     if (owner == rank)
-        return arena_printf(p->arena, "rank %d %s its %s", rank, verb, chunks);
-    return arena_printf(p->arena, "rank %d %s %s of rank %d", rank, verb, chunks, owner);
+        return arena_printf(p->arena, "rank %d %s its %s%s", rank, verb, chunks, alias);
+    return arena_printf(p->arena, "rank %d %s %s of rank %d%s", rank, verb, chunks, owner, alias);
 }
 
 const char *check_rank_list(Arena *a, const int *ranks, int n)

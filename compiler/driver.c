@@ -64,7 +64,7 @@ static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
         return CDSL_ERR_PROGRAM;
     if (o->stop_after == CDSL_STAGE_PARSE)
         return p->ok = true, CDSL_OK;
-    EvalOptions eo = {o->nranks, o->defines, o->ndefines};
+    EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
     p->ir = eval_program(p->arena, &p->diag, program, &eo);
     if (!p->ir)
         return CDSL_ERR_PROGRAM;

@@ -473,6 +473,80 @@ static bool eval_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op, i
     return true;
 }
 
+/* ---- in place ----------------------------------------------------------------------------- */
+
+/* In place (ir_in_place), the aliased buffer is a part of the holder on every rank: operands
+ * that name it are moved into the holder, at the place it occupies on the rank that owns the
+ * operand, so that no later phase sees two names for one piece of memory (rule 1 sees a write
+ * to the holder as a write to the input, rule 3 an overlap through the alias, rule 4 the
+ * holder's part starting out as the input). An operand the switch reaches on every rank is
+ * refused when that place differs from rank to rank: one multicast address cannot stand for
+ * it. *orig keeps the operands as written, for messages. */
+static const char *holder_slot_text(Eval *ev, int holder)
+{
+    const char *h = ev->ir->bufs[holder].name;
+    int C = ev->ir->chunks;
+    if (C == 1)
+        return arena_printf(ev->arena, "%s[r] on rank r", h);
+    return arena_printf(ev->arena, "%s[r*%d .. (r+1)*%d] on rank r", h, C, C);
+}
+
+/* owner: the rank whose copy of the operand the operation touches; -1: every rank's. */
+static bool alias_operand(Eval *ev, const Stmt *s, const char *what, int argi, IrRange *r, int owner)
+{
+    int aliased, holder;
+    if (r->buf < 0 || !ir_in_place(ev->ir, &aliased, &holder) || r->buf != aliased)
+        return true;
+    if (owner < 0 && ev->ir->coll != COLL_ALLREDUCE && ev->ir->nranks > 1) {
+        char a[64];
+        range_text(ev, *r, a, sizeof a);
+        ev_error(ev, s->args.items[argi]->loc,
+                 "%s: the switch %s %s on every rank, but in place each rank's %s is its own part of its %s (%s), "
+                 "a different place on each rank: this program cannot run in place",
+                 what, argi == 0 ? "writes" : "reads", a, ev->ir->bufs[aliased].name, ev->ir->bufs[holder].name,
+                 holder_slot_text(ev, holder));
+        return false;
+    }
+    *r = (IrRange){holder, ir_in_place_first(ev->ir, owner < 0 ? 0 : owner) + r->first, r->count};
+    return true;
+}
+
+static bool in_place_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op)
+{
+    int me = ev->rank, dst_owner = me, src_owner = me;
+    switch (op->kind) {
+    case IR_PUT: dst_owner = op->peer; break;
+    case IR_GET: src_owner = op->peer; break;
+    case IR_SW_STORE: dst_owner = -1; break;
+    case IR_SW_REDUCE: src_owner = -1; break;
+    case IR_SW_REDUCE_STORE: dst_owner = src_owner = -1; break;
+    default: break;
+    }
+    return alias_operand(ev, s, what, 0, &op->dst, dst_owner) && alias_operand(ev, s, what, 1, &op->src, src_owner) &&
+           alias_operand(ev, s, what, 2, &op->src2, src_owner);
+}
+
+/* A copy that in place reads and writes the same chunks (allgather's copy(output[rank],
+ * input[0])) moves nothing: it is left out, as NCCL skips its local copy in place. */
+static bool copy_in_place_identity(const Eval *ev, const IrOp *op, const IrOp *orig)
+{
+    return ev->ir->in_place && op->kind == IR_COPY && op->dst.buf == op->src.buf && op->dst.first == op->src.first &&
+           (orig->dst.buf != op->dst.buf || orig->src.buf != op->src.buf);
+}
+
+/* The operand as the program wrote it, and where it is in place when that differs. */
+static void operand_text(Eval *ev, IrRange now, IrRange orig, char *buf, size_t n)
+{
+    char a[64], b[64];
+    range_text(ev, orig, a, sizeof a);
+    if (orig.buf == now.buf) {
+        snprintf(buf, n, "%s", a);
+        return;
+    }
+    range_text(ev, now, b, sizeof b);
+    snprintf(buf, n, "%s (%s in place)", a, b);
+}
+
 /* Rule 3's overlap check, for every operation that reads and writes the executing rank's own
  * memory: copy and reduce, and the switch operations, whose destination (store) or source
  * (reduce) includes the executing rank's copy. Data moves piece by piece, on the GPUs and in
@@ -480,17 +554,17 @@ static bool eval_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op, i
  * part of it was overwritten. The one overlap allowed is exact, element-wise in place (the same
  * chunks at the same place: every element is read by the thread that then writes it), for the
  * element-wise operations; a copy may not overlap at all (LANGUAGE.md). */
-static bool no_overlap(Eval *ev, const Stmt *s, const char *what, const IrOp *op, bool in_place_ok)
+static bool no_overlap(Eval *ev, const Stmt *s, const char *what, const IrOp *op, const IrOp *orig, bool in_place_ok)
 {
-    const IrRange *srcs[2] = {&op->src, &op->src2};
+    const IrRange *srcs[2] = {&op->src, &op->src2}, *orig_srcs[2] = {&orig->src, &orig->src2};
     for (int i = 0; i < 2 && srcs[i]->buf >= 0; i++) {
         IrRange src = *srcs[i];
         bool in_place = in_place_ok && src.first == op->dst.first && src.buf == op->dst.buf;
         if (!overlap(op->dst, src) || in_place)
             continue;
-        char a[64], b[64];
-        range_text(ev, op->dst, a, sizeof a);
-        range_text(ev, src, b, sizeof b);
+        char a[160], b[160];
+        operand_text(ev, op->dst, orig->dst, a, sizeof a);
+        operand_text(ev, src, *orig_srcs[i], b, sizeof b);
         ev_error(ev, s->args.items[i + 1]->loc, "%s: source %s and destination %s overlap", what, b, a);
         return false;
     }
@@ -503,7 +577,10 @@ static void eval_copy_reduce(Eval *ev, const Stmt *s)
     IrOp op = new_op(is_copy ? IR_COPY : IR_REDUCE);
     if (!eval_operands(ev, s, s->name, &op, is_copy ? 2 : 3))
         return;
-    if (no_overlap(ev, s, s->name, &op, !is_copy))
+    IrOp orig = op;
+    if (!in_place_operands(ev, s, s->name, &op) || copy_in_place_identity(ev, &op, &orig))
+        return;
+    if (no_overlap(ev, s, s->name, &op, &orig, !is_copy))
         emit(ev, s, op);
 }
 
@@ -537,11 +614,15 @@ static void eval_method(Eval *ev, const Stmt *s)
     } else if (sw) {
         op = new_op(!strcmp(m, "store") ? IR_SW_STORE : !strcmp(m, "reduce") ? IR_SW_REDUCE : IR_SW_REDUCE_STORE);
         const char *what = arena_printf(ev->arena, "switch.%s", m);
-        if (!eval_operands(ev, s, what, &op, 2) || !no_overlap(ev, s, what, &op, true))
+        if (!eval_operands(ev, s, what, &op, 2))
+            return;
+        IrOp orig = op;
+        if (!in_place_operands(ev, s, what, &op) || !no_overlap(ev, s, what, &op, &orig, true))
             return;
     } else if (!strcmp(m, "put") || !strcmp(m, "get")) {
         op = new_op(m[0] == 'p' ? IR_PUT : IR_GET);
-        if (!eval_operands(ev, s, m, &op, 2))
+        op.peer = (int)ch.i;
+        if (!eval_operands(ev, s, m, &op, 2) || !in_place_operands(ev, s, m, &op))
             return;
     } else {
         ev_error(ev, s->name_loc, "%s is not an operation of %s", m, sw ? "the switch" : "a peer channel");
@@ -818,6 +899,22 @@ static bool declare_buffers(Eval *ev)
     return true;
 }
 
+/* In place is defined for the collectives whose input and output NCCL lets alias; a barrier
+ * has no data, so it runs the same either way. */
+static bool check_in_place(Eval *ev, const EvalOptions *opt)
+{
+    Collective c = ev->ir->coll;
+    if (!opt->in_place || c == COLL_BARRIER)
+        return true;
+    if (c == COLL_CUSTOM) {
+        diag_fatal(ev->diag, "--in-place: program '%s' implements custom, whose input and output have no "
+                   "in-place form; in place is for allgather, reducescatter and allreduce", ev->program->name);
+        return false;
+    }
+    ev->ir->in_place = true;
+    return true;
+}
+
 static IrProgram *new_ir(Arena *a, const Decl *program, int nranks)
 {
     IrProgram *ir = ARENA_NEW(a, IrProgram);
@@ -839,7 +936,7 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
     ev->program = program;
     ev->rank = -1;
     ev->ir = new_ir(a, program, opt->nranks);
-    if (!check_defines(ev, opt))
+    if (!check_defines(ev, opt) || !check_in_place(ev, opt))
         return NULL;
     bind(ev, "nranks", (Value){V_INT, opt->nranks});
     IrProgram *ir = ev->ir;

@@ -18,6 +18,7 @@ typedef struct EvalOptions {
     int nranks;
     const char *const *defines;   /* "name=value" overriding program parameters */
     int ndefines;
+    bool in_place;                /* cdsl_compile_opts.in_place: see ir_in_place */
 } EvalOptions;
 
 /* NULL after reporting errors. */

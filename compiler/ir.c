@@ -36,6 +36,23 @@ const char *ir_coll_name(Collective c)
     return "?";
 }
 
+bool ir_in_place(const IrProgram *p, int *aliased, int *holder)
+{
+    if (!p || !p->in_place)
+        return false;
+    bool rs = p->coll == COLL_REDUCESCATTER;
+    if (aliased)
+        *aliased = rs ? IR_OUTPUT : IR_INPUT;
+    if (holder)
+        *holder = rs ? IR_INPUT : IR_OUTPUT;
+    return true;
+}
+
+int ir_in_place_first(const IrProgram *p, int rank)
+{
+    return p->coll == COLL_ALLREDUCE ? 0 : rank * p->chunks;
+}
+
 bool ir_is_data(IrKind k)
 {
     return k == IR_COPY || k == IR_REDUCE || k == IR_PUT || k == IR_GET || k == IR_SW_STORE ||
@@ -72,6 +89,11 @@ void ir_dump(const IrProgram *p, FILE *out)
             p->chunks);
     for (int b = 0; b < p->nbufs; b++)
         fprintf(out, "buffer %s[%d]\n", p->bufs[b].name, p->bufs[b].nchunks);
+    int aliased, holder;
+    if (ir_in_place(p, &aliased, &holder))
+        fprintf(out, "in place: %s is %s[%s .. %s] on rank r; operations name %s only\n", p->bufs[aliased].name,
+                p->bufs[holder].name, p->coll == COLL_ALLREDUCE ? "0" : p->chunks == 1 ? "r" : "r*C",
+                p->coll == COLL_ALLREDUCE ? "nranks*C" : p->chunks == 1 ? "r+1" : "(r+1)*C", p->bufs[holder].name);
     for (int r = 0; r < p->nranks; r++) {
         const IrSeq *s = &p->ranks[r];
         for (int i = 0; i < s->nops; i++) {

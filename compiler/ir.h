@@ -85,6 +85,8 @@ typedef struct IrProgram {
     int nbufs;
     IrSeq *ranks;       /* [nranks] */
     Arena *arena;
+    bool in_place;      /* compiled in place (ir_in_place): no operation names the aliased
+                           buffer; evaluation moved those operands into the holder */
 } IrProgram;
 
 /* Upper bounds that keep evaluation and checking bounded on absurd inputs. */
@@ -93,6 +95,14 @@ enum {
     IR_MAX_CHUNKS = 1 << 20,              /* per buffer */
     IR_MAX_OPS_TOTAL = 16 * 1024 * 1024,  /* over all ranks */
 };
+
+/* In place, as NCCL and torch define it: allgather's input is this rank's part of its output
+ * (output[rank*C .. (rank+1)*C]), reducescatter's output this rank's part of its input
+ * (input[rank*C .. (rank+1)*C]), allreduce's input its output. *aliased is the buffer that lies
+ * inside *holder (either pointer may be NULL); false when p was not compiled in place. */
+bool ir_in_place(const IrProgram *p, int *aliased, int *holder);
+/* The chunk of the holder where the aliased buffer starts on `rank` (rank * C, or 0). */
+int ir_in_place_first(const IrProgram *p, int rank);
 
 const char *ir_kind_name(IrKind k);        /* "copy", "put", "switch.store", ... */
 const char *ir_coll_name(Collective c);

@@ -433,7 +433,8 @@ static PostId sum_many(Post *s, const PostId *ids, int k)
 
 /* ---- Buffers ----------------------------------------------------------------------------- */
 
-/* The values of a rank's buffer: the input holds input@rank[x] at chunk x until written. */
+/* The values of a rank's buffer: the input holds input@rank[x] at chunk x until written. In
+   place, the output's part that is the input (allgather, allreduce) starts out as the input. */
 static RunMap *cells(Post *s, int rank, int buf)
 {
     RunMap *m = &s->cells[(size_t)rank * (size_t)s->p->nbufs + (size_t)buf];
@@ -442,6 +443,12 @@ static RunMap *cells(Post *s, int rank, int buf)
         if (buf == IR_INPUT)
             c.id = intern(s, &(FamTerm){rank, 0, 1}, 1);
         runs_init(m, &s->pool, s->p->bufs[buf].nchunks, &c);
+        int aliased, holder;
+        if (ir_in_place(s->p, &aliased, &holder) && buf == holder && aliased == IR_INPUT) {
+            int first = ir_in_place_first(s->p, rank);
+            Cell in = {intern(s, &(FamTerm){rank, -first, 1}, 1), -1, -1};
+            runs_assign(m, &s->pool, first, first + s->p->bufs[IR_INPUT].nchunks, &in);
+        }
     }
     return m;
 }
@@ -724,15 +731,22 @@ static void check_outputs(Post *s, Diag *d)
 {
     const IrProgram *p = s->p;
     Wrong w = {.want = ARENA_ARRAY(s->a, PostTerm, (size_t)p->nranks + 1)};
+    int aliased, buf = IR_OUTPUT, nout = p->bufs[IR_OUTPUT].nchunks;
+    if (ir_in_place(p, &aliased, NULL) && aliased == IR_OUTPUT)
+        buf = IR_INPUT; /* in place, a reducescatter's output is its part of the input */
     for (int r = 0; r < p->nranks && !over(s); r++) {
-        RunMap *m = cells(s, r, IR_OUTPUT);
-        for (const Run *run = m->first; run && !over(s); run = run->next) {
-            const Cell *c = (const Cell *)run->val;
-            for (int lo = run->lo, hi; lo < run->hi; lo = hi) {
+        int base = buf == IR_OUTPUT ? 0 : ir_in_place_first(p, r);
+        RunMap *m = cells(s, r, buf);
+        for (const Run *run = m->first ? runs_find(m, base) : NULL; run && run->lo < base + nout && !over(s);
+             run = run->next) {
+            Cell c = *(const Cell *)run->val;
+            c.id = shift(s, c.id, base); /* as output chunks, counted from the output's first */
+            int end = (run->hi < base + nout ? run->hi : base + nout) - base;
+            for (int lo = (run->lo > base ? run->lo : base) - base, hi; lo < end; lo = hi) {
                 PostId want = expected_family(s, r, lo, &hi);
-                hi = hi < run->hi ? hi : run->hi;
-                if (!c->id || c->id != want)
-                    wrong_piece(s, d, &w, r, lo, hi, c);
+                hi = hi < end ? hi : end;
+                if (!c.id || c.id != want)
+                    wrong_piece(s, d, &w, r, lo, hi, &c);
             }
         }
     }

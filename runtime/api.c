@@ -11,9 +11,17 @@
  * lets the default choice probe p2p quietly: on a machine without GPUs, p2p's refusal is not
  * shown, and the communicator silently becomes a sim one; on fewer GPUs than ranks, p2p is
  * tried with several ranks per GPU. nvls is never chosen by default.
+ *
+ * In place (a program compiled with cdsl_compile_opts.in_place): one of input and output is a
+ * part of the other on every rank (ir_in_place). The program's operations name the holder
+ * only, so the backend never touches its own copy of the aliased buffer; transfers and the
+ * address of the aliased buffer go to its part of the holder instead. Registered buffers are
+ * checked for overlap: two buffers of a rank may share memory only as that in-place form, and
+ * only for a program compiled in place.
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -38,6 +46,9 @@ struct cdsl_comm {
     int chunks[IR_MAX_BUFS];
     size_t bytes[IR_MAX_BUFS];
     size_t chunk_bytes;
+    /* In place (ir_in_place): `aliased` is the part of `holder` that starts at chunk
+     * rank * stride of it on each rank; aliased is -1 otherwise. */
+    int aliased, holder, stride;
 };
 
 /* ---- the backends' message stream ---------------------------------------------------------- */
@@ -170,6 +181,7 @@ int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out)
     if (c) {
         c->user_log = user;
         c->log = comm_log_open(c);
+        c->aliased = c->holder = -1;
     }
     if (!c || !c->log) {
         free(c);
@@ -208,6 +220,22 @@ cdsl_backend cdsl_comm_backend(const cdsl_comm *c)
 int cdsl_comm_nranks(const cdsl_comm *c)
 {
     return c ? c->cfg.nranks : 0;
+}
+
+int cdsl_comm_device_info(const cdsl_comm *c, int rank, cdsl_device_info *info)
+{
+    if (!c || !info || rank < 0 || rank >= c->cfg.nranks) {
+        rt_error(c ? c->user_log : NULL, "cdsl_comm_device_info needs a communicator, one of its ranks and a "
+                 "place for the answer");
+        return CDSL_ERR_USAGE;
+    }
+    if (c->backend == CDSL_BACKEND_SIM) {
+        *info = (cdsl_device_info){.device = -1};
+        snprintf(info->name, sizeof info->name, "sim (CPU threads)");
+        return CDSL_OK;
+    }
+    int rpg = c->cfg.ranks_per_gpu > 0 ? c->cfg.ranks_per_gpu : 1;
+    return rt_device_describe(c->cfg.first_device + rank / rpg, info, c->user_log);
 }
 
 /* ---- a program's buffers ------------------------------------------------------------------- */
@@ -272,6 +300,51 @@ static void comm_set_layout(cdsl_comm *c, const IrProgram *ir, size_t chunk_byte
         c->chunks[b] = ir->bufs[b].nchunks;
         c->bytes[b] = bytes[b];
     }
+    c->aliased = c->holder = -1;
+    c->stride = 0;
+    if (ir_in_place(ir, &c->aliased, &c->holder))
+        c->stride = ir_in_place_first(ir, 1);
+}
+
+/* In place: where rank's aliased buffer starts in its holder, in bytes. */
+static size_t comm_alias_offset(const cdsl_comm *c, int rank)
+{
+    return (size_t)rank * (size_t)c->stride * c->chunk_bytes;
+}
+
+/* Two buffers of one rank that share memory are refused unless they are the in-place form of
+ * a program compiled in place (then the aliased one must be exactly its part of the holder). */
+static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, void *const *ptrs, int r)
+{
+    int aliased = -1, holder = -1, n = ir->nbufs;
+    ir_in_place(ir, &aliased, &holder);
+    for (int x = 0; x < n; x++)
+        for (int y = x + 1; y < n; y++) {
+            uintptr_t px = (uintptr_t)ptrs[r * n + x], py = (uintptr_t)ptrs[r * n + y];
+            if (!bytes[x] || !bytes[y] || px >= py + bytes[y] || py >= px + bytes[x])
+                continue;
+            bool pair = (x == aliased && y == holder) || (y == aliased && x == holder);
+            uintptr_t want = pair ? (uintptr_t)ptrs[r * n + holder] + (size_t)ir_in_place_first(ir, r) *
+                                                                         (bytes[holder] / (size_t)ir->bufs[holder].nchunks)
+                                  : 0;
+            if (pair && (uintptr_t)ptrs[r * n + aliased] == want)
+                continue;
+            if (pair)
+                rt_error(c->user_log, "rank %d's %s (ptrs[%d]) overlaps its %s but is not its part of it: %s compiled "
+                         "in place needs %s == %s + %zu bytes on rank %d", r, ir->bufs[aliased].name, r * n + aliased,
+                         ir->bufs[holder].name, ir->name, ir->bufs[aliased].name, ir->bufs[holder].name,
+                         (size_t)(want - (uintptr_t)ptrs[r * n + holder]), r);
+            else
+                rt_error(c->user_log, "rank %d's buffers %s (ptrs[%d]) and %s (ptrs[%d]) overlap; %s%s", r,
+                         ir->bufs[x].name, r * n + x, ir->bufs[y].name, r * n + y,
+                         x == IR_INPUT && y == IR_OUTPUT && ir->coll <= COLL_ALLREDUCE
+                             ? "an input that shares the output's memory needs the program compiled in place "
+                               "(cdsl_compile_opts.in_place), which checks it for that: "
+                             : "a program's buffers must not share memory: ",
+                         ir->name);
+            return CDSL_ERR_USAGE;
+        }
+    return CDSL_OK;
 }
 
 int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
@@ -310,6 +383,11 @@ static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, 
                 return CDSL_ERR_USAGE;
             }
         }
+    for (int r = 0; r < c->cfg.nranks; r++) {
+        int rc = comm_ptrs_alias_ok(c, ir, bytes, ptrs, r);
+        if (rc)
+            return rc;
+    }
     return CDSL_OK;
 }
 
@@ -364,11 +442,36 @@ static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, c
     return CDSL_OK;
 }
 
+/* In place, the aliased buffer is a part of the holder: a backend transfers whole-buffer
+ * prefixes, so the holder's prefix up to the end of that part goes through host memory (a
+ * write reads it first). Transfers are set-up and checking, not the timed path. */
+static int comm_alias_transfer(cdsl_comm *c, int rank, bool write, void *host, size_t bytes)
+{
+    size_t off = comm_alias_offset(c, rank);
+    char *tmp = bytes ? malloc(off + bytes) : NULL;
+    if (bytes && !tmp) {
+        rt_error(c->user_log, "out of memory: %zu bytes of host memory for rank %d's %s", off + bytes, rank,
+                 write ? "write" : "read");
+        return CDSL_ERR_SYSTEM;
+    }
+    int rc = bytes ? c->ops->read(c->state, rank, c->holder, tmp, off + bytes) : CDSL_OK;
+    if (!rc && write) {
+        memcpy(tmp + off, host, bytes);
+        rc = c->ops->write(c->state, rank, c->holder, tmp, off + bytes);
+    } else if (!rc && bytes) {
+        memcpy(host, tmp + off, bytes);
+    }
+    free(tmp);
+    return rc;
+}
+
 int cdsl_comm_write(cdsl_comm *c, int rank, int buf, const void *src, size_t bytes)
 {
     if (!c)
         return comm_missing(__func__);
     int rc = comm_transfer_ok(c, "write", rank, buf, src, bytes);
+    if (!rc && buf == c->aliased)
+        return comm_alias_transfer(c, rank, true, (void *)src, bytes);
     return rc ? rc : c->ops->write(c->state, rank, buf, src, bytes);
 }
 
@@ -377,6 +480,8 @@ int cdsl_comm_read(cdsl_comm *c, int rank, int buf, void *dst, size_t bytes)
     if (!c)
         return comm_missing(__func__);
     int rc = comm_transfer_ok(c, "read", rank, buf, dst, bytes);
+    if (!rc && buf == c->aliased)
+        return comm_alias_transfer(c, rank, false, dst, bytes);
     return rc ? rc : c->ops->read(c->state, rank, buf, dst, bytes);
 }
 
@@ -398,14 +503,19 @@ int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
                  c->cfg.nranks, c->nbufs);
         return CDSL_ERR_USAGE;
     }
-    return c->ops->buffer(c->state, rank, buf, ptr);
+    if (buf != c->aliased)
+        return c->ops->buffer(c->state, rank, buf, ptr);
+    int rc = c->ops->buffer(c->state, rank, c->holder, ptr);
+    if (!rc)
+        *ptr = (char *)*ptr + comm_alias_offset(c, rank);
+    return rc;
 }
 
 /* ---- runs ------------------------------------------------------------------------------------ */
 
 static bool comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 {
-    if (!c->allocated || c->nbufs != ir->nbufs)
+    if (!c->allocated || c->nbufs != ir->nbufs || (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
         return false;
     for (int b = 0; b < ir->nbufs; b++)
         if (c->chunks[b] != ir->bufs[b].nchunks)
@@ -425,7 +535,12 @@ static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir,
         return CDSL_ERR_USAGE;
     }
     if (!comm_layout_matches(c, ir)) {
-        rt_error(c->user_log, "the communicator's buffers were not allocated for %s's layout", ir->name);
+        if (c->allocated && (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
+            rt_error(c->user_log, "the communicator's buffers were laid out for a program compiled %s, and %s was "
+                     "compiled %s: allocate or register them for it", c->aliased >= 0 ? "in place" : "out of place",
+                     ir->name, c->aliased >= 0 ? "out of place" : "in place");
+        else
+            rt_error(c->user_log, "the communicator's buffers were not allocated for %s's layout", ir->name);
         return CDSL_ERR_USAGE;
     }
     if (iters < 1 || (unsigned)t > CDSL_S32) {

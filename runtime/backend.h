@@ -59,6 +59,9 @@ extern const RtBackendOps rt_backend_sim;
 extern const RtBackendOps rt_backend_p2p;
 extern const RtBackendOps rt_backend_nvls;
 
+/* Device `ordinal`'s name, PCI location and driver version (devinfo.c), for reports. */
+int rt_device_describe(int ordinal, cdsl_device_info *out, FILE *log);
+
 /* "cdsl: error: ..." on cfg->log (or stderr). */
 void rt_error(FILE *log, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -82,6 +82,12 @@ typedef struct cdsl_compile_opts {
     int color;                         /* 1 on, 0 off, -1 when diag is a terminal */
     size_t check_memory;               /* bytes checking may use; 0: CDSL_CHECK_MEMORY_DEFAULT */
     unsigned long long check_steps;    /* steps of work it may take; 0: CDSL_CHECK_STEPS_DEFAULT */
+    int in_place;                      /* 1: compile for NCCL's in-place form (cdslc --in-place):
+                                          allgather's input is this rank's part of its output
+                                          (output + rank * input size), reducescatter's output
+                                          this rank's part of its input, allreduce's input its
+                                          output; the checker sees the aliasing, and the runtime
+                                          lays the buffers out so (docs/language.md, "In place") */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;
@@ -196,7 +202,11 @@ const char *cdsl_program_buf_name(const cdsl_program *p, int buf);  /* NULL when
 int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, size_t *granule);
 
 /* Symmetric buffers for p's layout on every rank, chunk_bytes (a multiple of 4) per chunk;
- * replaces any earlier allocation. Contents start zeroed. */
+ * replaces any earlier allocation. Contents start zeroed. For a program compiled in place
+ * (cdsl_compile_opts.in_place), the aliased buffer is its part of the other one: writing,
+ * reading and cdsl_comm_buffer of it reach that part (allgather's input: the output from
+ * rank * input bytes on); a program compiled out of place cannot run on that layout, nor the
+ * reverse. */
 int cdsl_comm_alloc(cdsl_comm *comm, const cdsl_program *p, size_t chunk_bytes);
 size_t cdsl_comm_chunk_bytes(const cdsl_comm *comm);            /* 0 before any allocation */
 size_t cdsl_comm_buf_bytes(const cdsl_comm *comm, int buf);      /* 0 when there is none */
@@ -243,7 +253,10 @@ int cdsl_comm_buffer(cdsl_comm *comm, int rank, int buf, void **ptr);
  *        created, so peers reach these pointers directly. No symmetric layout is needed.
  *   sim: host memory.
  *   nvls: refused (CDSL_ERR_USAGE): multicast binds memory that the backend itself creates
- *        with cuMemCreate; use cdsl_comm_alloc and cdsl_comm_buffer there. */
+ *        with cuMemCreate; use cdsl_comm_alloc and cdsl_comm_buffer there.
+ * Two buffers of a rank may share memory only as the in-place form of a program compiled in
+ * place (allgather: input == output + rank * input bytes; reducescatter: output == input +
+ * rank * output bytes; allreduce: input == output); anything else is refused. */
 int cdsl_comm_register(cdsl_comm *comm, const cdsl_program *p, size_t chunk_bytes, void *const *ptrs);
 
 /* Enqueue ONE run of p on the caller's streams and return without waiting: streams[rank] is
@@ -356,8 +369,12 @@ size_t cdsl_rank_buffer_bytes(const cdsl_rank_comm *comm, int buf);
  * the result stays in the symmetric output. Other memory (a PyTorch tensor: any device memory
  * of this rank's GPU, host memory on sim) is staged: copied into the symmetric input before
  * the kernel and out of the symmetric output after it, on the run's stream; input_bytes and
- * output_bytes say how much memory is there, and a run that needs more is refused. input may
- * equal output (in place). */
+ * output_bytes say how much memory is there, and a run that needs more is refused. input and
+ * output may share memory only as NCCL's in-place form of a program compiled in place
+ * (cdsl_compile_opts.in_place: allgather input == output + rank * input bytes, reducescatter
+ * output == input + rank * output bytes, allreduce input == output); otherwise refused. For a
+ * program compiled in place the symmetric input (cdsl_rank_buffer) is that part of the
+ * symmetric output (reducescatter: the output that part of the input). */
 typedef struct cdsl_rank_io {
     const void *input;
     size_t input_bytes;
@@ -402,6 +419,27 @@ int cdsl_pattern_check(const cdsl_program *p, cdsl_dtype dtype, int rank, size_t
  * communicator's, buffers not allocated for it, and an unknown element type. */
 int cdsl_fill(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype);
 int cdsl_check(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype, unsigned long long *wrong);
+
+/* cdsl_check, with what it found kept for a report (cdsl-perf's results files): the number of
+ * wrong elements and the first one, which cdsl_check also prints. result may be NULL. */
+typedef struct cdsl_check_result {
+    unsigned long long wrong;       /* wrong output elements, over every rank */
+    int rank;                       /* the first wrong element's rank; -1 when none is wrong */
+    size_t chunk, element;          /* its output chunk, and the element in that chunk */
+    char expected[48], got[48];     /* as cdsl_check prints them: "42", "-1.5", "nan" */
+    int never_written;              /* got is the fill (all-ones bytes): nothing wrote it */
+} cdsl_check_result;
+int cdsl_check_detail(cdsl_comm *comm, const cdsl_program *p, cdsl_dtype dtype, cdsl_check_result *result);
+
+/* The device a rank of a communicator runs on, for reports (cdsl-perf's "Using devices"
+ * lines and results files). On sim: device -1, the name "sim (CPU threads)", zeros. */
+typedef struct cdsl_device_info {
+    int device;                     /* CUDA ordinal; -1 on sim */
+    char name[96];                  /* cuDeviceGetName: "NVIDIA H200" */
+    int pci_domain, pci_bus, pci_device;
+    int driver_version;             /* cuDriverGetVersion: 12080 is 12.8; 0 on sim */
+} cdsl_device_info;
+int cdsl_comm_device_info(const cdsl_comm *comm, int rank, cdsl_device_info *info);
 
 #ifdef __cplusplus
 }

@@ -208,6 +208,8 @@ static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_
         return CDSL_ERR_USAGE;
     }
     size_t at = 0;
+    int aliased = -1, holder = -1;
+    ir_in_place(ir, &aliased, &holder);
     for (int b = 0; b < ir->nbufs; b++) {
         size_t n = (size_t)ir->bufs[b].nchunks;
         if (n && chunk > (SIZE_MAX / 2) / n) {
@@ -215,10 +217,16 @@ static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_
                      n, chunk);
             return CDSL_ERR_SYSTEM;
         }
-        off[b] = at;
         bytes[b] = n * chunk;
+        if (b == aliased)
+            continue;
+        off[b] = at;
         at += (bytes[b] + RT_REGION_ALIGN - 1) / RT_REGION_ALIGN * RT_REGION_ALIGN;
     }
+    /* In place, the aliased buffer is this rank's part of the holder (its offset differs from
+     * rank to rank, which is fine: only this rank reaches it; the program names the holder). */
+    if (aliased >= 0)
+        off[aliased] = off[holder] + (size_t)ir_in_place_first(ir, c->rank) * chunk;
     *total = at ? at : RT_REGION_ALIGN;
     return CDSL_OK;
 }
@@ -446,6 +454,34 @@ static int rt_io_fits(cdsl_rank_comm *c, const IrProgram *ir, int b, size_t chun
     return CDSL_ERR_USAGE;
 }
 
+/* An input and output that share memory are the in-place form of a program compiled in place,
+ * or refused: the copies in and out would hide nothing the checker looked at, but what runs
+ * must be what the program was checked as (as NCCL, which requires sendbuff == recvbuff +
+ * rank * count for an in-place allgather). */
+static int rt_io_alias_ok(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, const cdsl_rank_io *io)
+{
+    if (!io || !io->input || !io->output || ir->nbufs <= IR_OUTPUT)
+        return CDSL_OK;
+    uintptr_t in = (uintptr_t)io->input, out = (uintptr_t)io->output;
+    size_t in_bytes = (size_t)ir->bufs[IR_INPUT].nchunks * chunk, out_bytes = (size_t)ir->bufs[IR_OUTPUT].nchunks * chunk;
+    if (!in_bytes || !out_bytes || in >= out + out_bytes || out >= in + in_bytes)
+        return CDSL_OK;
+    int aliased, holder;
+    if (!ir_in_place(ir, &aliased, &holder)) {
+        rt_error(c->log, "rank %d: the input and output given to the run share memory; %s was compiled out of place: "
+                 "compile it in place (cdsl_compile_opts.in_place), which checks it for that, or give separate buffers",
+                 c->rank, ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    size_t at = (size_t)ir_in_place_first(ir, c->rank) * chunk;
+    if ((aliased == IR_INPUT ? in - out : out - in) == at && (aliased == IR_INPUT ? in >= out : out >= in))
+        return CDSL_OK;
+    rt_error(c->log, "rank %d: the input and output given to the run share memory, but not as %s in place: its %s "
+             "must be its %s + %zu bytes on rank %d", c->rank, ir->name, ir->bufs[aliased].name,
+             ir->bufs[holder].name, at, c->rank);
+    return CDSL_ERR_USAGE;
+}
+
 static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t chunk, const cdsl_rank_io *io)
 {
     int st = rt_program_ok(c, p, "cdsl_rank_run");
@@ -462,6 +498,8 @@ static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_
     if (io && (st = rt_io_fits(c, p->ir, IR_INPUT, chunk, io->input, io->input_bytes)))
         return st;
     if (io && (st = rt_io_fits(c, p->ir, IR_OUTPUT, chunk, io->output, io->output_bytes)))
+        return st;
+    if ((st = rt_io_alias_ok(c, p->ir, chunk, io)))
         return st;
     if ((c->digested != p || c->digested_ir != p->ir) && (st = rt_program_digest(p, c->digest))) {
         rt_error(c->log, "rank %d: out of memory digesting %s", c->rank, p->ir->name);

@@ -435,15 +435,30 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
 /* ---- a rank's thread --------------------------------------------------------------------- */
 
 /* With a seed: the work before the collective, which may write this rank's output and scratch
- * buffers, happens now. A correct program never has a peer write into them before this. */
+ * buffers, happens now. A correct program never has a peer write into them before this. In
+ * place, the caller's input is part of those buffers: that part (and the aliased buffer, which
+ * is memory of the holder when the caller registered it so) keeps its contents. */
 static void sim_start_rank(SimWorker *w)
 {
     Sim *s = w->s;
     if (!s->jitter_us)
         return;
     sim_jitter(w, 2);
-    for (int b = IR_OUTPUT; b < s->nbufs; b++)
-        memset(s->ranks[w->rank].buf[b], VF_POISON_BYTE, s->bytes[b]);
+    int aliased = -1, holder = -1;
+    ir_in_place(s->ir, &aliased, &holder);
+    for (int b = IR_OUTPUT; b < s->nbufs; b++) {
+        char *buf = s->ranks[w->rank].buf[b];
+        if (b == aliased)
+            continue;
+        if (b != holder) {
+            memset(buf, VF_POISON_BYTE, s->bytes[b]);
+            continue;
+        }
+        size_t lo = (size_t)ir_in_place_first(s->ir, w->rank) * s->chunk;
+        size_t hi = lo + (size_t)s->ir->bufs[aliased].nchunks * s->chunk;
+        memset(buf, VF_POISON_BYTE, lo);
+        memset(buf + hi, VF_POISON_BYTE, s->bytes[b] - hi);
+    }
 }
 
 static void sim_gate_wait(Sim *s)

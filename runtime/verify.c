@@ -266,18 +266,35 @@ static void *vf_host(cdsl_comm *c, size_t bytes)
     return h;
 }
 
-static int vf_fill_inputs(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, char *host)
+/* Rank r's input pattern: elems elements at dst. */
+static void vf_pattern(const IrProgram *ir, cdsl_dtype t, int r, size_t elems, char *dst)
 {
-    size_t bytes = vf_buf_bytes(c, ir, IR_INPUT), elems = bytes / cdsl_dtype_size(t);
-    VfMode m = vf_mode(ir->coll);
     uint32_t v[VF_BLOCK];
+    for (size_t e = 0; e < elems; e += VF_BLOCK) {
+        size_t n = elems - e < VF_BLOCK ? elems - e : VF_BLOCK;
+        vf_values(t, vf_mode(ir->coll), ir->nranks, r, e, n, v);
+        vf_store_block(t, dst + e * cdsl_dtype_size(t), v, n);
+    }
+}
+
+/* Each rank's buffer b as the run must find it: the input holds the pattern, output and scratch
+ * the poison. In place, a holder that is the output (allgather, allreduce) gets the input's
+ * pattern in the rank's part, and the aliased buffer, being that part, is not written again. */
+static int vf_fill_buffer(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, int b, char *host)
+{
+    int aliased = -1, holder = -1;
+    ir_in_place(ir, &aliased, &holder);
+    if (b == aliased)
+        return CDSL_OK;
+    size_t bytes = vf_buf_bytes(c, ir, b), in = vf_buf_bytes(c, ir, IR_INPUT);
     for (int r = 0; r < ir->nranks; r++) {
-        for (size_t e = 0; e < elems; e += VF_BLOCK) {
-            size_t n = elems - e < VF_BLOCK ? elems - e : VF_BLOCK;
-            vf_values(t, m, ir->nranks, r, e, n, v);
-            vf_store_block(t, host + e * cdsl_dtype_size(t), v, n);
+        if (b != IR_INPUT)
+            memset(host, VF_POISON_BYTE, bytes);
+        if (b == IR_INPUT || (b == holder && aliased == IR_INPUT)) {
+            size_t off = b == IR_INPUT ? 0 : (size_t)ir_in_place_first(ir, r) * cdsl_comm_chunk_bytes(c);
+            vf_pattern(ir, t, r, in / cdsl_dtype_size(t), host + off);
         }
-        int rc = cdsl_comm_write(c, r, IR_INPUT, host, bytes);
+        int rc = cdsl_comm_write(c, r, b, host, bytes);
         if (rc)
             return rc;
     }
@@ -296,11 +313,9 @@ int cdsl_fill(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
     char *host = vf_host(c, biggest);
     if (!host)
         return CDSL_ERR_SYSTEM;
-    int rc = ir->nbufs > IR_INPUT ? vf_fill_inputs(c, ir, t, host) : CDSL_OK;
-    memset(host, VF_POISON_BYTE, biggest);
-    for (int r = 0; !rc && r < ir->nranks; r++)
-        for (int b = IR_OUTPUT; !rc && b < ir->nbufs; b++)
-            rc = cdsl_comm_write(c, r, b, host, vf_buf_bytes(c, ir, b));
+    int rc = CDSL_OK;
+    for (int b = 0; !rc && b < ir->nbufs; b++)
+        rc = vf_fill_buffer(c, ir, t, b, host);
     free(host);
     return rc;
 }
@@ -414,10 +429,34 @@ static int vf_prepare_sums(cdsl_comm *c, VfCheck *k, size_t out_elems)
     return CDSL_OK;
 }
 
+/* The first wrong element as cdsl_check_detail reports it. */
+static void vf_first_wrong(const VfCheck *k, cdsl_check_result *out)
+{
+    out->wrong = k->wrong;
+    if (!k->wrong)
+        return;
+    out->rank = k->first_rank;
+    out->chunk = k->first_elem / k->chunk_elems;
+    out->element = k->first_elem % k->chunk_elems;
+    vf_format(k->t, k->first_want, out->expected, sizeof out->expected);
+    vf_format(k->t, k->first_got, out->got, sizeof out->got);
+    out->never_written = k->first_got == vf_poison(k->t);
+}
+
 int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long long *wrong)
 {
+    cdsl_check_result r;
+    int rc = cdsl_check_detail(c, p, t, &r);
     if (wrong)
-        *wrong = 0;
+        *wrong = r.wrong;
+    return rc;
+}
+
+int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_check_result *result)
+{
+    cdsl_check_result none = {.rank = -1};
+    cdsl_check_result *out = result ? result : &none;
+    *out = none;
     const IrProgram *ir = vf_program(c, p, t);
     if (!ir)
         return CDSL_ERR_USAGE;
@@ -437,8 +476,7 @@ int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long 
     free(k.sums);
     if (rc)
         return rc;
-    if (wrong)
-        *wrong = k.wrong;
+    vf_first_wrong(&k, out);
     if (!k.wrong)
         return CDSL_OK;
     vf_report(rt_comm_log(c), &k, elems, ir->nranks);
@@ -472,12 +510,7 @@ int cdsl_pattern_fill(const cdsl_program *p, cdsl_dtype t, int rank, size_t chun
     const IrProgram *ir = vf_rank_args(p, t, rank, chunk_bytes, IR_INPUT, bytes, NULL, &elems);
     if (!ir || (elems && !input))
         return CDSL_ERR_USAGE;
-    uint32_t v[VF_BLOCK];
-    for (size_t e = 0; e < elems; e += VF_BLOCK) {
-        size_t n = elems - e < VF_BLOCK ? elems - e : VF_BLOCK;
-        vf_values(t, vf_mode(ir->coll), ir->nranks, rank, e, n, v);
-        vf_store_block(t, (char *)input + e * cdsl_dtype_size(t), v, n);
-    }
+    vf_pattern(ir, t, rank, elems, input);
     return CDSL_OK;
 }
 

@@ -53,6 +53,9 @@ static const char usage_text[] =
     "  --program NAME       the program to compile when the file holds several\n"
     "  -D NAME=VALUE        set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR               search DIR for imports (after the importing file's folder)\n"
+    "  --in-place           check (and emit) NCCL's in-place form: allgather's input is this\n"
+    "                       rank's part of its output, reducescatter's output this rank's part\n"
+    "                       of its input, allreduce's input its output\n"
     "  --dump-ast           print the syntax tree (parse and resolve only)\n"
     "  --dump-ir            print every rank's operations (no checks)\n"
     "  --emit-dot           print the happens-before graph for Graphviz (races in red)\n"
@@ -130,6 +133,10 @@ static int parse_option(Args *a, int argc, char **argv, int *i)
             a->emit = emit_flags[k].emit;
             return 0;
         }
+    if (!strcmp(arg, "--in-place")) {
+        a->opts.in_place = 1;
+        return 0;
+    }
     if ((v = cli_option_value(argc, argv, i, "-n"))) {
         if (!parse_ranks(v, &a->opts.nranks))
             return usage("-n expects a number of ranks, not '%s'", v);

@@ -23,6 +23,7 @@
 
 #include "cdsl.h"
 #include "cli.h"
+#include "collective.h"
 
 #define TEXT_OF(x) #x
 #define NUMBER_TEXT(x) TEXT_OF(x)
@@ -43,6 +44,7 @@ typedef struct Args {
     int iters, warmup;              /* -1: the default for the mode */
     bool check, bench, json;
     bool unchecked;                 /* debugging: run without the checker (sim only) */
+    bool in_place;                  /* --in-place: compile and run NCCL's in-place form */
     bool jitter_set;
 } Args;
 
@@ -80,12 +82,18 @@ static const char usage_text[] =
     "                        run it, else sim; never nvls unless asked for)\n"
     "  --size S              collective size in bytes, K/M/G suffixes (default 64M): the\n"
     "                        larger of one rank's input and output, as nccl-tests counts\n"
-    "  --sizes MIN:MAX[:F]   sweep sizes from MIN to MAX, multiplying by F (default 2);\n"
-    "                        each size is rounded down to what the chunk count allows\n"
+    "  --sizes MIN:MAX[:F]   sweep sizes from MIN to MAX, multiplying by F (default 2)\n"
+    "                        a size that does not split into the program's chunks runs at the\n"
+    "                        nearest size below that does (a note says so); a barrier has no\n"
+    "                        size: it runs once, at size 0, with no bandwidth\n"
     "  --dtype T             f32 f16 bf16 u32 s32 (default f32)\n"
     "  --iters N             timed runs per size (default 1, with --bench 20)\n"
     "  --warmup N            untimed runs first (default 0, with --bench 5)\n"
     "  --check, --no-check   verify the result (default) or not\n"
+    "  --in-place            NCCL's in-place form: allgather's input is this rank's part of\n"
+    "                        its output, reducescatter's output this rank's part of its input,\n"
+    "                        allreduce's input its output (checked as such; refused, with the\n"
+    "                        access that breaks it, when the program cannot run in place)\n"
     "  --bench               one row per size: size, count, type, time, algbw, busbw, #wrong\n"
     "  --json                one JSON object on standard output instead\n"
     "  --ranks-per-gpu K     p2p/nvls: place K ranks on each GPU (default 1; with the default\n"
@@ -220,7 +228,7 @@ static bool parse_flag(Args *a, const char *arg)
 {
     return is_flag(arg, "--check", &a->check, true) || is_flag(arg, "--no-check", &a->check, false) ||
            is_flag(arg, "--bench", &a->bench, true) || is_flag(arg, "--json", &a->json, true) ||
-           is_flag(arg, "--unchecked", &a->unchecked, true);
+           is_flag(arg, "--unchecked", &a->unchecked, true) || is_flag(arg, "--in-place", &a->in_place, true);
 }
 
 static int parse_run_option(Args *a, int argc, char **argv, int *i, const char **v)
@@ -330,6 +338,7 @@ static int finish_args(Args *a)
     }
     a->copts.defines = a->defines;
     a->copts.include_dirs = a->includes;
+    a->copts.in_place = a->in_place;
     a->comm.nranks = a->copts.nranks;
     return 0;
 }
@@ -390,44 +399,42 @@ static void format_size(size_t b, char *out, size_t len)
     snprintf(out, len, "%zu %s", b, unit[u]);
 }
 
-static int size_error(const Run *R, size_t size, size_t granule)
+/* A size that does not split into the program's chunks of whole 4-byte words runs at the
+ * nearest valid size below it, for --size and each size of --sizes alike, with a note. */
+static size_t round_size(const Run *R, const char *opt, size_t size, size_t granule)
 {
+    size_t down = size / granule * granule;
+    if (down == size)
+        return size;
     int in = cdsl_program_buf_chunks(R->prog, CDSL_BUF_INPUT), out = cdsl_program_buf_chunks(R->prog, CDSL_BUF_OUTPUT);
-    char bytes[48] = "";
-    if (strspn(R->a->size_arg, "0123456789") != strlen(R->a->size_arg))
-        snprintf(bytes, sizeof bytes, " (%zu bytes)", size);
-    if (in <= 0 && out <= 0) {
-        fprintf(stderr, "cdslrun: error: --size %s%s: %s has no input or output chunks, so the size is its chunk "
-                "size, a multiple of 4 bytes\n", R->a->size_arg, bytes, cdsl_program_name(R->prog));
-        return EXIT_USAGE;
-    }
-    fprintf(stderr,
-            "cdslrun: error: --size %s%s does not split into %d %s chunks of whole 4-byte words: "
-            "%s at -n %d takes multiples of %zu bytes",
-            R->a->size_arg, bytes, in > out ? in : out, in > out ? "input" : "output", cdsl_program_name(R->prog),
-            cdsl_program_nranks(R->prog), granule);
-    size_t down = size / granule * granule, up = down + granule;
-    if (down)
-        fprintf(stderr, " (try %zu or %zu)\n", down, up);
+    const char *name = cdsl_program_name(R->prog);
+    int n = cdsl_program_nranks(R->prog);
+    if (!down && !R->a->sweep)
+        return 0; /* plan_sizes says it, as an error */
+    if (!down)
+        fprintf(stderr, "cdslrun: note: %s: %zu bytes is below the smallest size %s at -n %d takes (%zu bytes); "
+                "skipped\n", opt, size, name, n, granule);
     else
-        fprintf(stderr, " (try %zu)\n", up);
-    return EXIT_USAGE;
+        fprintf(stderr, "cdslrun: note: %s: %zu bytes does not split into %d %s chunks of whole 4-byte words; "
+                "running %zu, the nearest size below that %s at -n %d takes (a multiple of %zu bytes)\n", opt, size,
+                in > out ? in : out, in > out ? "input" : "output", down, name, n, granule);
+    return down;
 }
 
-/* The sizes to run: one, or the sweep, each rounded down to a whole number of chunks. */
+/* The sizes to run: one, or the sweep, each rounded down to a whole number of chunks. A program
+ * with no input or output chunks (a barrier) moves no data: it runs once, at size 0. */
 static int plan_sizes(Run *R)
 {
     const Args *a = R->a;
     size_t chunk, granule;
-    if (!a->sweep) {
-        if (cdsl_chunk_bytes(R->prog, a->size_min, &chunk, &granule))
-            return size_error(R, a->size_min, granule);
-        R->sizes[R->nsizes++] = a->size_min;
+    cdsl_chunk_bytes(R->prog, 4, &chunk, &granule);
+    if (cdsl_program_buf_chunks(R->prog, CDSL_BUF_INPUT) <= 0 && cdsl_program_buf_chunks(R->prog, CDSL_BUF_OUTPUT) <= 0) {
+        R->sizes[R->nsizes++] = 0;
         return 0;
     }
-    cdsl_chunk_bytes(R->prog, 4, &chunk, &granule);
+    const char *opt = a->sweep ? "--sizes" : "--size";
     for (size_t s = a->size_min; s <= a->size_max && R->nsizes < MAX_SIZES;) {
-        size_t rounded = s / granule * granule;
+        size_t rounded = round_size(R, opt, s, granule);
         if (rounded && (R->nsizes == 0 || R->sizes[R->nsizes - 1] != rounded))
             R->sizes[R->nsizes++] = rounded;
         if (s > a->size_max / a->factor)
@@ -435,20 +442,15 @@ static int plan_sizes(Run *R)
         s *= a->factor;
     }
     if (R->nsizes == 0) {
-        fprintf(stderr, "cdslrun: error: --sizes %s: every size is below the smallest this program takes (%zu bytes)\n",
-                a->size_arg, granule);
+        fprintf(stderr, "cdslrun: error: %s %s: %s below the smallest size %s at -n %d takes (%zu bytes)\n", opt,
+                a->size_arg, a->sweep ? "every size is" : "it is", cdsl_program_name(R->prog),
+                cdsl_program_nranks(R->prog), granule);
         return EXIT_USAGE;
     }
     return 0;
 }
 
 /* ---- running --------------------------------------------------------------------------------- */
-
-static bool has_postcondition(const cdsl_program *p)
-{
-    const char *c = cdsl_program_collective(p);
-    return strcmp(c, "barrier") && strcmp(c, "custom");
-}
 
 static void show_progress(const Run *R, int i)
 {
@@ -473,8 +475,8 @@ static void clear_progress(const Run *R)
 static int run_one_size(Run *R, size_t size, Row *row)
 {
     const Args *a = R->a;
-    *row = (Row){.size = size};
-    int rc = cdsl_chunk_bytes(R->prog, size, &row->chunk, NULL);
+    *row = (Row){.size = size, .chunk = 4};    /* size 0 (a barrier): chunks of 4 bytes */
+    int rc = size ? cdsl_chunk_bytes(R->prog, size, &row->chunk, NULL) : CDSL_OK;
     if (!rc)
         rc = cdsl_comm_alloc(R->comm, R->prog, row->chunk);
     if (!rc)
@@ -483,6 +485,10 @@ static int run_one_size(Run *R, size_t size, Row *row)
         rc = cdsl_run(R->comm, R->prog, a->dtype, a->warmup, NULL);
     if (!rc)
         rc = cdsl_run(R->comm, R->prog, a->dtype, a->iters, &row->us);
+    /* In place, a run consumes its input (an allreduce's sums are summed again by the next):
+     * after several, the result checked is that of one run on a fresh fill, as nccl-tests does. */
+    if (!rc && a->check && a->in_place && a->warmup + a->iters > 1 && !(rc = cdsl_fill(R->comm, R->prog, a->dtype)))
+        rc = cdsl_run(R->comm, R->prog, a->dtype, 1, NULL);
     if (!rc && a->check)
         rc = cdsl_check(R->comm, R->prog, a->dtype, &row->wrong);
     row->status = rc;
@@ -518,19 +524,6 @@ static int run_sizes(Run *R)
 
 /* ---- output ---------------------------------------------------------------------------------- */
 
-static double busbw_factor(const cdsl_program *p)
-{
-    const char *c = cdsl_program_collective(p);
-    double n = cdsl_program_nranks(p);
-    if (!strcmp(c, "allgather") || !strcmp(c, "reducescatter"))
-        return (n - 1) / n;
-    if (!strcmp(c, "allreduce"))
-        return 2 * (n - 1) / n;
-    if (!strcmp(c, "barrier"))
-        return 0;
-    return 1;
-}
-
 static double algbw(const Row *r)
 {
     return r->us > 0 ? (double)r->size / r->us / 1e3 : 0;
@@ -544,7 +537,7 @@ static const char *row_verdict(const Run *R, const Row *r)
         return "failed";
     if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
         return "completed";
-    if (!R->a->check || !has_postcondition(R->prog))
+    if (!R->a->check || !collective_has_postcondition(R->prog))
         return "ran";
     return "verified";
 }
@@ -562,7 +555,7 @@ static void print_summary(const Run *R, const Row *r)
         snprintf(runs, sizeof runs, ", %d runs", total);
     if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
         printf("%s: %d ranks, %s: completed (barrier%s)\n", name, n, be, runs);
-    else if (!has_postcondition(R->prog))
+    else if (!collective_has_postcondition(R->prog))
         printf("%s: %d ranks, %s, %s, %s: ran (custom: no postcondition to check%s)\n", name, n, be,
                cdsl_dtype_name(a->dtype), sz, runs);
     else if (!a->check)
@@ -587,13 +580,13 @@ static void print_bench_row(const Run *R, const Row *r)
     char wrong[24];
     if (r->status && r->status != CDSL_ERR_VERIFY)
         snprintf(wrong, sizeof wrong, "failed");
-    else if (!R->a->check || !has_postcondition(R->prog))
+    else if (!R->a->check || !collective_has_postcondition(R->prog))
         snprintf(wrong, sizeof wrong, "N/A");
     else
         snprintf(wrong, sizeof wrong, "%llu", r->wrong);
     double bw = algbw(r);
     printf("  %10zu  %12zu  %6s  %10.2f  %11.2f  %11.2f  %6s\n", r->size, r->size / cdsl_dtype_size(R->a->dtype),
-           cdsl_dtype_name(R->a->dtype), r->us, bw, bw * busbw_factor(R->prog), wrong);
+           cdsl_dtype_name(R->a->dtype), r->us, bw, bw * collective_busbw_factor(R->prog), wrong);
 }
 
 static void print_bench_footer(const Run *R)
@@ -601,10 +594,10 @@ static void print_bench_footer(const Run *R)
     double sum = 0;
     unsigned long long wrong = 0;
     for (int i = 0; i < R->nrows; i++) {
-        sum += algbw(&R->rows[i]) * busbw_factor(R->prog);
+        sum += algbw(&R->rows[i]) * collective_busbw_factor(R->prog);
         wrong += R->rows[i].wrong;
     }
-    if (R->a->check && has_postcondition(R->prog))
+    if (R->a->check && collective_has_postcondition(R->prog))
         printf("# wrong elements: %llu%s\n", wrong, wrong || R->status ? "" : " (verified)");
     printf("# avg busbw: %.2f GB/s\n", R->nrows ? sum / R->nrows : 0.0);
 }
@@ -653,8 +646,8 @@ static void json_row(const Run *R, const Row *r)
     /* Six significant digits, however small the figure (a slow build's small sizes). */
     printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.6g, "
            "\"busbw_gbs\": %.6g, \"wrong\": ",
-           r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * busbw_factor(R->prog));
-    if (R->a->check && has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
+           r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * collective_busbw_factor(R->prog));
+    if (R->a->check && collective_has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
         printf("%llu", r->wrong);
     else
         fputs("null", stdout);

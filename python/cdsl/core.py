@@ -66,7 +66,10 @@ def stdlib_program(name):
 class Program:
     """A .cdsl program compiled for nranks and checked for every rank (cdsl_compile)."""
 
-    def __init__(self, path, nranks, program=None, defines=None, include_dirs=None):
+    def __init__(self, path, nranks, program=None, defines=None, include_dirs=None, in_place=False):
+        """in_place: compile NCCL's in-place form (cdsl_compile_opts.in_place): allgather's input is
+        this rank's part of its output, reducescatter's output this rank's part of its input,
+        allreduce's input its output. A run on an input and output that share memory needs it."""
         self._log = _lib.Log()
         self._keep = []
         defs = [("%s=%s" % kv).encode() for kv in (defines or {}).items()]
@@ -82,6 +85,7 @@ class Program:
         o.stop_after = _lib.STAGE_CHECK
         o.diag = self._log.file
         o.color = 0
+        o.in_place = 1 if in_place else 0
         self._p = ctypes.c_void_p()
         rc = _lib.compile_(ctypes.byref(o), ctypes.byref(self._p))
         if rc != 0:
@@ -202,7 +206,7 @@ class RankComm:
 
     def run(self, program, dtype, chunk, input=None, input_bytes=0, output=None, output_bytes=0, stream=None):
         """Enqueue one run of this rank's part on `stream` (an int CUstream; None: the
-        communicator's own). input/output None: the symmetric buffers, in place."""
+        communicator's own). input/output None: the symmetric buffers themselves (no copy)."""
         io = _lib.RankIo(input or None, input_bytes, output or None, output_bytes)
         _check(_lib.rank_run(self._c, program.handle, _dtype(dtype), chunk, ctypes.byref(io), stream or None),
                self._log)

@@ -41,6 +41,12 @@ def _global_rank(group, r):
     return dist.distributed_c10d._get_global_rank(group, r)
 
 
+def _overlap(a, b):
+    """Whether two tensors share memory (as an in-place collective's input and output do)."""
+    a0, b0 = a.data_ptr(), b.data_ptr()
+    return a0 < b0 + b.numel() * b.element_size() and b0 < a0 + a.numel() * a.element_size()
+
+
 class _CudaArray:
     """Just enough __cuda_array_interface__ for torch.as_tensor to wrap a device pointer."""
 
@@ -75,12 +81,13 @@ class Communicator:
         self._programs = {}
 
     # ---- programs ---------------------------------------------------------------------------------
-    def program(self, name):
-        """A checked program for this group's size: a stdlib name ("allgather_ring") or a path."""
+    def program(self, name, in_place=False):
+        """A checked program for this group's size: a stdlib name ("allgather_ring") or a path;
+        in_place: compiled for tensors that share memory as NCCL's in-place calls pass them."""
         path = name if name.endswith(".cdsl") else core.stdlib_program(name)
-        if path not in self._programs:
-            self._programs[path] = core.Program(path, self.nranks)
-        return self._programs[path]
+        if (path, in_place) not in self._programs:
+            self._programs[(path, in_place)] = core.Program(path, self.nranks, in_place=in_place)
+        return self._programs[(path, in_place)]
 
     # ---- checks -------------------------------------------------------------------------------------
     def _tensor(self, t, what):
@@ -108,8 +115,11 @@ class Communicator:
     # ---- runs ---------------------------------------------------------------------------------------
     def run(self, program, output, input=None):
         """Run a checked program: input (or None when it has no input) and output tensors of
-        this rank, their sizes one chunk count apart as the program's buffers say."""
-        prog = program if isinstance(program, core.Program) else self.program(program)
+        this rank, their sizes one chunk count apart as the program's buffers say. Tensors that
+        share memory (all_reduce(t); an input that is the output's slice for this rank) run the
+        program compiled in place, which the checker checked for that."""
+        in_place = input is not None and _overlap(input, output)
+        prog = program if isinstance(program, core.Program) else self.program(program, in_place)
         dtype = self._tensor(output, "the output")
         if input is not None and self._tensor(input, "the input") != dtype:
             raise TypeError("cdsl: rank %d: the input is %s and the output %s; they must be one type" %

@@ -5,6 +5,7 @@
 #     the test's list of functions against the header's, so that none is forgotten;
 #   - a program for another rank count or an unknown type in cdsl_fill/cdsl_check, an unknown
 #     artifact kind (misuse.c);
+#   - in-place layouts through the API, their refusals, cdsl_check_detail (in_place.c);
 #   - out of memory through the API (oom.c, address space limited: plain build only) and in
 #     the tools under ulimit -v: exit 3 with a message;
 #   - a chain of 256 files, each importing the next, compiled from a thread with a 1 MiB stack
@@ -66,6 +67,13 @@ build null_args asan && run_c null_args asan $AG
 # ---- misuse ---------------------------------------------------------------------------------------
 build misuse "" && run_c misuse "" $AG
 build misuse asan && run_c misuse asan $AG
+
+# ---- in place: the API's in-place layouts and refusals, the first wrong element -----------------
+IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_nvls.cdsl"
+# shellcheck disable=SC2086
+build in_place "" && run_c in_place "" $IP
+# shellcheck disable=SC2086
+build in_place asan && run_c in_place asan $IP
 
 # ---- out of memory ------------------------------------------------------------------------------------
 # 16M operations: several GiB of IR; a loop of 20000 copies at -n 1 passes and emits ~2 MB of CUDA.

@@ -30,6 +30,7 @@ static const char *const functions[] = {
     "cdsl_comm_init_rank", "cdsl_rank_comm_destroy", "cdsl_rank_comm_rank", "cdsl_rank_comm_nranks",
     "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
     "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
+    "cdsl_check_detail", "cdsl_comm_device_info",
 };
 
 static int failures;
@@ -212,6 +213,17 @@ static void comm_runs(cdsl_comm *c, cdsl_program *p)
     EXPECT(cdsl_check(c, NULL, CDSL_F32, &wrong) == CDSL_ERR_USAGE);
     EXPECT(cdsl_check(c, p, CDSL_F32, NULL) == CDSL_OK);   /* wrong may be NULL */
     done("cdsl_check");
+    cdsl_check_result cr;
+    EXPECT(cdsl_check_detail(NULL, p, CDSL_F32, &cr) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_check_detail(c, NULL, CDSL_F32, &cr) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_check_detail(c, p, CDSL_F32, NULL) == CDSL_OK);   /* result may be NULL */
+    EXPECT(cdsl_check_detail(c, p, CDSL_F32, &cr) == CDSL_OK && cr.wrong == 0 && cr.rank == -1);
+    done("cdsl_check_detail");
+    cdsl_device_info info;
+    EXPECT(cdsl_comm_device_info(NULL, 0, &info) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_device_info(c, 0, NULL) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_comm_device_info(c, 0, &info) == CDSL_OK && info.device == -1);
+    done("cdsl_comm_device_info");
 }
 
 /* The per-rank API, on a one-rank sim communicator in this process. */

@@ -1,9 +1,9 @@
 /*
  * fuzz_check.c - libFuzzer target through the whole compiler: parse, resolve, evaluate for
- * several rank counts, check, emit CUDA for both device flavours, and lower to the copy engine
- * (every checked program without a reduction has a copy-engine plan: the lowering finds an
- * order in which each wait follows its write, since the checker proved there is no deadlock;
- * an input for which it does not is a finding, and aborts).
+ * several rank counts (every other one in place), check, emit CUDA for both device flavours,
+ * and lower to the copy engine (every checked program without a reduction has a copy-engine
+ * plan: the lowering finds an order in which each wait follows its write, since the checker
+ * proved there is no deadlock; an input for which it does not is a finding, and aborts).
  *
  * The input is a .cdsl file. Its leading comment lines may set parameters the way -D does:
  *
@@ -111,7 +111,8 @@ static void lower_ce(const IrProgram *ir, size_t seed, FILE *sink)
 static void compile_for(const Decl *program, int nranks, const Defines *defs, Arena *a, Diag *d, size_t seed,
                         FILE *sink)
 {
-    EvalOptions eo = {nranks, defs->list, defs->n};
+    /* Every other rank count in place (cdsl_compile_opts.in_place): the alias rewrite too. */
+    EvalOptions eo = {nranks, defs->list, defs->n, seed % 2 == 1};
     d->nerrors = 0;
     d->suppressed = false;
     IrProgram *ir = eval_program(a, d, program, &eo);

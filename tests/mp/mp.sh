@@ -4,13 +4,15 @@
 # process per rank (see its header for the cases).
 #
 # 1. Every stdlib program at 3 ranks (python3 -m cdsl.selftest runs 4): every suitable dtype, three sizes, the caller's
-#    buffers (staged) and the symmetric ones (in place), every rank's output checked. Also
-#    under ASan/UBSan (with leak checks). A flipped bit is reported as a wrong result.
+#    buffers (staged) and the symmetric ones, every rank's output checked. Also under
+#    ASan/UBSan (with leak checks). Every stdlib program compiled in place, on the caller's
+#    in-place buffers and on the symmetric ones. A flipped bit is reported as a wrong result.
 # 2. Bad input, each with its message on every rank, naming the rank, within the bound the
 #    probe enforces (it kills the processes and says HANG past 3 x CDSL_TIMEOUT + 20 s):
 #    another nranks, a rank that never arrives (also rank 0), two processes with one rank,
 #    another program, another dtype, a rank killed by SIGKILL in the middle of a run, an
-#    output buffer too small, calls in another order, a damaged id.
+#    output buffer too small, calls in another order, a damaged id, an input that shares the
+#    output's memory given to a program compiled out of place.
 # 3. Nothing is left behind: every child has as many descriptors after destroy as before
 #    init, no abstract socket of ours stays (/proc/net/unix), /dev/shm gains nothing.
 cd "$(dirname "$0")/../.." || exit 2
@@ -82,7 +84,7 @@ for n in 3; do
         v=$(echo "$OUT" | grep -c "^\[rank [0-9]*\] rank [0-9]*: verified [0-9]* runs")
         [ "$v" = $n ] || { fail "$(basename "$f") on $n processes" "$(echo "$OUT" | grep -m3 -v verified | tr '\n' ' ')"; bad=1; }
     done
-    [ -z "$bad" ] && pass "every stdlib program on $n processes: every dtype, 3 sizes, staged and in place, verified"
+    [ -z "$bad" ] && pass "every stdlib program on $n processes: every dtype, 3 sizes, staged and on the symmetric buffers, verified"
 done
 if [ -n "$asan" ]; then
     bad=""
@@ -92,6 +94,13 @@ if [ -n "$asan" ]; then
     done
     [ -z "$bad" ] && pass "ASan/UBSan: four programs on 3 processes, verified, no leak, no descriptor left"
 fi
+bad=""
+for f in stdlib/*.cdsl; do
+    probe "inplace $f" "$tmp/probe" inplace 3 "$f" || { bad=1; continue; }
+    [ "$(echo "$OUT" | grep -c "^\[rank [0-9]*\] rank [0-9]*: verified")" = 3 ] ||
+        { fail "$(basename "$f") in place on 3 processes" "$(echo "$OUT" | grep -m3 -v verified | tr '\n' ' ')"; bad=1; }
+done
+[ -z "$bad" ] && pass "every stdlib program compiled in place on 3 processes: the caller's in-place buffers and the symmetric ones, verified"
 probe corrupt "$tmp/probe" corrupt 3 stdlib/allgather_ring.cdsl
 if echo "$OUT" | grep -q '^rank 1: exit 5$' && echo "$OUT" | grep -q 'wrong result on rank 1'; then
     pass "a flipped bit in rank 1's result is a wrong result"
@@ -109,6 +118,8 @@ expect "another dtype" dtype 3 "exit 2" "rank 1 runs allgather_ring on u32 with 
 expect "a rank killed mid-run: the others stop, naming it" die 3 "exit 4|killed by signal 9" "stopped waiting at stdlib/allgather_ring.cdsl:[0-9]+:[0-9]+.*: rank 1's process has exited" "" 2
 expect "an output buffer too small: that rank says how small, the others name it" small 3 "exit 2" "rank 1: the output given to the run holds 128 bytes, but allgather_ring needs 192 \(3 chunks of 64 bytes\)|rank 1 cannot take part in the run" "" 3
 expect "calls in another order" order 3 "exit 4" "rank 1 is at cdsl_rank_alloc while rank 0 is at a run's handshake" "" 3
+expect "an out-of-place program on an input that shares the output's memory: refused on every rank" alias 3 "exit 2" \
+    "rank [0-2]: the input and output given to the run share memory; allgather_ring was compiled out of place" "" 3
 expect "a damaged id" badid 3 "exit 2|exit 4" "this is not a unique id that cdsl_get_unique_id made|rank 1 never arrived at init" "" 3
 if [ -n "$asan" ]; then
     probe "asan: a rank killed mid-run" "$asan" die 3 stdlib/allgather_ring.cdsl &&

@@ -22,12 +22,17 @@
  *   small     rank 1's output buffer is one chunk too small
  *   order     rank 1 calls cdsl_rank_alloc where the others run
  *   badid     rank 1's id is damaged            corrupt   rank 1 flips a bit of its result
+ *   inplace   as ok, with the program compiled in place: the caller's input is its part of the
+ *             caller's output (reducescatter: the output its part of the input), as NCCL's
+ *             in-place calls pass them, and the symmetric input is the symmetric output's part
+ *   alias     every rank gives an out-of-place program an input that shares the output's memory
  * Every child also checks that destroying the communicator leaves it with the descriptors it
  * had before init ("rank 1: descriptors leaked").
  */
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,9 +62,10 @@ static int count_fds(void)
     return n;
 }
 
-static cdsl_program *compile(const char *file, int nranks)
+static cdsl_program *compile(const char *file, int nranks, int in_place)
 {
-    cdsl_compile_opts o = {.path = file, .nranks = nranks, .stop_after = CDSL_STAGE_CHECK, .color = 0};
+    cdsl_compile_opts o = {.path = file, .nranks = nranks, .stop_after = CDSL_STAGE_CHECK, .color = 0,
+                           .in_place = in_place};
     cdsl_program *p = NULL;
     if (cdsl_compile(&o, &p) != CDSL_OK) {
         cdsl_program_destroy(p);
@@ -84,17 +90,33 @@ static int dtypes_for(const cdsl_program *p, cdsl_dtype *out)
     return n;
 }
 
-/* One run on the caller's (staged) or the symmetric (in place) buffers, checked. */
+/* Where the caller's buffers of an in-place run are: one block, the input inside the output
+ * at this rank's part (reducescatter: the output inside the input), as NCCL's in-place calls
+ * take them. */
+static void in_place_buffers(const Probe *pr, const cdsl_program *p, size_t chunk, char *block, char **in, char **out)
+{
+    const char *coll = cdsl_program_collective(p);
+    size_t at = strcmp(coll, "allreduce") ? (size_t)pr->rank * (size_t)cdsl_program_chunks(p) * chunk : 0;
+    bool rs = !strcmp(coll, "reducescatter");
+    *in = rs ? block : block + at;
+    *out = rs ? block + at : block;
+}
+
+/* One run on the caller's (staged) or the symmetric buffers (no copies), checked. */
 static int run_checked(const Probe *pr, cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype t, size_t chunk, int staged,
                        size_t out_short)
 {
     int in_chunks = cdsl_program_buf_chunks(p, CDSL_BUF_INPUT), out_chunks = cdsl_program_buf_chunks(p, CDSL_BUF_OUTPUT);
     size_t in_bytes = in_chunks > 0 ? (size_t)in_chunks * chunk : 0;
     size_t out_bytes = out_chunks > 0 ? (size_t)out_chunks * chunk : 0;
-    char *in = malloc(in_bytes + 1), *out = malloc(out_bytes + 1);
+    bool aliased = !strcmp(pr->what, "inplace") || !strcmp(pr->what, "alias");
+    char *block = aliased ? malloc((in_bytes > out_bytes ? in_bytes : out_bytes) + 1) : NULL;
+    char *in = aliased ? NULL : malloc(in_bytes + 1), *out = aliased ? NULL : malloc(out_bytes + 1);
+    if (block)
+        in_place_buffers(pr, p, chunk, block, &in, &out);
     cdsl_rank_io io = {in, in_bytes, out, out_bytes - out_short};
     int st = in && out ? CDSL_OK : CDSL_ERR_SYSTEM;
-    if (!st && !staged) {      /* in place: fill the symmetric input, read the symmetric output */
+    if (!st && !staged) {      /* the symmetric buffers: fill the input, read the output */
         void *sym_in = NULL;
         st = cdsl_rank_alloc(c, p, chunk);
         if (!st && in_bytes)
@@ -102,8 +124,9 @@ static int run_checked(const Probe *pr, cdsl_rank_comm *c, cdsl_program *p, cdsl
         if (!st && in_bytes)
             st = cdsl_pattern_fill(p, t, pr->rank, chunk, sym_in, in_bytes);
     } else if (!st) {
+        if (!aliased || in != block)    /* the output first: in place, the input is part of it */
+            memset(out, 0xAB, out_bytes);
         st = cdsl_pattern_fill(p, t, pr->rank, chunk, in, in_bytes);
-        memset(out, 0xAB, out_bytes);
     }
     if (!st)
         st = cdsl_rank_run(c, p, t, chunk, staged ? &io : NULL, NULL);
@@ -119,8 +142,12 @@ static int run_checked(const Probe *pr, cdsl_rank_comm *c, cdsl_program *p, cdsl
         out[out_bytes / 2] ^= 1;    /* a wrong result must be seen */
     if (!st)
         st = cdsl_pattern_check(p, t, pr->rank, chunk, out, out_bytes, NULL, stderr);
-    free(in);
-    free(out);
+    if (block) {
+        free(block);
+    } else {
+        free(in);
+        free(out);
+    }
     return st;
 }
 
@@ -158,10 +185,10 @@ static int child(Probe *pr)
     int last = pr->nranks - 1;
     if ((!strcmp(w, "absent") && pr->rank == last) || (!strcmp(w, "absent0") && pr->rank == 0))
         return 0;
-    cdsl_program *p = compile(pr->file, pr->nranks), *other = NULL;
+    cdsl_program *p = compile(pr->file, pr->nranks, !strcmp(w, "inplace")), *other = NULL;
     if (!p)
         return 1;
-    if (!strcmp(w, "program") && pr->rank == 1 && !(other = compile(pr->file2, pr->nranks)))
+    if (!strcmp(w, "program") && pr->rank == 1 && !(other = compile(pr->file2, pr->nranks, 0)))
         return 1;
     int nranks = !strcmp(w, "nranks") && pr->rank == 1 ? pr->nranks + 1 : pr->nranks;
     int rank = !strcmp(w, "dup") && pr->rank == last ? 1 : pr->rank;

@@ -2,7 +2,7 @@
 # tests/mp/python.sh - the Python package (python/cdsl), over build/libcdsl.so.
 #
 # 1. python3 -m cdsl.selftest -n 4: 4 processes on the sim engine run every stdlib program
-#    (every dtype, three sizes, staged and in place) and verify; the last line says
+#    (every dtype, three sizes, staged and on the symmetric buffers) and verify; the last line says
 #    "N passed, 0 failed" with N the number of stdlib programs.
 # 2. The self-test fails, and says which rank, when a rank kills itself (SIGKILL) mid-way;
 #    within its bound, with exit status 1.

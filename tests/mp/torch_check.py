@@ -5,7 +5,9 @@ passes only when every rank passed it).
 
 Checks: all_gather_into_tensor, reduce_scatter_tensor and all_reduce (f32, bf16, s32) against
 torch.distributed's own results; run() of a stdlib program by path; runs on symmetric tensors
-(zero copy); and the refusals, each a clear error naming the rank: a tensor on another device,
+(zero copy); torch's in-place forms (all_reduce(t), an allgather input that is the output's
+slice, a reduce-scatter output that is the input's), each run by the program compiled in place,
+and an input inside the output at another rank's slice refused; and the refusals, each a clear error naming the rank: a tensor on another device,
 a tensor that is not contiguous, a dtype cdsl does not run, sizes that do not fit, two dtypes.
 """
 import multiprocessing
@@ -83,8 +85,36 @@ def checks(rank):
         c.all_gather_into_tensor(so, si)
         return torch.equal(so, reference_all_gather(inp)), "the symmetric output differs"
 
+    def ag_in_place():
+        out = torch.full((16 * N,), -1.0)
+        inp = out[16 * rank:16 * (rank + 1)]        # torch's in-place form: the input is our slice
+        inp.copy_(torch.arange(16, dtype=torch.float32) + 10 * rank)
+        want = reference_all_gather(inp.clone())
+        c.all_gather_into_tensor(out, inp)
+        return torch.equal(out, want), "the in-place allgather differs"
+
+    def rs_in_place():
+        inp = ((torch.arange(16 * N) % 5) * (rank + 2)).float()
+        want = reference_sum(inp)[16 * rank:16 * (rank + 1)]
+        out = inp[16 * rank:16 * (rank + 1)]        # the output is our slice of the input
+        c.reduce_scatter_tensor(out, inp)
+        return torch.equal(out, want), "the in-place reduce-scatter differs"
+
     check("run() of a stdlib program by path", by_path)
     check("symmetric tensors: a run with no copy", symmetric)
+    check("all_gather_into_tensor in place (the input is the output's slice for this rank)", ag_in_place)
+    check("reduce_scatter_tensor in place (the output is the input's slice for this rank)", rs_in_place)
+
+    def aliased_wrongly():
+        out2 = torch.zeros(8 * N)       # every rank passes the first slice: right for rank 0 only
+        try:
+            c.all_gather_into_tensor(out2, out2[:8])
+        except Exception as e:          # noqa: BLE001 - the refusal is what is tested
+            want = "share memory, but not as allgather_nvls in place" if rank else "cannot take part in the run"
+            return want in str(e), str(e)
+        return False, "no refusal"
+
+    check("an input inside the output, but not at this rank's slice, is refused on every rank", aliased_wrongly)
 
     def refused(exc, pattern, fn):
         def go():

@@ -46,7 +46,8 @@ errors() {
     expect "$l" "bad --size" 2 "--size expects a positive size like 65536, 64K or 1G, not '12Q'" "$bin" $ring -n 2 --size 12Q
     expect "$l" "bad --sizes" 2 "--sizes expects MIN:MAX or MIN:MAX:FACTOR" "$bin" $ring -n 2 --sizes 1K
     expect "$l" "--sizes MIN above MAX" 2 "MIN must be positive and at most MAX" "$bin" $ring -n 2 --sizes 2K:1K
-    expect "$l" "--sizes all too small" 2 "every size is below the smallest this program takes \(32 bytes\)" \
+    expect "$l" "--sizes all too small" 2 \
+        "--sizes 4:16: every size is below the smallest size allgather_ring at -n 8 takes \(32 bytes\)" \
         "$bin" $ring -n 8 --sizes 4:16
     expect "$l" "bad --dtype" 2 "--dtype is f32, f16, bf16, u32 or s32, not 'f64'" "$bin" $ring -n 2 --dtype f64
     expect "$l" "bad --backend" 2 "--backend is sim, p2p or nvls, not 'cpu'" "$bin" $ring -n 2 --backend cpu
@@ -54,12 +55,16 @@ errors() {
     expect "$l" "--spin-limit 0" 2 "--spin-limit expects a positive number of polls" "$bin" $ring -n 2 --spin-limit 0
     expect "$l" "a value missing" 2 "--dtype needs a value" "$bin" $ring -n 2 --dtype
     expect "$l" "--unchecked on a GPU backend" 2 "--unchecked runs on the sim backend only" "$bin" $ring -n 2 --unchecked --backend nvls
-    expect "$l" "size not divisible" 2 \
-        "--size 1000 does not split into 3 output chunks of whole 4-byte words: allgather_ring at -n 3 takes multiples of 12 bytes \(try 996 or 1008\)" \
+    expect "$l" "a size that does not split: rounded down, with a note" 0 \
+        "note: --size: 1000 bytes does not split into 3 output chunks of whole 4-byte words; running 996, the nearest size below that allgather_ring at -n 3 takes \(a multiple of 12 bytes\)" \
         "$bin" $ring -n 3 --backend sim --size 1000
-    expect "$l" "size not divisible, with a unit" 2 "--size 1K \(1024 bytes\) does not split into 3 output chunks" \
+    expect "$l" "a size with a unit that does not split: rounded down" 0 "--size: 1024 bytes does not split.*running 1020" \
         "$bin" $ring -n 3 --backend sim --size 1K
-    expect "$l" "a chunk smaller than a word" 2 "takes multiples of 32 bytes \(try 32\)" "$bin" $ring -n 8 --backend sim --size 16
+    expect "$l" "--sizes: each size that does not split has its note, as --size" 0 \
+        "--sizes: 2048 bytes does not split.*running 2040" \
+        "$bin" $ring -n 3 --backend sim --sizes 1K:2K
+    expect "$l" "a size below the smallest chunk" 2 "--size 16: it is below the smallest size allgather_ring at -n 8 takes \(32 bytes\)" \
+        "$bin" $ring -n 8 --backend sim --size 16
     expect "$l" "a program with errors: the checker's diagnostics, exit 1" 1 "racy.cdsl:3:[0-9]+: error: data race" \
         "$bin" "$tmp/racy.cdsl" -n 2 --backend sim
     expect "$l" "a missing file" 1 "cannot read" "$bin" "$tmp/missing.cdsl" -n 2

@@ -59,10 +59,18 @@ out=$(run stdlib/allreduce_nvls.cdsl -n 4 --backend sim --bench --sizes 64K:64K 
 ok "--bench names the warmup and timed runs" 'echo "$out" | grep -q "0 warmup + 2 timed runs per size"' "$out"
 
 # Sweeps at -n 3 round each size down to a multiple of 12 bytes (3 chunks of 4-byte words).
-out=$(run stdlib/allgather_nvls.cdsl -n 3 --backend sim --bench --sizes 1K:16K:4 --no-check 2>&1)
+out=$(run stdlib/allgather_nvls.cdsl -n 3 --backend sim --bench --sizes 1K:16K:4 --no-check 2>/dev/null)
 sizes=$(echo "$out" | grep -v '^#' | awk '{ printf "%s ", $1 }')
 ok "--sizes 1K:16K:4 at -n 3: 1020 4092 16380" '[ "$sizes" = "1020 4092 16380 " ]' "$sizes"
 ok "--no-check rows say N/A" '[ "$(echo "$out" | grep -v "^#" | awk "{ print \$7 }" | sort -u)" = N/A ]' "$out"
+
+# A barrier moves no data: one row of size 0, count 0 and no bandwidth, whatever the sizes asked.
+out=$(run stdlib/barrier_switch.cdsl -n 4 --backend sim --bench --sizes 1K:64M --iters 2 --warmup 0 2>&1)
+rows=$(echo "$out" | grep -v '^#')
+ok "a barrier: one row, size 0, count 0, algbw and busbw 0" \
+    '[ "$(echo "$rows" | wc -l)" = 1 ] && echo "$rows" | grep -qE "^ +0 +0 +f32 +[0-9.]+ +0\.00 +0\.00 +N/A$"' "$out"
+json=$(run stdlib/barrier_switch.cdsl -n 4 --backend sim --json 2>&1)
+ok "a barrier in --json: size 0, no bandwidth" 'echo "$json" | grep -q "\"size\": 0, \"count\": 0, .*\"algbw_gbs\": 0, \"busbw_gbs\": 0,"' "$json"
 
 # Plain runs: one summary line per size.
 out=$(run stdlib/allgather_ring.cdsl -n 2 --backend sim --sizes 4K:16K 2>&1)
@@ -90,7 +98,7 @@ ok "--json after a failure: parses, says why, exit matches" \
     'echo "$json" | python3 -c "import json,sys; j=json.load(sys.stdin); sys.exit(not (j[\"exit\"] == $rc and j[\"status\"] != \"ok\" and j[\"results\"] == []))"' "$json"
 
 out=$(run --help); rc=$?
-ok "--help exits 0 and lists every option" '[ $rc = 0 ] && for o in --program -D -I --backend --size --sizes --dtype --iters --warmup --check --no-check --bench --json --ranks-per-gpu --seed --jitter --spin-limit --unchecked; do echo "$out" | grep -q -- " $o" || exit 1; done' "$out"
+ok "--help exits 0 and lists every option" '[ $rc = 0 ] && for o in --program -D -I --backend --size --sizes --dtype --iters --warmup --check --no-check --bench --json --ranks-per-gpu --seed --jitter --spin-limit --unchecked --in-place; do echo "$out" | grep -q -- " $o" || exit 1; done' "$out"
 out=$(run --version); rc=$?
 ok "--version" '[ $rc = 0 ] && echo "$out" | grep -qE "^cdslrun [0-9]+\.[0-9]+"' "$out"
 [ $failures = 0 ]
