@@ -8,7 +8,7 @@
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
 #                   resolve) and fuzz_check (through the checker and CUDA emission)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the stdlib, pkg-config and CMake files
 #
 # Generated C (re2c, Lemon) goes to build/gen/ and is never committed. Every variant build
 # shares it. Header dependencies are tracked with -MMD.
@@ -122,7 +122,7 @@ test: all asan tsan
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/share/cdsl/stdlib $(DESTDIR)$(PREFIX)/lib/pkgconfig
+		$(DESTDIR)$(PREFIX)/share/cdsl/stdlib $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/cdsl
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(B)/libcdsl.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(B)/libcdsl.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
@@ -131,6 +131,10 @@ install: all
 	install -m 644 runtime/cdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 stdlib/*.cdsl $(DESTDIR)$(PREFIX)/share/cdsl/stdlib/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' cdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cdsl.pc
+	for f in cdslConfig cdslConfigVersion; do \
+		sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' cmake/$$f.cmake.in \
+			> $(DESTDIR)$(PREFIX)/lib/cmake/cdsl/$$f.cmake || exit 1; \
+	done
 
 clean:
 	rm -rf build
