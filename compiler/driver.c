@@ -97,7 +97,7 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
                            o->nranks);
     if ((o->ndefines && !o->defines) || (o->ninclude_dirs && !o->include_dirs) || o->ndefines < 0 ||
         o->ninclude_dirs < 0)
-        return usage_error(o->diag, "cdsl: error: -D or -I counts without their lists%.0d\n", 0);
+        return usage_error(o->diag, "cdsl: error: defines or include_dirs counted without their lists%.0d\n", 0);
     cdsl_program *p = new_program(o);
     if (!p) {
         fputs("cdsl: error: out of memory\n", o->diag ? o->diag : stderr);

@@ -159,7 +159,7 @@ static bool load_imports(Loader *ld, AstFile *file)
         const char *found = find_import(ld, file->src->path, d->name);
         if (!found) {
             diag_error(ld->diag, d->name_loc, "cannot find import '%s'", d->name);
-            diag_note(ld->diag, (Loc){0}, "searched beside the importing file, -I folders, $CDSL_PATH and the stdlib");
+            diag_note(ld->diag, (Loc){0}, "searched beside the importing file, the include folders (-I), $CDSL_PATH and the stdlib");
             return false;
         }
         if (!load_file(ld, found, d->name_loc))

@@ -324,7 +324,7 @@ static Decl *choose_program(Resolver *r, const char *want)
     else if (count == 0)
         diag_fatal(r->diag, "%s holds no program", path);
     else if (count > 1)
-        diag_fatal(r->diag, "%s holds %d programs; choose one with --program NAME", path, count);
+        diag_fatal(r->diag, "%s holds %d programs; choose one by name (the program option, cdslc --program NAME)", path, count);
     return count == 1 ? only : NULL;
 }
 

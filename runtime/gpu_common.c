@@ -78,7 +78,7 @@ long gpu_env_long(const char *name, long def)
 
 /* ---- Placement ----------------------------------------------------------------------------- */
 
-/* "-n 8 needs 8 GPUs at 1 rank per GPU; this machine has 2 (try --ranks-per-gpu 4)" */
+/* "8 ranks need 8 GPUs at 1 rank per GPU; this machine has 2 (4 ranks per GPU would fit)" */
 static int gpu_too_few(const GpuComm *g, int count, int needed)
 {
     int n = g->nranks, rpg = g->cfg.ranks_per_gpu, first = g->cfg.first_device;
@@ -87,12 +87,12 @@ static int gpu_too_few(const GpuComm *g, int count, int needed)
     if (first > 0)
         snprintf(where, sizeof where, " from GPU %d on", first);
     if (g->flavour == CDSL_BACKEND_NVLS || avail == 0) {
-        rt_error(g->cfg.log, "-n %d needs %d GPUs at %d rank%s per GPU; this machine has %d%s",
+        rt_error(g->cfg.log, "%d ranks need %d GPUs at %d rank%s per GPU; this machine has %d%s",
                  n, needed, rpg, rpg == 1 ? "" : "s", avail, where);
     } else {
         int try_rpg = (n + avail - 1) / avail;
-        rt_error(g->cfg.log, "-n %d needs %d GPUs at %d rank%s per GPU; this machine has %d%s "
-                 "(try --ranks-per-gpu %d)", n, needed, rpg, rpg == 1 ? "" : "s", avail, where,
+        rt_error(g->cfg.log, "%d ranks need %d GPUs at %d rank%s per GPU; this machine has %d%s "
+                 "(%d ranks per GPU would fit)", n, needed, rpg, rpg == 1 ? "" : "s", avail, where,
                  try_rpg);
     }
     return CDSL_ERR_SYSTEM;
@@ -105,7 +105,7 @@ static int gpu_place(GpuComm *g)
     if (r != CUDA_SUCCESS)
         return gpu_fail(g, -1, r, "counting the GPUs");
     if (count == 0) {
-        rt_error(g->cfg.log, "no CUDA device on this machine (use --backend sim)");
+        rt_error(g->cfg.log, "no CUDA device on this machine (the sim backend runs without one)");
         return CDSL_ERR_SYSTEM;
     }
     int rpg = g->cfg.ranks_per_gpu;
@@ -264,7 +264,7 @@ int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out)
     g->nranks = cfg->nranks;
     g->spin_limit = cfg->spin_limit ? cfg->spin_limit : GPU_DEFAULT_SPIN_LIMIT;
     if (g->nranks < 1) {
-        rt_error(cfg->log, "-n %d: a communicator needs at least one rank", g->nranks);
+        rt_error(cfg->log, "%d ranks: a communicator needs at least one rank", g->nranks);
         free(g);
         return CDSL_ERR_USAGE;
     }
@@ -478,7 +478,7 @@ static int gpu_launch_shape(GpuComm *g, int d)
             "computing cdsl_main's occupancy");
     if ((long)dv->blocks_per_sm * dv->sm_count < dv->nranks) {
         rt_error(g->cfg.log, "GPU %d (%s) cannot keep %d ranks' kernels resident at once "
-                 "(%d blocks of %d threads fit); use fewer --ranks-per-gpu", dv->ordinal,
+                 "(%d blocks of %d threads fit); place fewer ranks on each GPU", dv->ordinal,
                  dv->name, dv->nranks, dv->blocks_per_sm * dv->sm_count, dv->threads);
         return CDSL_ERR_SYSTEM;
     }

@@ -39,7 +39,7 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     }
     if (flavour == CDSL_BACKEND_SIM) {
         diag_fatal(&p->diag, "the sim backend runs programs on CPU threads and has no CUDA source; "
-                   "emit for --backend p2p or --backend nvls");
+                   "emit for the p2p or nvls backend");
         return NULL;
     }
     if (!p->ir || !p->check || !p->ok) {
@@ -116,10 +116,10 @@ static int check_arch(cdsl_program *p, cdsl_backend flavour, const char *arch, c
     if (a->sm < need) {
         if (flavour == CDSL_BACKEND_NVLS)
             diag_fatal(&p->diag, "the nvls backend uses multimem instructions, which need sm_90 "
-                       "(Hopper) or newer; --arch %s is older", arch);
+                       "(Hopper) or newer; the target architecture %s is older", arch);
         else
             diag_fatal(&p->diag, "the %s backend needs sm_%d or newer (acquire/release atomics); "
-                       "--arch %s is older", cdsl_backend_name(flavour), need, arch);
+                       "the target architecture %s is older", cdsl_backend_name(flavour), need, arch);
         return CDSL_ERR_USAGE;
     }
     return CDSL_OK;

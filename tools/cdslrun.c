@@ -705,13 +705,27 @@ static int compile(Run *R, Args *a)
     return 0;
 }
 
+/* The library says why a backend cannot run here, in words for every user of it; the
+ * command line's way out is the tool's to give. */
+static void backend_advice(const Args *a, int rc)
+{
+    if (rc != CDSL_ERR_SYSTEM)
+        return;
+    if (a->comm.backend == CDSL_BACKEND_P2P)
+        fputs("cdslrun: note: --backend sim runs the program on CPU threads, without a GPU\n", stderr);
+    else if (a->comm.backend == CDSL_BACKEND_NVLS)
+        fputs("cdslrun: note: --backend p2p runs the program over peer memory, without multicast\n", stderr);
+}
+
 static int run(Run *R, Args *a)
 {
     int rc = compile(R, a);
     if (!rc)
         rc = plan_sizes(R);
-    if (!rc)
+    if (!rc) {
         rc = cdsl_comm_create(&a->comm, &R->comm);
+        backend_advice(a, rc);
+    }
     if (!rc)
         rc = run_sizes(R);
     return rc;
