@@ -148,6 +148,16 @@ void diag_fatal(Diag *d, const char *fmt, ...)
     va_end(ap);
 }
 
+void diag_usage(Diag *d, const char *fmt, ...)
+{
+    d->nerrors++;
+    d->nusage++;
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, (Loc){0}, "error", "\033[1;31m", fmt, ap);
+    va_end(ap);
+}
+
 void diag_text(Diag *d, const char *text)
 {
     for (const char *line = text; *line;) {

@@ -40,6 +40,7 @@ typedef struct Diag {
     FILE *out;
     bool color;
     int nerrors;
+    int nusage;         /* of those, errors in the caller's arguments (diag_usage) */
     int max_errors;     /* stop printing errors after this many (0: no limit) */
     bool suppressed;    /* the last error was not printed, so neither are its notes */
 } Diag;
@@ -60,6 +61,14 @@ void diag_note(Diag *d, Loc at, const char *fmt, ...)
     ;
 /* An error with no position, e.g. about the command line: "cdslc: error: ...". */
 void diag_fatal(Diag *d, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The same for an error in the caller's arguments (a define, the program to choose): the
+ * compilation then fails with CDSL_ERR_USAGE, not CDSL_ERR_PROGRAM. */
+void diag_usage(Diag *d, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

@@ -54,19 +54,21 @@ static int usage_error(FILE *out, const char *msg, int n)
 /* The phases; any of them may unwind to cdsl_compile's trap when memory runs out. */
 static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
 {
-    LoadOptions lo = {o->include_dirs, o->ninclude_dirs};
+    LoadOptions lo = {o->include_dirs, o->ninclude_dirs, o->source};
     p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
     if (!p->ast)
         return CDSL_ERR_PROGRAM;
     Decl *program = resolve_unit(p->arena, &p->diag, p->ast, o->program);
     if (!program)
-        return CDSL_ERR_PROGRAM;
+        return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
+    p->name = program->name;
+    p->collective = program->collective;
     if (o->stop_after == CDSL_STAGE_PARSE)
         return p->ok = true, CDSL_OK;
     EvalOptions eo = {o->nranks, o->defines, o->ndefines};
     p->ir = eval_program(p->arena, &p->diag, program, &eo);
     if (!p->ir)
-        return CDSL_ERR_PROGRAM;
+        return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
     if (o->stop_after == CDSL_STAGE_EVAL)
         return p->ok = true, CDSL_OK;
     CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
@@ -180,7 +182,7 @@ int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     return rc;
 }
 
-const char *cdsl_program_name(const cdsl_program *p) { return p && p->ir ? p->ir->name : NULL; }
-const char *cdsl_program_collective(const cdsl_program *p) { return p && p->ir ? p->ir->coll_name : NULL; }
+const char *cdsl_program_name(const cdsl_program *p) { return p ? p->name : NULL; }
+const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->collective : NULL; }
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }

@@ -23,6 +23,8 @@ struct cdsl_program {
     Arena *arena;               /* everything below lives here */
     Diag diag;
     struct AstUnit *ast;        /* the parsed files (NULL if the main file could not be read) */
+    const char *name;           /* the chosen program's name and collective, as written */
+    const char *collective;
     IrProgram *ir;              /* per-rank operations; NULL if evaluation did not succeed */
     struct CheckResult *check;  /* the checker's facts and findings, for --emit-dot */
     bool ok;                    /* every requested stage passed */

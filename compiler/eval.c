@@ -706,14 +706,14 @@ static bool check_defines(Eval *ev, const EvalOptions *opt)
         size_t len;
         long long v;
         if (!parse_define(opt->defines[i], &n, &len, &v)) {
-            diag_fatal(ev->diag, "define '%s': expected name=integer", opt->defines[i]);
+            diag_usage(ev->diag, "define '%s': expected name=integer", opt->defines[i]);
             return false;
         }
         bool known = false;
         for (int k = 0; k < p->nparams; k++)
             known |= strlen(p->params[k].name) == len && !strncmp(p->params[k].name, n, len);
         if (!known) {
-            diag_fatal(ev->diag, "define '%.*s': program '%s' has no parameter '%.*s'", (int)len, n, p->name, (int)len, n);
+            diag_usage(ev->diag, "define '%.*s': program '%s' has no parameter '%.*s'", (int)len, n, p->name, (int)len, n);
             return false;
         }
     }
@@ -734,7 +734,7 @@ static bool bind_params(Eval *ev, const EvalOptions *opt)
         if (!strcmp(p->params[i].name, "chunks")) {
             if (v < 1 || v > IR_MAX_CHUNKS) {
                 if (given)   /* the command line is wrong, not the declaration */
-                    diag_fatal(ev->diag, "define 'chunks=%lld': chunks must be between 1 and %d", v, IR_MAX_CHUNKS);
+                    diag_usage(ev->diag, "define 'chunks=%lld': chunks must be between 1 and %d", v, IR_MAX_CHUNKS);
                 else
                     ev_error(ev, p->params[i].loc, "chunks must be between 1 and %d, not %lld", IR_MAX_CHUNKS, v);
                 return false;

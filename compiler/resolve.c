@@ -320,11 +320,11 @@ static Decl *choose_program(Resolver *r, const char *want)
             }
         }
     if (want)
-        diag_fatal(r->diag, "%s has no program named '%s'", path, want);
+        diag_usage(r->diag, "%s has no program named '%s'", path, want);
     else if (count == 0)
         diag_fatal(r->diag, "%s holds no program", path);
     else if (count > 1)
-        diag_fatal(r->diag, "%s holds %d programs; choose one by name (the program option, cdslc --program NAME)", path, count);
+        diag_usage(r->diag, "%s holds %d programs; choose one by name (the program option, cdslc --program NAME)", path, count);
     return count == 1 ? only : NULL;
 }
 

@@ -82,6 +82,9 @@ typedef struct cdsl_compile_opts {
     int color;                         /* 1 on, 0 off, -1 when diag is a terminal */
     size_t check_memory;               /* bytes checking may use; 0: CDSL_CHECK_MEMORY_DEFAULT */
     unsigned long long check_steps;    /* steps of work it may take; 0: CDSL_CHECK_STEPS_DEFAULT */
+    const char *source;                /* the program's text (NUL-terminated) instead of reading
+                                          path, which then only names it in messages; imports
+                                          are looked up from the current folder. NULL: read path */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;
@@ -99,11 +102,22 @@ typedef enum cdsl_dump { CDSL_DUMP_AST, CDSL_DUMP_IR, CDSL_DUMP_DOT } cdsl_dump;
  * ENOMEM then), CDSL_ERR_PROGRAM when the stage it prints was not reached. */
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out);
 
-/* NULL, or 0, when p is NULL or was not evaluated. */
+/* The program's name and collective as written: NULL when p is NULL or no program was chosen
+ * (resolution failed). The rank count and C: 0 when p is NULL or was not evaluated. */
 const char *cdsl_program_name(const cdsl_program *p);
 const char *cdsl_program_collective(const cdsl_program *p);
 int cdsl_program_nranks(const cdsl_program *p);
 int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
+
+/* Programs by name. A program named without a folder ("allgather_ring", with or without
+ * ".cdsl") is looked up as NAME.cdsl where imports are found after the importing file's
+ * folder: each folder of $CDSL_PATH, the installed stdlib, the stdlib beside the running tool
+ * (a checkout's stdlib/, or PREFIX/share/cdsl/stdlib). cdsl_find_program writes the path of
+ * the first found to out and returns 0, or CDSL_ERR_USAGE when there is none (or it does not
+ * fit in size bytes). cdsl_stdlib_dir writes the stdlib folder in use: the installed one, else
+ * the one beside the running tool. */
+int cdsl_find_program(const char *name, char *out, size_t size);
+int cdsl_stdlib_dir(char *out, size_t size);
 
 /* The CUDA source for one device flavour (P2P or NVLS) and element type. The string belongs
  * to p. Returns NULL, with a diagnostic, for a combination multimem does not have, for a
