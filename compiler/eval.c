@@ -21,6 +21,7 @@
 
 #include "parser.h"
 #include "resolve.h"
+#include "suggest.h"
 
 enum { EVAL_MAX_STEPS = 50 * 1000 * 1000, EVAL_MAX_REPORTED = 64, CTX_MAX = 64 };
 
@@ -713,7 +714,13 @@ static bool check_defines(Eval *ev, const EvalOptions *opt)
         for (int k = 0; k < p->nparams; k++)
             known |= strlen(p->params[k].name) == len && !strncmp(p->params[k].name, n, len);
         if (!known) {
-            diag_usage(ev->diag, "define '%.*s': program '%s' has no parameter '%.*s'", (int)len, n, p->name, (int)len, n);
+            const char **names = ARENA_ARRAY(ev->arena, const char *, (size_t)p->nparams + 1);
+            for (int k = 0; k < p->nparams; k++)
+                names[k] = p->params[k].name;
+            char buf[128];
+            const char *typo = arena_strndup(ev->arena, n, len);
+            diag_usage(ev->diag, "define '%s': program '%s' has no parameter '%s'%s", typo, p->name, typo,
+                       suggest_text(typo, names, p->nparams, buf, sizeof buf));
             return false;
         }
     }

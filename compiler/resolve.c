@@ -12,6 +12,8 @@
 
 #include <string.h>
 
+#include "suggest.h"
+
 typedef struct Resolver {
     Arena *arena;
     Diag *diag;
@@ -66,6 +68,13 @@ static bool is_order(const char *name)
     return !strcmp(name, "relaxed") || !strcmp(name, "release") || !strcmp(name, "acquire");
 }
 
+/* "unknown name 'rnak'; did you mean 'rank'?" among the names in scope here. */
+static void unknown_name(Resolver *r, Loc at, const char *name)
+{
+    char buf[128];
+    diag_error(r->diag, at, "unknown name '%s'%s", name, suggest_text(name, r->names, r->nnames, buf, sizeof buf));
+}
+
 static void resolve_expr(Resolver *r, const Expr *e)
 {
     if (!e)
@@ -74,7 +83,7 @@ static void resolve_expr(Resolver *r, const Expr *e)
         if (is_order(e->name))
             diag_error(r->diag, e->loc, "memory order '%s' can only be the argument of signal or wait", e->name);
         else
-            diag_error(r->diag, e->loc, "unknown name '%s'", e->name);
+            unknown_name(r, e->loc, e->name);
     }
     resolve_expr(r, e->lhs);
     resolve_expr(r, e->rhs);
@@ -95,10 +104,14 @@ static void check_order_arg(Resolver *r, const Stmt *s)
         return;
     const Expr *e = s->args.items[0];
     const char *valid = is_signal ? "release" : "acquire";
+    const char *orders[] = {valid, "relaxed"};
+    char buf[128];
     if (e->kind != E_NAME || (strcmp(e->name, valid) && strcmp(e->name, "relaxed"))) {
         if (e->kind == E_NAME && is_order(e->name))
             diag_error(r->diag, e->loc, "%s cannot be '%s'; its memory order is '%s' (the default) or 'relaxed'",
                        s->name, e->name, valid);
+        else if (e->kind == E_NAME && *suggest_text(e->name, orders, 2, buf, sizeof buf))
+            diag_error(r->diag, e->loc, "unknown memory order '%s' for %s%s", e->name, s->name, buf);
         else
             diag_error(r->diag, e->loc, "bad memory order for %s; expected '%s' or 'relaxed'", s->name, valid);
     }
@@ -116,7 +129,7 @@ static void resolve_method(Resolver *r, Stmt *s)
     const Expr *ch = s->channel;
     bool sw = ch->kind == E_SWITCH;
     if (ch->kind == E_NAME && !in_scope(r, ch->name)) {
-        diag_error(r->diag, ch->loc, "unknown name '%s'", ch->name);
+        unknown_name(r, ch->loc, ch->name);
         return;
     }
     resolve_expr(r, ch->lhs);
@@ -130,11 +143,18 @@ static void resolve_method(Resolver *r, Stmt *s)
     /* A let-bound channel may be the switch or a peer: eval.c checks which, once it knows. */
     bool named = ch->kind == E_NAME;
     if (!(named ? sw_op || peer_op : sw ? sw_op : peer_op)) {
-        diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m,
-                   named ? "a channel" : sw ? "the switch" : "a peer channel",
-                   named ? "store, reduce, reduce_store, put, get, signal or wait"
-                   : sw  ? "store, reduce, reduce_store, signal or wait"
-                         : "put, get, signal or wait");
+        static const char *const ops[] = {"put", "get", "signal", "wait", "store", "reduce", "reduce_store"};
+        const char *on = named ? "a channel" : sw ? "the switch" : "a peer channel";
+        char buf[128];
+        /* the switch's operations are the last five, a peer's the first four */
+        const char *hint = suggest_text(m, sw ? ops + 2 : ops, named ? 7 : sw ? 5 : 4, buf, sizeof buf);
+        if (*hint)
+            diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s%s", m, on, hint);
+        else
+            diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m, on,
+                       named ? "store, reduce, reduce_store, put, get, signal or wait"
+                       : sw  ? "store, reduce, reduce_store, signal or wait"
+                             : "put, get, signal or wait");
         return;
     }
     char *what = arena_printf(r->arena, "%s%s", sw_op ? "switch." : "", m);
@@ -157,7 +177,17 @@ static void resolve_call(Resolver *r, Stmt *s)
     }
     Decl *def = find_def(r, s->name);
     if (!def) {
-        diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected copy, reduce or a def", s->name);
+        const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->ndefs + 2);
+        names[0] = "copy";
+        names[1] = "reduce";
+        for (int i = 0; i < r->ndefs; i++)
+            names[i + 2] = r->defs[i]->name;
+        char buf[128];
+        const char *hint = suggest_text(s->name, names, r->ndefs + 2, buf, sizeof buf);
+        if (*hint)
+            diag_error(r->diag, s->name_loc, "unknown operation '%s'%s", s->name, hint);
+        else
+            diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected copy, reduce or a def", s->name);
         return;
     }
     s->target = def;
@@ -301,6 +331,22 @@ static void collect_defs(Resolver *r)
         }
 }
 
+/* "; did you mean 'allgather_ring'?" among every program of the unit, or "". */
+static const char *program_hint(Resolver *r, const char *want)
+{
+    int n = 0;
+    for (int f = 0; f < r->unit->nfiles; f++)
+        n += r->unit->files[f]->ndecls;
+    const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)n + 1);
+    n = 0;
+    for (int f = 0; f < r->unit->nfiles; f++)
+        for (int i = 0; i < r->unit->files[f]->ndecls; i++)
+            if (r->unit->files[f]->decls[i]->kind == D_PROGRAM)
+                names[n++] = r->unit->files[f]->decls[i]->name;
+    char *buf = arena_alloc(r->arena, 160);
+    return suggest_text(want, names, n, buf, 160);
+}
+
 /* The program named want (searching the main file, then the imports), or the main file's only one. */
 static Decl *choose_program(Resolver *r, const char *want)
 {
@@ -320,7 +366,7 @@ static Decl *choose_program(Resolver *r, const char *want)
             }
         }
     if (want)
-        diag_usage(r->diag, "%s has no program named '%s'", path, want);
+        diag_usage(r->diag, "%s has no program named '%s'%s", path, want, program_hint(r, want));
     else if (count == 0)
         diag_fatal(r->diag, "%s holds no program", path);
     else if (count > 1)
@@ -332,7 +378,10 @@ static void check_program_header(Resolver *r)
 {
     Decl *p = r->program;
     Collective c;
-    if (!resolve_collective(p->collective, &c))
+    char buf[128];
+    if (!resolve_collective(p->collective, &c) && *suggest_text(p->collective, collectives, 5, buf, sizeof buf))
+        diag_error(r->diag, p->coll_loc, "unknown collective '%s'%s", p->collective, buf);
+    else if (!resolve_collective(p->collective, &c))
         diag_error(r->diag, p->coll_loc,
                    "unknown collective '%s'; expected allgather, reducescatter, allreduce, barrier or custom",
                    p->collective);
