@@ -21,6 +21,7 @@
 #include "check.h"
 #include "emit.h"
 #include "eval.h"
+#include "lint.h"
 #include "load.h"
 #include "resolve.h"
 
@@ -38,6 +39,11 @@ static cdsl_program *new_program(const cdsl_compile_opts *o)
     diag_init(&p->diag, out);
     if (o->color >= 0)
         p->diag.color = o->color != 0;
+    p->diag.format = o->diag_format == CDSL_DIAG_JSON ? DIAG_JSON : DIAG_TEXT;
+    if (p->diag.format == DIAG_JSON)
+        p->diag.color = false;
+    p->diag.warn_off = o->warnings_off & CDSL_WARN_ALL;
+    p->diag.werror = o->warnings_as_errors != 0;
     return p;
 }
 
@@ -74,7 +80,9 @@ static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
     CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
                           o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
     p->check = check_program(p->ir, &p->diag, &limits);
-    p->ok = p->diag.nerrors == 0;
+    if (p->diag.nerrors == 0)
+        lint_program(p->ir, p->check, &p->diag, &limits);
+    p->ok = p->diag.nerrors == 0;   /* -Werror makes a warning one */
     return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
 }
 
@@ -110,11 +118,13 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
     if (setjmp(trap.env)) {
         /* Whatever the phases built is half made: free it all, and the memory with it. */
         driver_out_of_memory(p, &trap);
+        diag_flush(&p->diag, true);
         cdsl_program_destroy(p);
         return CDSL_ERR_SYSTEM;
     }
     int rc = compile_phases(p, o);
     arena_trap_pop(p->arena, &trap);
+    diag_flush(&p->diag, true);
     *out = p;
     return rc;
 }
@@ -123,6 +133,7 @@ void cdsl_program_destroy(cdsl_program *p)
 {
     if (!p)
         return;
+    diag_free(&p->diag);
     arena_destroy(p->arena);
     free(p);
 }
@@ -173,10 +184,12 @@ int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     arena_trap_push(mp->arena, &trap);
     if (setjmp(trap.env)) {
         driver_out_of_memory(mp, &trap);
+        diag_flush(&mp->diag, false);
         return CDSL_ERR_SYSTEM;
     }
     int rc = program_dump(p, what, out);
     arena_trap_pop(mp->arena, &trap);
+    diag_flush(&mp->diag, false);
     if (rc == CDSL_OK && (fflush(out) != 0 || ferror(out)))
         rc = CDSL_ERR_SYSTEM;
     return rc;

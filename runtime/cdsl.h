@@ -69,6 +69,21 @@ typedef enum cdsl_stage {
     CDSL_STAGE_CHECK,       /* also run every check (the default) */
 } cdsl_stage;
 
+/* Warnings (docs/warnings.md), by family; each can be turned off. They never make a compile
+ * fail unless warnings_as_errors is set. */
+typedef enum cdsl_warning {
+    CDSL_WARN_UNUSED = 1,               /* a let or a scratch buffer that nothing uses (-Wunused) */
+    CDSL_WARN_REDUNDANT_BARRIER = 2,    /* a signal/wait pair the program checks clean without
+                                           (-Wredundant-barrier) */
+    CDSL_WARN_STRONGER_ORDER = 4,       /* a release signal the program checks clean with relaxed
+                                           (-Wstronger-order) */
+    CDSL_WARN_ALL = 7
+} cdsl_warning;
+
+/* How diagnostics are written: text for people, or gcc's JSON for editors and CI (one array
+ * per call that reported something; cdsl_compile always writes one, "[]" when clean). */
+typedef enum cdsl_diag_format { CDSL_DIAG_TEXT = 0, CDSL_DIAG_JSON = 1 } cdsl_diag_format;
+
 typedef struct cdsl_compile_opts {
     const char *path;                  /* the .cdsl file */
     int nranks;
@@ -85,6 +100,9 @@ typedef struct cdsl_compile_opts {
     const char *source;                /* the program's text (NUL-terminated) instead of reading
                                           path, which then only names it in messages; imports
                                           are looked up from the current folder. NULL: read path */
+    unsigned warnings_off;             /* cdsl_warning bits not to report; 0: every warning */
+    int warnings_as_errors;            /* 1: a warning is an error (CDSL_ERR_PROGRAM), -Werror */
+    int diag_format;                   /* a cdsl_diag_format; 0: text */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;

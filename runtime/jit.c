@@ -63,18 +63,26 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     return p->cuda_rank[flavour][dtype];
 }
 
+/* What a public call said, printed when it returns (DIAG_JSON keeps it until then). */
+static const char *flushed(cdsl_program *p, const char *src)
+{
+    if (p)
+        diag_flush(&p->diag, false);
+    return src;
+}
+
 const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
 {
-    return emit_checked(p, flavour, dtype, -1);
+    return flushed(p, emit_checked(p, flavour, dtype, -1));
 }
 
 const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
     if (p && rank < 0) {
         diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
-        return NULL;
+        return flushed(p, NULL);
     }
-    return emit_checked(p, flavour, dtype, rank);
+    return flushed(p, emit_checked(p, flavour, dtype, rank));
 }
 
 /* ---- Architecture ---------------------------------------------------------------------------- */
@@ -321,7 +329,10 @@ int cdsl_cache_clean(FILE *report, FILE *log)
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len)
 {
-    return compile_device(p, flavour, dtype, -1, arch, what, data, len);
+    int rc = compile_device(p, flavour, dtype, -1, arch, what, data, len);
+    if (p)
+        diag_flush(&p->diag, false);
+    return rc;
 }
 
 int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, const char *arch,
@@ -331,7 +342,11 @@ int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype d
         *data = NULL;
         *len = 0;
         diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
+        diag_flush(&p->diag, false);
         return CDSL_ERR_USAGE;
     }
-    return compile_device(p, flavour, dtype, rank, arch, what, data, len);
+    int rc = compile_device(p, flavour, dtype, rank, arch, what, data, len);
+    if (p)
+        diag_flush(&p->diag, false);
+    return rc;
 }

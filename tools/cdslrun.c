@@ -92,6 +92,8 @@ static const char usage_text[] =
     "  --spin-limit N        polls before a wait gives up (sim: polls in which no rank\n"
     "                        made progress; default 5 s of that)\n"
     "  --color=WHEN          colour diagnostics: auto (default), always, never\n"
+    "  -Wno-WARNING, -w, -Werror, -fdiagnostics-format=json   warnings and diagnostics,\n"
+    "                        as in cdslc --help\n"
     "  --check-memory SIZE, --check-steps N   the checker's budget, as in cdslc --help\n"
     "  --list                list the stdlib's programs: name, collective, what it does\n"
     "  -h, --help, --version\n"

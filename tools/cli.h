@@ -36,7 +36,7 @@ enum {
 };
 
 /* The options every tool that compiles takes; a tool's table starts with these. */
-#define CLI_COMPILE_SHORT "n:D:I:h"
+#define CLI_COMPILE_SHORT "n:D:I:W:f:wh"
 #define CLI_COMPILE_LONG                                                                                \
     {"nranks", required_argument, NULL, 'n'}, {"define", required_argument, NULL, 'D'},               \
         {"program", required_argument, NULL, CLI_PROGRAM}, {"color", required_argument, NULL, CLI_COLOR}, \
@@ -140,6 +140,53 @@ static inline int cli_add(const char *tool, const char **list, int *n, const cha
     return 0;
 }
 
+/* -W...: a warning family on or off, all of them, or warnings as errors (gcc's spellings). */
+static inline int cli_warning_option(CliCompile *c, const char *tool, const char *v)
+{
+    static const struct { const char *name; unsigned bit; } families[] = {
+        {"unused", CDSL_WARN_UNUSED},
+        {"redundant-barrier", CDSL_WARN_REDUNDANT_BARRIER},
+        {"stronger-order", CDSL_WARN_STRONGER_ORDER},
+    };
+    bool no = !strncmp(v, "no-", 3);
+    const char *name = no ? v + 3 : v;
+    if (!strcmp(name, "error")) {
+        c->opts.warnings_as_errors = !no;
+        return 0;
+    }
+    if (!strcmp(v, "all")) {
+        c->opts.warnings_off = 0;
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (!strcmp(name, families[i].name)) {
+            c->opts.warnings_off = no ? c->opts.warnings_off | families[i].bit : c->opts.warnings_off & ~families[i].bit;
+            return 0;
+        }
+    char typed[256];
+    snprintf(typed, sizeof typed, "-W%s", v);
+    return cli_usage(tool, "unknown warning option '%s' (there are -Wunused, -Wredundant-barrier, -Wstronger-order, "
+                     "-Wall, -Werror and their -Wno- forms)", typed);
+}
+
+/* -f...: -fdiagnostics-format=text|json. */
+static inline int cli_f_option(CliCompile *c, const char *tool, const char *v)
+{
+    const char *key = "diagnostics-format=";
+    char typed[256];
+    snprintf(typed, sizeof typed, "-f%s", v);
+    if (strncmp(v, key, strlen(key)))
+        return cli_usage(tool, "unknown option '%s'", typed);
+    const char *format = v + strlen(key);
+    if (!strcmp(format, "json"))
+        c->opts.diag_format = CDSL_DIAG_JSON;
+    else if (!strcmp(format, "text"))
+        c->opts.diag_format = CDSL_DIAG_TEXT;
+    else
+        return cli_usage(tool, "-fdiagnostics-format is text or json, not '%s'", format);
+    return 0;
+}
+
 /* One of the shared options: 0 when taken, 2 after a usage message, -1 when it is not one. */
 static inline int cli_compile_option(CliCompile *c, const char *tool, int opt, const char *v)
 {
@@ -173,6 +220,9 @@ static inline int cli_compile_option(CliCompile *c, const char *tool, int opt, c
         if (!cli_parse_count(v, &c->opts.check_steps))
             return cli_usage(tool, "--check-steps expects a positive number, not '%s'", v);
         return 0;
+    case 'W': return cli_warning_option(c, tool, v);
+    case 'w': c->opts.warnings_off = CDSL_WARN_ALL; return 0;
+    case 'f': return cli_f_option(c, tool, v);
     case CLI_LIST: c->list = true; return 0;
     case 'h': c->help = true; return 0;
     case CLI_VERSION: c->version = true; return 0;
