@@ -103,6 +103,9 @@ typedef struct cdsl_compile_opts {
     unsigned warnings_off;             /* cdsl_warning bits not to report; 0: every warning */
     int warnings_as_errors;            /* 1: a warning is an error (CDSL_ERR_PROGRAM), -Werror */
     int diag_format;                   /* a cdsl_diag_format; 0: text */
+    int progress;                      /* a line saying what long work (evaluation, checking,
+                                          NVRTC) is doing, on the diag stream once it has taken a
+                                          second: 1 on, 0 off, -1 when diag is a terminal */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;

@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "log.h"
 
 /* ---- Reporting ----------------------------------------------------------------------------- */
 
@@ -229,6 +230,17 @@ static int gpu_make_timing(GpuComm *g)
     return CDSL_OK;
 }
 
+/* CDSL_DEBUG=INFO: where the ranks went. */
+static void gpu_log_placement(const GpuComm *g)
+{
+    log_msg(LOG_INFO, "placement: %d rank%s on %d GPU%s, %d per GPU (CUDA driver %d.%d)", g->nranks,
+            g->nranks == 1 ? "" : "s", g->ndev, g->ndev == 1 ? "" : "s", g->cfg.ranks_per_gpu, g->cu->version / 1000,
+            g->cu->version % 1000 / 10);
+    for (int d = 0, first = 0; d < g->ndev; first += g->devs[d].nranks, d++)
+        log_msg(LOG_INFO, "placement: GPU %d (%s, %s, %d SMs): ranks %d to %d", g->devs[d].ordinal, g->devs[d].name,
+                g->devs[d].arch, g->devs[d].sm_count, first, first + g->devs[d].nranks - 1);
+}
+
 static int gpu_build(GpuComm *g)
 {
     int st = cu_open(&g->cu, g->cfg.log);
@@ -236,6 +248,8 @@ static int gpu_build(GpuComm *g)
         st = gpu_place(g);
     for (int d = 0; !st && d < g->ndev; d++)
         st = gpu_open_device(g, d);
+    if (!st)
+        gpu_log_placement(g);
     if (!st)
         st = gpu_enable_peers(g);
     for (int q = 0; !st && q < g->nranks; q++)

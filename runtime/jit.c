@@ -20,11 +20,23 @@
 #include "cache.h"
 #include "driver.h"
 #include "emit.h"
+#include "log.h"
 #include "nvrtc.h"
 
 static bool valid_choice(cdsl_backend flavour, cdsl_dtype dtype)
 {
     return (int)flavour >= 0 && flavour <= CDSL_BACKEND_NVLS && (int)dtype >= 0 && dtype <= CDSL_S32;
+}
+
+static void emitted(const cdsl_program *p, const char *src, cdsl_backend flavour, cdsl_dtype dtype, int rank,
+                    double t0)
+{
+    char which[32] = "";
+    if (rank >= 0)
+        snprintf(which, sizeof which, ", rank %d", rank);
+    if (src)
+        log_msg(LOG_INFO, "timing: emit %.3f ms (%s CUDA for %s, %s%s, %zu bytes)", log_ms_since(t0),
+                cdsl_backend_name(flavour), p->ir->name, cdsl_dtype_name(dtype), which, strlen(src));
 }
 
 /* The checked program's CUDA, every rank's (rank -1) or one rank's, kept in the program: a
@@ -51,14 +63,18 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
                    p->ir->nranks, p->ir->nranks - 1);
         return NULL;
     }
+    double t = log_clock();
     if (rank < 0) {
-        if (!p->cuda[flavour][dtype])
+        if (!p->cuda[flavour][dtype]) {
             p->cuda[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, -1);
+            emitted(p, p->cuda[flavour][dtype], flavour, dtype, rank, t);
+        }
         return p->cuda[flavour][dtype];
     }
     if (!p->cuda_rank[flavour][dtype] || p->cuda_rank_of[flavour][dtype] != rank) {
         p->cuda_rank[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, rank);
         p->cuda_rank_of[flavour][dtype] = p->cuda_rank[flavour][dtype] ? rank : -1;
+        emitted(p, p->cuda_rank[flavour][dtype], flavour, dtype, rank, t);
     }
     return p->cuda_rank[flavour][dtype];
 }
@@ -183,7 +199,15 @@ static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, si
 {
     RtNvrtcJob nj = {j->src, j->name, j->options, 2, j->what == CDSL_CUBIN};
     char *log = NULL;
-    if (rt_nvrtc_compile(n, &nj, data, len, &log) == 0) {
+    cdsl_program *p = j->p;
+    progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
+                   "compiling %s with NVRTC for %s", j->name, arch);
+    double t = log_clock();
+    int rc = rt_nvrtc_compile(n, &nj, data, len, &log);
+    progress_end(&p->progress);
+    log_msg(LOG_INFO, "timing: NVRTC %.3f ms (%s, %s, %s)", log_ms_since(t), j->name, j->options[0],
+            rc == 0 ? "compiled" : "failed");
+    if (rc == 0) {
         free(log);
         return CDSL_OK;
     }
@@ -245,8 +269,13 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     FILE *log = j->p->diag.out;
     bool verbose = rt_cache_verbose();
     RtCache c;
+    int major, minor;
+    rt_nvrtc_version(n, &major, &minor);
+    log_msg(LOG_INFO, "NVRTC %d.%d: %s", major, minor, rt_nvrtc_path(n));
+    log_msg(LOG_TRACE, "NVRTC identity (part of the cache key): %s", rt_nvrtc_identity(n));
     RtCacheState state = rt_cache_open(&c, RT_CACHE_CREATE);
     if (state != RT_CACHE_OPEN) {
+        log_msg(LOG_INFO, "cache off: %s", c.why);
         report_cache_off(log, state, &c, verbose);
         return run_nvrtc(j, n, arch, data, len);
     }
@@ -254,6 +283,7 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     job_key(j, n);
     rt_cache_path(&c, j->key, ext, path, sizeof path);
     RtCacheResult r = rt_cache_load(&c, j->key, ext, data, len);
+    log_msg(LOG_INFO, "cache %s: %s", result_word(r), path);
     if (verbose)
         fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n),
                 result_word(r), path);

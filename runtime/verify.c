@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "driver.h"
+#include "log.h"
 
 /* Normal finite values the 16-bit types have: 2 signs x 30 (f16) or 254 (bf16) exponents. */
 enum { F16_NORMALS = 2 * 30 * 1024, BF16_NORMALS = 2 * 254 * 128 };
@@ -296,12 +297,14 @@ int cdsl_fill(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
     char *host = vf_host(c, biggest);
     if (!host)
         return CDSL_ERR_SYSTEM;
+    double t0 = log_clock();
     int rc = ir->nbufs > IR_INPUT ? vf_fill_inputs(c, ir, t, host) : CDSL_OK;
     memset(host, VF_POISON_BYTE, biggest);
     for (int r = 0; !rc && r < ir->nranks; r++)
         for (int b = IR_OUTPUT; !rc && b < ir->nbufs; b++)
             rc = cdsl_comm_write(c, r, b, host, vf_buf_bytes(c, ir, b));
     free(host);
+    log_msg(LOG_TRACE, "timing: fill %.3f ms (%s, %s)", log_ms_since(t0), ir->name, cdsl_dtype_name(t));
     return rc;
 }
 
@@ -423,6 +426,7 @@ int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long 
         return CDSL_ERR_USAGE;
     if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)
         return CDSL_OK;
+    double t0 = log_clock();
     VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
     k.chunk_elems = cdsl_comm_chunk_bytes(c) / cdsl_dtype_size(t);
     size_t bytes = vf_buf_bytes(c, ir, IR_OUTPUT), elems = bytes / cdsl_dtype_size(t);
@@ -435,6 +439,7 @@ int cdsl_check(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, unsigned long 
     }
     free(host);
     free(k.sums);
+    log_msg(LOG_INFO, "timing: verify %.3f ms (%s, %llu wrong elements)", log_ms_since(t0), ir->name, k.wrong);
     if (rc)
         return rc;
     if (wrong)

@@ -74,6 +74,7 @@ static inline void cli_defaults(CliCompile *c)
 {
     memset(c, 0, sizeof *c);
     c->opts.color = -1;
+    c->opts.progress = -1;
     c->opts.stop_after = CDSL_STAGE_CHECK;
 }
 
