@@ -76,11 +76,7 @@ static const char usage_text[] =
     "  --                   the end of the options: what follows is the program\n"
     "\n"
     "exit status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory,\n"
-    "a failed write, NVRTC missing or failing)\n"
-    "environment: CDSL_PATH (import folders), CDSL_CACHE_DIR (JIT cache folder, default\n"
-    "  $XDG_CACHE_HOME/cdsl or ~/.cache/cdsl; used only when yours and not writable by others),\n"
-    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (cap in bytes, else CUDA_CACHE_MAXSIZE, default\n"
-    "  268435456), CDSL_CACHE_VERBOSE=1 (report hits, misses, evictions)\n";
+    "a failed write, NVRTC missing or failing); warnings never change it unless -Werror\n";
 
 static int usage(const char *fmt, const char *arg)
 {
@@ -199,6 +195,7 @@ static int parse_args(Args *a, int argc, char **argv)
         return rc;
     if (a->c.help) {
         fputs(usage_text, stdout);
+        fputs("\n" CLI_ENVIRONMENT_HELP, stdout);
         return -1;
     }
     if (a->c.version) {

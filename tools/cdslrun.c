@@ -109,12 +109,9 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of\n"
     "memory, a failed write), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
-    "environment: CDSL_PATH (import folders); the GPU backends' JIT cache: CDSL_CACHE_DIR,\n"
-    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (else CUDA_CACHE_MAXSIZE), CDSL_CACHE_VERBOSE=1,\n"
-    "  as in cdslc --help\n"
     "\n"
-    "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun;\n"
-    "its environment: CDSL_ENGINE, CDSL_TIMEOUT, CDSL_NCCL_LIB (docs/multiprocess.md)\n";
+    "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun\n"
+    "(docs/multiprocess.md).\n";
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
@@ -360,6 +357,7 @@ static int parse_args(Args *a, int argc, char **argv)
         return rc;
     if (a->c.help) {
         fputs(usage_text, stdout);
+        fputs("\n" CLI_ENVIRONMENT_HELP, stdout);
         return -1;
     }
     if (a->c.version) {

@@ -44,6 +44,24 @@ enum {
         {"check-steps", required_argument, NULL, CLI_CHECK_STEPS}, {"list", no_argument, NULL, CLI_LIST}, \
         {"help", no_argument, NULL, 'h'}, {"version", no_argument, NULL, CLI_VERSION}
 
+/* The environment, for both tools' --help: every variable the tools and the library read,
+ * briefly (docs/environment.md has each one's meaning and default). */
+#define CLI_ENVIRONMENT_HELP                                                                              \
+    "environment (docs/environment.md says what each means and its default):\n"                          \
+    "  CDSL_PATH            folders for imports and for programs named without a path\n"                 \
+    "  CDSL_CACHE_DIR       the JIT cache (else $XDG_CACHE_HOME/cdsl, else $HOME/.cache/cdsl;\n"          \
+    "                       used only when yours and not writable by others)\n"                           \
+    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (else CUDA_CACHE_MAXSIZE; 256 MiB), CDSL_CACHE_VERBOSE=1\n"     \
+    "  CDSL_DEBUG=INFO|TRACE, CDSL_DEBUG_FILE   backend, placement, NVRTC, cache and step times\n"       \
+    "  CDSL_PROGRESS_AFTER  seconds before long work shows progress on a terminal (1)\n"                 \
+    "  NO_COLOR             no colour in diagnostics\n"                                                   \
+    "  CUDA_HOME            a CUDA toolkit to find NVRTC in (after the library path)\n"                   \
+    "  CDSL_NVLS, NCCL_NVLS_ENABLE, NVSHMEM_DISABLE_NVLS, TORCH_SYMM_MEM_DISABLE_MULTICAST\n"             \
+    "                       any of them set to off refuses the nvls backend\n"                           \
+    "  CDSL_GPU_BLOCKS, CDSL_GPU_THREADS, CDSL_NO_GRAPH=1   the GPU backends' launches\n"                 \
+    "  CDSL_ENGINE, CDSL_TIMEOUT, CDSL_NCCL_LIB   one process per rank (the library's per-rank API,\n"   \
+    "                       python3 -m cdsl.selftest; docs/multiprocess.md), not the tools\n"
+
 /* What the shared options set. */
 typedef struct CliCompile {
     cdsl_compile_opts opts;
