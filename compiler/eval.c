@@ -480,7 +480,7 @@ static bool eval_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op, i
  * sim alike, so a source that overlaps its destination at another offset would be read after
  * part of it was overwritten. The one overlap allowed is exact, element-wise in place (the same
  * chunks at the same place: every element is read by the thread that then writes it), for the
- * element-wise operations; a copy may not overlap at all (LANGUAGE.md). */
+ * element-wise operations; a copy may not overlap at all (docs/language.md). */
 static bool no_overlap(Eval *ev, const Stmt *s, const char *what, const IrOp *op, bool in_place_ok)
 {
     const IrRange *srcs[2] = {&op->src, &op->src2};

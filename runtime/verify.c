@@ -3,7 +3,7 @@
  *
  * cdsl_fill() writes every rank's input with the pattern of verify.h and sets outputs and
  * scratch buffers to all-ones bytes; cdsl_check() reads each rank's output back and compares
- * every element with the collective's postcondition (LANGUAGE.md's table):
+ * every element with the collective's postcondition (docs/language.md's table):
  *   allgather      output[p*C + i] == input@p[i]
  *   reducescatter  output[i] == sum over p of input@p[r*C + i]
  *   allreduce      output[i] == sum over p of input@p[i]
