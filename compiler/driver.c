@@ -59,11 +59,13 @@ static int usage_error(FILE *out, const char *msg, int n)
     return CDSL_ERR_USAGE;
 }
 
-/* "timing: check 12.345 ms (allgather_ring at -n 8)" on the debug log (CDSL_DEBUG=INFO). */
+/* "timing: check 12.345 ms (allgather_ring, 8 ranks)" on the debug log (CDSL_DEBUG=INFO). */
 static void timed(const char *step, double t0, const cdsl_program *p, int nranks)
 {
-    log_msg(LOG_INFO, "timing: %s %.3f ms (%s%s%.0d)", step, log_ms_since(t0), p->name ? p->name : "",
-            p->name && nranks ? " at -n " : "", p->name ? nranks : 0);
+    char ranks[32] = "";
+    if (p->name && nranks)
+        snprintf(ranks, sizeof ranks, ", %d ranks", nranks);
+    log_msg(LOG_INFO, "timing: %s %.3f ms (%s%s)", step, log_ms_since(t0), p->name ? p->name : "", ranks);
 }
 
 /* Evaluation, checking and linting: the steps that grow with the rank count, shown on a
@@ -71,7 +73,7 @@ static void timed(const char *step, double t0, const cdsl_program *p, int nranks
 static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *program)
 {
     progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
-                   "evaluating %s at -n %d", p->name, o->nranks);
+                   "evaluating %s for %d ranks", p->name, o->nranks);
     EvalOptions eo = {o->nranks, o->defines, o->ndefines};
     double t = log_clock();
     p->ir = eval_program(p->arena, &p->diag, program, &eo);
@@ -84,7 +86,7 @@ static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *progr
     }
     CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
                           o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
-    progress_say(&p->progress, "checking %s at -n %d", p->name, o->nranks);
+    progress_say(&p->progress, "checking %s for %d ranks", p->name, o->nranks);
     t = log_clock();
     p->check = check_program(p->ir, &p->diag, &limits);
     timed("check", t, p, o->nranks);

@@ -17,7 +17,7 @@
  * The copies are checked one after another, each with the changes already found kept in it
  * (barriers first, in source order, then orders), so that taking every suggestion together
  * gives a program the checker accepts. Each holds for the rank count and parameters the
- * program was compiled for ("at -n 4"); another rank count may need what this one does not.
+ * program was compiled for ("at 4 ranks"); another rank count may need what this one does not.
  *
  * The trials run the whole checker again, so they are bounded: programs of more than
  * LINT_MAX_OPS operations over all ranks are not linted, at most LINT_MAX_TRIALS copies are
@@ -221,7 +221,8 @@ static int *in_source_order(Lint *l)
     Placed *placed = ARENA_ARRAY(l->a, Placed, (size_t)l->nstmts + 1);
     for (int s = 0; s < l->nstmts; s++)
         placed[s] = (Placed){l->stmts[s].loc, s};
-    qsort(placed, (size_t)l->nstmts, sizeof *placed, by_position);
+    if (l->nstmts > 1)
+        qsort(placed, (size_t)l->nstmts, sizeof *placed, by_position);
     int *order = ARENA_ARRAY(l->a, int, (size_t)l->nstmts + 1);
     for (int s = 0; s < l->nstmts; s++)
         order[s] = placed[s].stmt;
@@ -243,7 +244,7 @@ static void redundant_barriers(Lint *l, Diag *d, const CheckLimits *limits, cons
         }
         diag_warning(d, DIAG_W_REDUNDANT_BARRIER, s->loc,
                      "redundant barrier: without this %s and the %s it pairs with (%d:%d), the program still "
-                     "checks clean at -n %d",
+                     "checks clean at %d ranks",
                      ir_kind_name(s->kind), ir_kind_name(w->kind), w->loc.line, w->loc.col, l->p->nranks);
         diag_note(d, w->loc, "the %s it pairs with", ir_kind_name(w->kind));
     }
@@ -261,7 +262,7 @@ static void stronger_orders(Lint *l, Diag *d, const CheckLimits *limits, const i
             continue;
         }
         diag_warning(d, DIAG_W_STRONGER_ORDER, s->loc,
-                     "this %s need not be a release: the program checks clean at -n %d with %s(relaxed) here",
+                     "this %s need not be a release: the program checks clean at %d ranks with %s(relaxed) here",
                      ir_kind_name(s->kind), l->p->nranks, ir_kind_name(s->kind));
     }
 }

@@ -460,7 +460,8 @@ static void warn_unused(Resolver *r, int scratch_from, int scratch_to)
     for (int i = scratch_from; i < scratch_to; i++)
         if (r->names[i].kind == NAME_SCRATCH && !r->names[i].used && r->names[i].name[0] != '_')
             note_unused(r, &r->names[i]);
-    qsort(r->unused, (size_t)r->nunused, sizeof *r->unused, name_order);
+    if (r->nunused > 1)
+        qsort(r->unused, (size_t)r->nunused, sizeof *r->unused, name_order);
     for (int i = 0; i < r->nunused; i++) {
         const Name *n = &r->unused[i];
         if (i > 0 && !name_order(n, &r->unused[i - 1]))

@@ -24,7 +24,7 @@ CDSL_DEBUG=INFO "$CDSLRUN" stdlib/allgather_ring.cdsl -n 4 --backend sim --size 
 has "sim: the backend and each step's time, as NCCL's INFO lines" "$tmp/info" \
     "${LINE}backend sim: 4 ranks as CPU threads, asked for" \
     "${LINE}timing: parse [0-9.]+ ms \(stdlib/allgather_ring.cdsl, 1 file\)" \
-    "${LINE}timing: resolve [0-9.]+ ms" "${LINE}timing: evaluate [0-9.]+ ms \(allgather_ring at -n 4\)" \
+    "${LINE}timing: resolve [0-9.]+ ms" "${LINE}timing: evaluate [0-9.]+ ms \(allgather_ring, 4 ranks\)" \
     "${LINE}timing: check [0-9.]+ ms" "${LINE}timing: warnings [0-9.]+ ms" \
     "${LINE}timing: run [0-9.]+ ms \(allgather_ring on sim, 2 runs of 16384-byte chunks" \
     "${LINE}timing: verify [0-9.]+ ms \(allgather_ring, 0 wrong elements\)"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/run/progress.sh - long work shows what it is doing, on a terminal only (issue 13): the
-# checker ("checking NAME at -n N"), NVRTC ("compiling ... with NVRTC"), and a sweep of sizes
+# checker ("checking NAME for N ranks"), NVRTC ("compiling ... with NVRTC"), and a sweep of sizes
 # in cdslrun ("NAME, SIZE (i of n)"); each line is erased when the work ends, and before any
 # diagnostic. Run under a pseudo-terminal from Python; CDSL_PROGRESS_AFTER=0 shows the line
 # from the start (the default waits a second), so nothing here depends on how fast the machine
@@ -44,7 +44,7 @@ erased() { python3 -c 'import sys; d=open(sys.argv[1],"rb").read(); i=d.rfind(b"
 
 export CDSL_PROGRESS_AFTER=0
 on_tty "$tmp/check" "$CDSLC" stdlib/allgather_mesh.cdsl -n 8; rc=$?
-if [ $rc = 0 ] && shows "$tmp/check" "cdsl: checking allgather_mesh at -n 8 ..." && erased "$tmp/check"; then
+if [ $rc = 0 ] && shows "$tmp/check" "cdsl: checking allgather_mesh for 8 ranks ..." && erased "$tmp/check"; then
     pass "on a terminal: the checker's progress, erased at the end"
 else fail "on a terminal: the checker's progress, erased at the end" "exit $rc: $(od -c "$tmp/check" | head -5)"; fi
 "$CDSLC" stdlib/allgather_mesh.cdsl -n 8 >"$tmp/pipe" 2>&1
