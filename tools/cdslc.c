@@ -104,8 +104,9 @@ static const struct option long_options[] = {
 };
 
 /* One option of cdslc's own (the shared ones are cli.h's). */
-static int parse_option(Args *a, int opt, const char *v)
+static int parse_option(void *arg, int opt, const char *v)
 {
+    Args *a = arg;
     long long n;
     if (opt >= OPT_DUMP_AST && opt <= OPT_EMIT_CUBIN) {
         a->emit = (Emit)(EMIT_AST + (opt - OPT_DUMP_AST));
@@ -131,15 +132,6 @@ static int parse_option(Args *a, int opt, const char *v)
     case OPT_CACHE_CLEAN: a->cache_clean = true; return 0;
     }
     return usage("unknown option '%s'", "?");
-}
-
-/* Options whose value may not be empty ("--arch=" and the like). */
-static bool takes_value(int opt)
-{
-    for (const struct option *o = long_options; o->name; o++)
-        if (o->val == opt)
-            return o->has_arg == required_argument;
-    return opt == 'n' || opt == 'D' || opt == 'I' || opt == 'o';
 }
 
 /* Settings that follow from others once every option is read. */
@@ -177,33 +169,11 @@ static int parse_args(Args *a, int argc, char **argv)
     a->dtype = CDSL_F32;
     a->arch = "sm_90";
     a->rank = -1;
-    int opt, rc = 0;
-    opterr = 0;
-    while (!rc && (opt = getopt_long(argc, argv, "-:" CLI_COMPILE_SHORT "o:", long_options, NULL)) != -1) {
-        if (opt == 1)
-            rc = cli_input(&a->c, "cdslc", optarg);
-        else if (opt == '?' || opt == ':')
-            rc = cli_bad_option("cdslc", opt, argv);
-        else if (takes_value(opt) && !*optarg)
-            rc = cli_empty_value("cdslc", argv[optind - 1]);
-        else if ((rc = cli_compile_option(&a->c, "cdslc", opt, optarg)) < 0)
-            rc = parse_option(a, opt, optarg);
-    }
-    for (int i = optind; !rc && i < argc; i++)   /* after "--" */
-        rc = cli_input(&a->c, "cdslc", argv[i]);
+    int rc = cli_parse(&a->c, "cdslc", argc, argv, "o:", long_options, parse_option, a);
     if (rc)
         return rc;
-    if (a->c.help) {
-        fputs(usage_text, stdout);
-        fputs("\n" CLI_ENVIRONMENT_HELP, stdout);
-        return -1;
-    }
-    if (a->c.version) {
-        printf("cdslc %s\n", cdsl_version());
-        return -1;
-    }
-    if (a->c.list)
-        return cli_list("cdslc") ? EXIT_SYSTEM : -1;
+    if (cli_answered(&a->c, "cdslc", usage_text, &rc))
+        return rc ? rc : -1;
     if (a->cache_clean && argc == 2)
         return cdsl_cache_clean(stdout, stderr) ? EXIT_PROGRAM : -1;
     return finish_args(a, argc);

@@ -275,8 +275,9 @@ static int parse_run_option(Args *a, int opt, const char *v)
 }
 
 /* One option of cdslrun's own (the shared ones are cli.h's). */
-static int parse_option(Args *a, int opt, const char *v)
+static int parse_option(void *arg, int opt, const char *v)
 {
+    Args *a = arg;
     cdsl_backend b;
     if (parse_flag(a, opt))
         return 0;
@@ -339,33 +340,11 @@ static int finish_args(Args *a)
 static int parse_args(Args *a, int argc, char **argv)
 {
     default_args(a);
-    int opt, rc = 0;
-    opterr = 0;
-    while (!rc && (opt = getopt_long(argc, argv, "-:" CLI_COMPILE_SHORT, long_options, NULL)) != -1) {
-        if (opt == 1)
-            rc = cli_input(&a->c, "cdslrun", optarg);
-        else if (opt == '?' || opt == ':')
-            rc = cli_bad_option("cdslrun", opt, argv);
-        else if (optarg && !*optarg)
-            rc = cli_empty_value("cdslrun", argv[optind - 1]);
-        else if ((rc = cli_compile_option(&a->c, "cdslrun", opt, optarg)) < 0)
-            rc = parse_option(a, opt, optarg);
-    }
-    for (int i = optind; !rc && i < argc; i++)   /* after "--" */
-        rc = cli_input(&a->c, "cdslrun", argv[i]);
+    int rc = cli_parse(&a->c, "cdslrun", argc, argv, "", long_options, parse_option, a);
     if (rc)
         return rc;
-    if (a->c.help) {
-        fputs(usage_text, stdout);
-        fputs("\n" CLI_ENVIRONMENT_HELP, stdout);
-        return -1;
-    }
-    if (a->c.version) {
-        printf("cdslrun %s\n", cdsl_version());
-        return -1;
-    }
-    if (a->c.list)
-        return cli_list("cdslrun") ? 3 : -1;
+    if (cli_answered(&a->c, "cdslrun", usage_text, &rc))
+        return rc ? rc : -1;
     return finish_args(a);
 }
 

@@ -345,6 +345,48 @@ static inline void cli_input_advice(const CliCompile *c, const char *tool)
     fprintf(stderr, "%s: note: '%s' is not a stdlib program either (%s --list shows them)\n", tool, shown, tool);
 }
 
+/* Every argument: the shared options here, the tool's own through own(arg, option, value)
+ * (0: taken; otherwise the exit status after a message), the program argument. own_short
+ * holds the tool's own short options. 0, or 2 after a usage message. */
+static inline int cli_parse(CliCompile *c, const char *tool, int argc, char **argv, const char *own_short,
+                            const struct option *longs, int (*own)(void *arg, int opt, const char *v), void *arg)
+{
+    char shorts[64];
+    snprintf(shorts, sizeof shorts, "-:%s%s", CLI_COMPILE_SHORT, own_short);
+    int opt, rc = 0;
+    opterr = 0;
+    while (!rc && (opt = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+        if (opt == 1)
+            rc = cli_input(c, tool, optarg);
+        else if (opt == '?' || opt == ':')
+            rc = cli_bad_option(tool, opt, argv);
+        else if (optarg && !*optarg)
+            rc = cli_empty_value(tool, argv[optind - 1]);
+        else if ((rc = cli_compile_option(c, tool, opt, optarg)) < 0)
+            rc = own(arg, opt, optarg);
+    }
+    for (int i = optind; !rc && i < argc; i++)   /* after "--" */
+        rc = cli_input(c, tool, argv[i]);
+    return rc;
+}
+
+static inline int cli_list(const char *tool);
+
+/* --help, --version or --list, when one was asked for: done, with *status the exit status. */
+static inline bool cli_answered(const CliCompile *c, const char *tool, const char *usage, int *status)
+{
+    *status = 0;
+    if (c->help) {
+        fputs(usage, stdout);
+        fputs("\n" CLI_ENVIRONMENT_HELP, stdout);
+    } else if (c->version) {
+        printf("%s %s\n", tool, cdsl_version());
+    } else if (c->list) {
+        *status = cli_list(tool);
+    }
+    return c->help || c->version || c->list;
+}
+
 /* ---- --list: the stdlib's programs, their collectives, and the first line of each file's
  * first comment. ---- */
 

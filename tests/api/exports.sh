@@ -3,11 +3,7 @@
 # SONAME and a version (libcdsl.so -> libcdsl.so.0 -> libcdsl.so.0.1.0), it exports the
 # functions of cdsl.h (cdsl_*) and nothing else (libcdsl.map), every function the header
 # declares is among them, and a program linked with -lcdsl runs against it by its SONAME.
-cd "$(dirname "$0")/../.." || exit 2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:400}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 
 version=$(sed -n 's/^VERSION *= *//p' Makefile)
 major=${version%%.*}

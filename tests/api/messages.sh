@@ -10,12 +10,7 @@
 #   2. The messages themselves, as an API user meets them: a GPU backend on a machine without
 #      a driver, the nvls backend turned off by the environment, two programs in one file, a
 #      checking budget, an unknown define.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:600}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 
 bad=$(python3 - runtime/*.c compiler/*.c <<'PY'
 import re, sys

@@ -7,12 +7,7 @@
 # and run verified on the sim backend under three jitter seeds. Also: warnings never change
 # the exit status (0), -Werror makes them errors (1), -w and -Wno-... silence them, and JSON
 # diagnostics name each warning's option.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:500}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 
 # apply JSON FILE OUT: every barrier and order warning of JSON applied to FILE's text.
 apply() {

@@ -5,10 +5,7 @@
 # come from the source: getenv("X") and the helpers around it (env_on, env_int, gpu_env_long:
 # any call of a function whose name holds "env" with a literal NAME), the table of NVLS
 # switches in runtime/nvls.c, and os.environ reads in Python.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:500}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 
 names() {   # the variables read by the files given
     python3 - "$@" <<'PY'

@@ -4,12 +4,7 @@
 # diagnostic with kind, message, locations (file, line, column; none for a message without a
 # place) and its notes as children; "[]" for a clean program; user text (a path with a quote,
 # a backslash and an escape character) kept valid; nothing else on the stream.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:500}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 
 # check NAME PYTHON CMD...: CMD's stderr parsed as JSON arrays (one a line) into `arrays`,
 # then the Python expression(s) must hold.

@@ -5,12 +5,7 @@
 # program on standard input (its imports looked up from the current folder); a bad -D is a
 # usage error (exit 2), as is a -D the program has no parameter for; every message of the
 # tools' own starts with the tool's name; every option --help lists is one the tool takes.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:400}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 AG=$PWD/stdlib/allgather_chunked_ring.cdsl
 
 # expect NAME WANT_EXIT PATTERN CMD...: exit status and a line matching PATTERN (grep -E).

@@ -4,12 +4,7 @@
 # of that name wins; CDSL_PATH's folders come first, as for imports), a name found nowhere is
 # an error with a pointer to --list, and `--list` shows every stdlib program with its
 # collective and the first sentence of its first comment.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:400}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 stdlib=$PWD/stdlib
 
 # expect NAME WANT_EXIT PATTERN CMD...: run in an empty folder; exit status and a matching line.

@@ -5,12 +5,7 @@
 # verify; emit and NVRTC for device code), which NVRTC compiled and which cache entry was used
 # (a miss, then a hit on the same path). Nothing without CDSL_DEBUG, nothing of INFO at WARN.
 # The placement on GPUs is tested on the stand-in driver (tests/run/gpu_refusals.sh).
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:500}}"; }
+source "$(dirname "$0")/../lib/common.bash"
 LINE='^[^ :]+:[0-9]+:[0-9]+ cdsl (INFO|TRACE|WARN) '
 
 # has NAME FILE PATTERN...: every pattern (grep -E) is a line of FILE.

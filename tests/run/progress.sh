@@ -5,14 +5,9 @@
 # diagnostic. Run under a pseudo-terminal from Python; CDSL_PROGRESS_AFTER=0 shows the line
 # from the start (the default waits a second), so nothing here depends on how fast the machine
 # is. Through a pipe, or with -fdiagnostics-format=json, there is no progress at all.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+source "$(dirname "$0")/../lib/common.bash"
 export CDSL_CACHE_DIR=$tmp/cache
 unset CDSL_NO_CACHE
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:400}}"; }
 
 # on_tty OUT CMD...: CMD with stdout and stderr on a new pseudo-terminal; the bytes to OUT.
 on_tty() {

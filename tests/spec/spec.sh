@@ -9,14 +9,8 @@
 #   // expect: reject n=4 anyline=3,9  ... with an error at one of those lines at least
 # Each program and rank count is checked with the plain build and, where it exists, with the
 # ASan/UBSan build (build/asan). One [PASS]/[FAIL] line each.
-cd "$(dirname "$0")/../.." || exit 2
-CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
+source "$(dirname "$0")/../lib/common.bash"
 ASAN_CDSLC=${ASAN_CDSLC:-$PWD/build/asan/cdslc} ASAN_CDSLRUN=${ASAN_CDSLRUN:-$PWD/build/asan/cdslrun}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failures=0
-pass() { echo "[PASS] $1"; }
-fail() { echo "[FAIL] $1${2:+: ${2:0:400}}"; failures=$((failures + 1)); }
 
 # field SPEC KEY: the comma list after KEY= in the verdict line, as words.
 field() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | tr ',' ' '; }
