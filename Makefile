@@ -8,7 +8,7 @@
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
 #                   resolve) and fuzz_check (through the checker and CUDA emission)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the stdlib, pkg-config and CMake files
 #
 # Generated C (re2c, Lemon) goes to build/gen/ and is never committed. Every variant build
 # shares it. Header dependencies are tracked with -MMD.
@@ -20,6 +20,7 @@ CC     ?= cc
 PREFIX ?= /usr/local
 B      ?= build
 VERSION = 0.1.0
+SOMAJOR = 0
 
 WARN     = -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
@@ -38,6 +39,12 @@ TOOLS    = $(B)/cdslc $(B)/cdslrun $(B)/cdsl-perf
 EXAMPLES = $(B)/api_example $(B)/rank_example
 
 all: $(TOOLS) $(B)/libcdsl.a $(B)/libcdsl.so $(EXAMPLES)
+
+# The shared library is versioned as shared libraries are: the file libcdsl.so.$(VERSION) with
+# the SONAME libcdsl.so.$(SOMAJOR) (what a program linked against it asks the dynamic linker
+# for), and the links libcdsl.so.$(SOMAJOR) and libcdsl.so (what -lcdsl and python/cdsl find).
+# libcdsl.map exports cdsl_* only: everything else is the library's own business.
+SONAME   = libcdsl.so.$(SOMAJOR)
 
 $(GEN):
 	@mkdir -p $@
@@ -68,8 +75,13 @@ $(B)/libcdsl.a: $(LIB_OBJ)
 	rm -f $@
 	ar rcs $@ $^
 
-$(B)/libcdsl.so: $(LIB_OBJ)
-	$(CC) -shared $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $^ $(LDLIBS)
+$(B)/libcdsl.so.$(VERSION): $(LIB_OBJ) libcdsl.map
+	$(CC) -shared $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -Wl,-soname,$(SONAME) -Wl,--version-script,libcdsl.map \
+		-o $@ $(LIB_OBJ) $(LDLIBS)
+
+$(B)/libcdsl.so: $(B)/libcdsl.so.$(VERSION)
+	ln -sf libcdsl.so.$(VERSION) $(B)/$(SONAME)
+	ln -sf $(SONAME) $@
 
 $(B)/%: $(B)/obj/tools/%.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
@@ -114,12 +126,19 @@ test: all asan tsan
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-		$(DESTDIR)$(PREFIX)/share/cdsl/stdlib $(DESTDIR)$(PREFIX)/lib/pkgconfig
+		$(DESTDIR)$(PREFIX)/share/cdsl/stdlib $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/cdsl
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 644 $(B)/libcdsl.a $(B)/libcdsl.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 $(B)/libcdsl.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(B)/libcdsl.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/
+	ln -sf libcdsl.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libcdsl.so
 	install -m 644 runtime/cdsl.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 stdlib/*.cdsl $(DESTDIR)$(PREFIX)/share/cdsl/stdlib/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' cdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cdsl.pc
+	for f in cdslConfig cdslConfigVersion; do \
+		sed -e 's|@VERSION@|$(VERSION)|g' -e 's|@SOMAJOR@|$(SOMAJOR)|g' cmake/$$f.cmake.in \
+			> $(DESTDIR)$(PREFIX)/lib/cmake/cdsl/$$f.cmake || exit 1; \
+	done
 
 clean:
 	rm -rf build

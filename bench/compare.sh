@@ -2,7 +2,7 @@
 # bench/compare.sh - our allgather programs against NCCL on the same two GPUs, in one call.
 #
 #   bench/compare.sh [DIR]     allgather programs from DIR (default: stdlib/, else
-#                              ../shared/spec/programs); SIZES (default 1K:1G), OUT as in
+#                              tests/spec); SIZES (default 1K:1G), OUT as in
 #                              gpu_check.sh
 #
 # Runs, one after the other so that nothing competes: NCCL through PyTorch (nccl_allgather.py,
@@ -20,7 +20,7 @@ CDSLC=${CDSLC:-build/cdslc} CDSLRUN=${CDSLRUN:-build/cdslrun}
 
 DIR=${1:-}
 if [ -z "$DIR" ]; then
-    if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=../shared/spec/programs; fi
+    if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=tests/spec; fi
 fi
 SIZES=${SIZES:-1K:1G}
 NRANKS=${NRANKS:-2}

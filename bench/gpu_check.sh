@@ -2,7 +2,7 @@
 # bench/gpu_check.sh - every accepted program on the local GPUs (p2p backend), all sizes,
 # every result verified; a summary table at the end.
 #
-#   bench/gpu_check.sh [DIR]        programs from DIR (default: stdlib/, else ../shared/spec/programs)
+#   bench/gpu_check.sh [DIR]        programs from DIR (default: stdlib/, else tests/spec)
 #   bench/gpu_check.sh --build      only make sure build/cdslc and build/cdslrun run here
 #   CDSLC=... CDSLRUN=...           other binaries (then nothing is rebuilt)
 #
@@ -58,7 +58,7 @@ ensure_build || exit 3
 
 DIR=${1:-}
 if [ -z "$DIR" ]; then
-    if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=../shared/spec/programs; fi
+    if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=tests/spec; fi
 fi
 SIZES=${SIZES:-1K:1G}
 CONFIGS=${CONFIGS:-"2:1 4:2 8:4"}

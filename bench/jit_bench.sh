@@ -5,8 +5,7 @@
 # Prints figures only; it asserts nothing.
 cd "$(dirname "$0")/.." || exit 1
 cdslc=${CDSLC:-./build/cdslc}
-spec=${SPEC_DIR:-../shared/spec/programs}
-[ -d "$spec" ] || spec=/work/shared/spec/programs
+spec=${SPEC_DIR:-tests/spec}
 runs=${RUNS:-5}
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

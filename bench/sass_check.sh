@@ -2,7 +2,7 @@
 # bench/sass_check.sh - the nvls device code, compiled and read, never run.
 #
 #   bench/sass_check.sh [DIR]      allgather_nvls and allreduce_nvls from DIR (default: stdlib/,
-#                                  else ../shared/spec/programs); ARCH (default sm_90), OUT
+#                                  else tests/spec); ARCH (default sm_90), OUT
 #
 # On the shared GPU hosts the nvls backend must not run (NVLS.md, safety rule), so its code is
 # verified here by compiling it (cdslc --emit-cubin --backend nvls, through NVRTC; no driver
@@ -22,7 +22,7 @@ CDSLC=${CDSLC:-build/cdslc} CDSLRUN=${CDSLRUN:-build/cdslrun}
 
 DIR=${1:-}
 if [ -z "$DIR" ]; then
-    if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=../shared/spec/programs; fi
+    if compgen -G 'stdlib/*.cdsl' >/dev/null; then DIR=stdlib; else DIR=tests/spec; fi
 fi
 ARCH=${ARCH:-sm_90}
 LOGS=${OUT:+$OUT/sass}

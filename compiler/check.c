@@ -32,10 +32,10 @@ static void report_budget(CheckResult *r, Diag *d)
     Arena *a = r->p->arena;
     if (b->over_steps)
         diag_error(d, b->at, "checking needs more than %llu steps of work: its %s outgrew that here (the limit "
-                   "is --check-steps)", (unsigned long long)b->max_steps, b->what);
+                   "is the check_steps option, cdslc --check-steps)", (unsigned long long)b->max_steps, b->what);
     else
         diag_error(d, b->at, "checking needs more than %s of memory: its %s outgrew that here (the limit is "
-                   "--check-memory)", size_text(a, b->max_bytes), b->what);
+                   "the check_memory option, cdslc --check-memory)", size_text(a, b->max_bytes), b->what);
     diag_note(d, r->p->loc, "by then it followed %zu ranges of chunks over the %d ranks", b->runs_at_limit,
               r->p->nranks);
 }

@@ -9,8 +9,8 @@
  * buffers). The k-th p.wait() on rank r matches the k-th peer(r).signal() on rank p; the k-th
  * switch.wait() on a rank follows the k-th switch.signal() of every rank. Execution order
  * (EXEC) is program order plus every matched edge; visibility order (SYNC) is program order
- * plus the release -> acquire edges only. The rules (LANGUAGE.md, "What the checker must
- * reject"): 1 data races (race.c), 2 unmatched synchronisation and deadlocks (sync.c),
+ * plus the release -> acquire edges only. The rules (docs/language.md, "The four rules"):
+ * 1 data races (race.c), 2 unmatched synchronisation and deadlocks (sync.c),
  * 4 the collective's postcondition (post.c). Rule 3 (bounds and shapes) is eval.c's.
  */
 #ifndef CDSL_CHECK_H
@@ -29,7 +29,7 @@ typedef struct CheckLimits {
     unsigned long long steps;
 } CheckLimits;
 
-/* Rules 1, 2 and 4 of LANGUAGE.md on an evaluated program (rule 3, bounds/shapes, is already
+/* Rules 1, 2 and 4 of docs/language.md on an evaluated program (rule 3, bounds/shapes, is already
    done by eval.c). Reports through d (diag_error + diag_note). Also sets IrOp.sync_before
    (order.c). Past a limit it stops with an error naming it. Returns the result (never NULL);
    d->nerrors tells whether it passed. limits NULL: cdsl.h's defaults. */

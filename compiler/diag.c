@@ -7,11 +7,17 @@
  * mirrored in the caret line so that the caret sits under the right byte. Everything printed
  * that could hold user text (the path, the message with its arguments, the quoted line) goes
  * through escape.c, so that no call site can let a terminal escape or a bidi override out.
+ *
+ * Warnings are errors of a family that can be turned off (-Wno-...) or made errors (-Werror),
+ * named after the message as gcc does. For editors and CI the same diagnostics can be kept as
+ * gcc's JSON instead (-fdiagnostics-format=json): each one an object, its notes its children,
+ * written out as one array when the library call that made them returns (diag_flush).
  */
 #include "diag.h"
 
 #include "escape.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +29,7 @@ void diag_init(Diag *d, FILE *out)
 {
     memset(d, 0, sizeof *d);
     d->out = out;
-    d->color = isatty(fileno(out)) && !getenv("NO_COLOR");
+    d->color = out && isatty(fileno(out)) && !getenv("NO_COLOR");
     d->max_errors = 20;
 }
 
@@ -94,8 +100,122 @@ static void quote(Diag *d, Loc at)
     fputs(d->color ? "\033[1;32m^\033[0m\n" : "^\n", d->out);
 }
 
-static void report(Diag *d, Loc at, const char *kind, const char *color, const char *fmt, va_list ap)
+/* ---- JSON (DIAG_JSON) ------------------------------------------------------------------ */
+
+/* s as a JSON string: quotes, backslashes and control characters escaped (s is already made
+ * safe for a terminal by escape.c, so only ASCII controls from a quoted tab can remain). */
+static void json_string(FILE *f, const char *s, size_t n)
 {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static bool json_open(Diag *d)
+{
+    if (!d->json) {
+        d->json = open_memstream(&d->json_text, &d->json_len);
+        d->json_count = 0;
+    }
+    return d->json != NULL;
+}
+
+/* One diagnostic as an object: its children's array is left open for notes to follow. */
+static void json_report(Diag *d, Loc at, const char *kind, const char *option, const char *fmt, va_list ap)
+{
+    if (!json_open(d))
+        return;
+    bool note = !strcmp(kind, "note") && d->json_count > 0;
+    if (note)
+        fputs(d->json_children++ ? ", " : "", d->json);
+    else {
+        fputs(d->json_count++ ? "]}, " : "", d->json);
+        d->json_children = 0;
+    }
+    char *msg = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&msg, &len);
+    if (m) {
+        esc_vprint(m, fmt, ap);   /* every %s may be user text: escape.c */
+        fclose(m);
+    }
+    fprintf(d->json, "{\"kind\": \"%s\", \"message\": ", kind);
+    json_string(d->json, msg ? msg : "", msg ? len : 0);
+    free(msg);
+    if (option)
+        fprintf(d->json, ", \"option\": \"%s\"", option);
+    fputs(", \"locations\": [", d->json);
+    if (at.src) {
+        fputs("{\"caret\": {\"file\": ", d->json);
+        char *path = NULL;
+        size_t plen = 0;
+        FILE *pm = open_memstream(&path, &plen);
+        if (pm) {
+            esc_write(pm, at.src->path, strlen(at.src->path));
+            fclose(pm);
+        }
+        json_string(d->json, path ? path : "", path ? plen : 0);
+        free(path);
+        fprintf(d->json, ", \"line\": %d, \"column\": %d, \"display-column\": %d, \"byte-column\": %d}}", at.line,
+                at.col, at.col, at.col);
+    }
+    fputs(note ? "]}" : "], \"column-origin\": 1, \"escape-source\": false, \"children\": [", d->json);
+}
+
+void diag_flush(Diag *d, bool always)
+{
+    if (d->format != DIAG_JSON || !d->out)
+        return;
+    int saved = errno;   /* callers read errno after the call that flushed (ENOMEM) */
+    if (d->json && d->json_count)
+        fputs("]}", d->json);
+    if (d->json)
+        fclose(d->json);
+    if (d->json_count || always) {
+        fputc('[', d->out);
+        if (d->json_text)
+            fwrite(d->json_text, 1, d->json_len, d->out);
+        fputs("]\n", d->out);
+        fflush(d->out);
+    }
+    free(d->json_text);
+    d->json = NULL;
+    d->json_text = NULL;
+    d->json_len = 0;
+    d->json_count = 0;
+    errno = saved;
+}
+
+void diag_free(Diag *d)
+{
+    if (d->json)
+        fclose(d->json);
+    free(d->json_text);
+    d->json = NULL;
+    d->json_text = NULL;
+}
+
+/* ---- Text ------------------------------------------------------------------------------- */
+
+static void report(Diag *d, Loc at, const char *kind, const char *color, const char *option, const char *fmt,
+                   va_list ap)
+{
+    if (!d->out)
+        return;
+    if (d->before_print)
+        d->before_print(d->before_arg);
+    if (d->format == DIAG_JSON) {
+        json_report(d, at, kind, option, fmt, ap);
+        return;
+    }
     if (d->color)
         fputs("\033[1m", d->out);
     if (at.src) {
@@ -109,23 +229,60 @@ static void report(Diag *d, Loc at, const char *kind, const char *color, const c
     else
         fprintf(d->out, "%s: ", kind);
     esc_vprint(d->out, fmt, ap);   /* every %s may be user text: escape.c */
+    if (option)
+        fprintf(d->out, " [%s]", option);
     fputc('\n', d->out);
     if (at.src && at.line > 0)
         quote(d, at);
 }
 
-void diag_error(Diag *d, Loc at, const char *fmt, ...)
+/* Counts the error; false when it is past the limit and is not printed (nor its notes). */
+static bool count_error(Diag *d)
 {
     d->nerrors++;
     d->suppressed = d->max_errors && d->nerrors > d->max_errors;
-    if (d->suppressed) {
-        if (d->nerrors == d->max_errors + 1)
-            fprintf(d->out, "cdsl: too many errors; stopping after %d\n", d->max_errors);
+    if (d->suppressed && d->nerrors == d->max_errors + 1 && d->out && d->format == DIAG_TEXT)
+        fprintf(d->out, "cdsl: too many errors; stopping after %d\n", d->max_errors);
+    return !d->suppressed;
+}
+
+void diag_error(Diag *d, Loc at, const char *fmt, ...)
+{
+    if (!count_error(d))
         return;
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, at, "error", "\033[1;31m", NULL, fmt, ap);
+    va_end(ap);
+}
+
+const char *diag_warning_name(unsigned family)
+{
+    switch (family) {
+    case DIAG_W_UNUSED: return "unused";
+    case DIAG_W_REDUNDANT_BARRIER: return "redundant-barrier";
+    case DIAG_W_STRONGER_ORDER: return "stronger-order";
+    }
+    return "?";
+}
+
+void diag_warning(Diag *d, unsigned family, Loc at, const char *fmt, ...)
+{
+    if (d->warn_off & family) {
+        d->suppressed = true;
+        return;
+    }
+    char option[64];
+    snprintf(option, sizeof option, d->werror ? "-Werror=%s" : "-W%s", diag_warning_name(family));
+    if (d->werror && !count_error(d))
+        return;
+    if (!d->werror) {
+        d->nwarnings++;
+        d->suppressed = false;
     }
     va_list ap;
     va_start(ap, fmt);
-    report(d, at, "error", "\033[1;31m", fmt, ap);
+    report(d, at, d->werror ? "error" : "warning", d->werror ? "\033[1;31m" : "\033[1;35m", option, fmt, ap);
     va_end(ap);
 }
 
@@ -135,25 +292,55 @@ void diag_note(Diag *d, Loc at, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    report(d, at, "note", "\033[1;36m", fmt, ap);
+    report(d, at, "note", "\033[1;36m", NULL, fmt, ap);
     va_end(ap);
 }
 
 void diag_fatal(Diag *d, const char *fmt, ...)
 {
     d->nerrors++;
+    d->suppressed = false;
     va_list ap;
     va_start(ap, fmt);
-    report(d, (Loc){0}, "error", "\033[1;31m", fmt, ap);
+    report(d, (Loc){0}, "error", "\033[1;31m", NULL, fmt, ap);
     va_end(ap);
+}
+
+void diag_usage(Diag *d, const char *fmt, ...)
+{
+    d->nerrors++;
+    d->nusage++;
+    d->suppressed = false;
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, (Loc){0}, "error", "\033[1;31m", NULL, fmt, ap);
+    va_end(ap);
+}
+
+/* Each line a note of its own in JSON, so that a tool's log (NVRTC's) stays readable. */
+static void json_text_line(Diag *d, const char *line, size_t n)
+{
+    char *copy = malloc(n + 1);
+    if (!copy)
+        return;
+    memcpy(copy, line, n);
+    copy[n] = 0;
+    diag_note(d, (Loc){0}, "%s", copy);
+    free(copy);
 }
 
 void diag_text(Diag *d, const char *text)
 {
+    if (!d->out || d->suppressed)
+        return;
     for (const char *line = text; *line;) {
         size_t n = strcspn(line, "\n");
-        esc_write(d->out, line, n);
-        fputc('\n', d->out);
+        if (d->format == DIAG_JSON) {
+            json_text_line(d, line, n);
+        } else {
+            esc_write(d->out, line, n);
+            fputc('\n', d->out);
+        }
         line += n + (line[n] == '\n');
     }
 }

@@ -11,7 +11,9 @@
  *     file.cdsl:3:5: note: the other side
  *
  * Colour only when the stream is a terminal. Every phase reports through a Diag and checks
- * diag->nerrors; nothing prints to stderr on its own.
+ * diag->nerrors; nothing prints to stderr on its own. With DIAG_JSON the same diagnostics are
+ * kept as gcc's -fdiagnostics-format=json objects (kind, message, option, locations with file,
+ * line and column, notes as children) and printed as one array by diag_flush.
  */
 #ifndef CDSL_DIAG_H
 #define CDSL_DIAG_H
@@ -36,15 +38,37 @@ typedef struct Loc {
     int line, col;
 } Loc;
 
+/* Warnings, by the flag that turns each off (-Wno-unused ...): the bits of cdsl.h's
+ * cdsl_warning, named in messages as gcc does ("[-Wunused]"). */
+enum { DIAG_W_UNUSED = 1, DIAG_W_REDUNDANT_BARRIER = 2, DIAG_W_STRONGER_ORDER = 4, DIAG_W_COUNT = 3 };
+enum { DIAG_TEXT = 0, DIAG_JSON = 1 };
+
 typedef struct Diag {
-    FILE *out;
+    FILE *out;          /* NULL: count, print nothing (the checker's trial runs for warnings) */
     bool color;
     int nerrors;
+    int nusage;         /* of those, errors in the caller's arguments (diag_usage) */
+    int nwarnings;
     int max_errors;     /* stop printing errors after this many (0: no limit) */
     bool suppressed;    /* the last error was not printed, so neither are its notes */
+    int format;         /* DIAG_TEXT, or DIAG_JSON: gcc's -fdiagnostics-format=json */
+    unsigned warn_off;  /* DIAG_W_* bits not reported */
+    bool werror;        /* warnings are errors (-Werror) */
+    FILE *json;         /* DIAG_JSON: the diagnostics so far, as JSON objects (a memstream) */
+    char *json_text;
+    size_t json_len;
+    int json_count;     /* top-level diagnostics in it; the last one's children are open */
+    int json_children;
+    void (*before_print)(void *arg);   /* called before anything is printed (progress.c) */
+    void *before_arg;
 } Diag;
 
 void diag_init(Diag *d, FILE *out);
+/* Frees what DIAG_JSON keeps; diag_flush first to print it. */
+void diag_free(Diag *d);
+/* DIAG_JSON: print the diagnostics so far as one JSON array on a line (also "[]" when there are
+ * none and always is set) and start a new one. DIAG_TEXT: nothing. */
+void diag_flush(Diag *d, bool always);
 
 /* file:line:col: error: ... with the source line and a caret; counts towards nerrors. */
 void diag_error(Diag *d, Loc at, const char *fmt, ...)
@@ -58,8 +82,27 @@ void diag_note(Diag *d, Loc at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* A warning in one of the DIAG_W_* families: "warning: ... [-Wunused]" (an error with
+ * "[-Werror=unused]" under -Werror), nothing when its family is off. Notes that follow it
+ * are printed only when it was. */
+void diag_warning(Diag *d, unsigned family, Loc at, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+/* The flag's name of a DIAG_W_* family: "unused", "redundant-barrier", "stronger-order". */
+const char *diag_warning_name(unsigned family);
+
 /* An error with no position, e.g. about the command line: "cdslc: error: ...". */
 void diag_fatal(Diag *d, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The same for an error in the caller's arguments (a define, the program to choose): the
+ * compilation then fails with CDSL_ERR_USAGE, not CDSL_ERR_PROGRAM. */
+void diag_usage(Diag *d, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif

@@ -22,6 +22,8 @@
 #include "check.h"
 #include "emit.h"
 #include "eval.h"
+#include "lint.h"
+#include "log.h"
 #include "load.h"
 #include "resolve.h"
 
@@ -39,6 +41,12 @@ static cdsl_program *new_program(const cdsl_compile_opts *o)
     diag_init(&p->diag, out);
     if (o->color >= 0)
         p->diag.color = o->color != 0;
+    p->diag.format = o->diag_format == CDSL_DIAG_JSON ? DIAG_JSON : DIAG_TEXT;
+    if (p->diag.format == DIAG_JSON)
+        p->diag.color = false;
+    p->diag.warn_off = o->warnings_off & CDSL_WARN_ALL;
+    p->diag.werror = o->warnings_as_errors != 0;
+    p->progress_mode = p->diag.format == DIAG_JSON ? 0 : o->progress;
     return p;
 }
 
@@ -52,29 +60,68 @@ static int usage_error(FILE *out, const char *msg, int n)
     return CDSL_ERR_USAGE;
 }
 
+/* "timing: check 12.345 ms (allgather_ring, 8 ranks)" on the debug log (CDSL_DEBUG=INFO). */
+static void timed(const char *step, double t0, const cdsl_program *p, int nranks)
+{
+    char ranks[32] = "";
+    if (p->name && nranks)
+        snprintf(ranks, sizeof ranks, ", %d ranks", nranks);
+    log_msg(LOG_INFO, "timing: %s %.3f ms (%s%s)", step, log_ms_since(t0), p->name ? p->name : "", ranks);
+}
+
+/* Evaluation, checking and linting: the steps that grow with the rank count, shown on a
+ * terminal when they take a while. */
+static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *program)
+{
+    progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
+                   "evaluating %s for %d ranks", p->name, o->nranks);
+    EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
+    double t = log_clock();
+    p->ir = eval_program(p->arena, &p->diag, program, &eo);
+    timed("evaluate", t, p, o->nranks);
+    if (!p->ir || o->stop_after == CDSL_STAGE_EVAL) {
+        progress_end(&p->progress);
+        if (!p->ir)
+            return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
+        return p->ok = true, CDSL_OK;
+    }
+    CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
+                          o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
+    progress_say(&p->progress, "checking %s for %d ranks", p->name, o->nranks);
+    t = log_clock();
+    p->check = check_program(p->ir, &p->diag, &limits);
+    timed("check", t, p, o->nranks);
+    if (p->diag.nerrors == 0) {
+        progress_say(&p->progress, "looking for synchronisation %s does not need", p->name);
+        t = log_clock();
+        lint_program(p->ir, p->check, &p->diag, &limits);
+        timed("warnings", t, p, o->nranks);
+    }
+    progress_end(&p->progress);
+    p->ok = p->diag.nerrors == 0;   /* -Werror makes a warning one */
+    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+}
+
 /* The phases; any of them may unwind to cdsl_compile's trap when memory runs out. */
 static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
 {
-    LoadOptions lo = {o->include_dirs, o->ninclude_dirs};
+    LoadOptions lo = {o->include_dirs, o->ninclude_dirs, o->source};
+    double t = log_clock();
     p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
+    log_msg(LOG_INFO, "timing: parse %.3f ms (%s, %d file%s)", log_ms_since(t), o->path,
+            p->ast ? p->ast->nfiles : 0, p->ast && p->ast->nfiles == 1 ? "" : "s");
     if (!p->ast)
         return CDSL_ERR_PROGRAM;
+    t = log_clock();
     Decl *program = resolve_unit(p->arena, &p->diag, p->ast, o->program);
     if (!program)
-        return CDSL_ERR_PROGRAM;
+        return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
+    p->name = program->name;
+    p->collective = program->collective;
+    timed("resolve", t, p, 0);
     if (o->stop_after == CDSL_STAGE_PARSE)
         return p->ok = true, CDSL_OK;
-    EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
-    p->ir = eval_program(p->arena, &p->diag, program, &eo);
-    if (!p->ir)
-        return CDSL_ERR_PROGRAM;
-    if (o->stop_after == CDSL_STAGE_EVAL)
-        return p->ok = true, CDSL_OK;
-    CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
-                          o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
-    p->check = check_program(p->ir, &p->diag, &limits);
-    p->ok = p->diag.nerrors == 0;
-    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+    return check_phases(p, o, program);
 }
 
 void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t)
@@ -98,7 +145,7 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
                            o->nranks);
     if ((o->ndefines && !o->defines) || (o->ninclude_dirs && !o->include_dirs) || o->ndefines < 0 ||
         o->ninclude_dirs < 0)
-        return usage_error(o->diag, "cdsl: error: -D or -I counts without their lists%.0d\n", 0);
+        return usage_error(o->diag, "cdsl: error: defines or include_dirs counted without their lists%.0d\n", 0);
     cdsl_program *p = new_program(o);
     if (!p) {
         fputs("cdsl: error: out of memory\n", o->diag ? o->diag : stderr);
@@ -108,12 +155,15 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
     arena_trap_push(p->arena, &trap);
     if (setjmp(trap.env)) {
         /* Whatever the phases built is half made: free it all, and the memory with it. */
+        progress_end(&p->progress);
         driver_out_of_memory(p, &trap);
+        diag_flush(&p->diag, true);
         cdsl_program_destroy(p);
         return CDSL_ERR_SYSTEM;
     }
     int rc = compile_phases(p, o);
     arena_trap_pop(p->arena, &trap);
+    diag_flush(&p->diag, true);
     *out = p;
     return rc;
 }
@@ -122,6 +172,7 @@ void cdsl_program_destroy(cdsl_program *p)
 {
     if (!p)
         return;
+    diag_free(&p->diag);
     arena_destroy(p->arena);
     free(p);
 }
@@ -176,16 +227,18 @@ int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     arena_trap_push(mp->arena, &trap);
     if (setjmp(trap.env)) {
         driver_out_of_memory(mp, &trap);
+        diag_flush(&mp->diag, false);
         return CDSL_ERR_SYSTEM;
     }
     int rc = program_dump(p, what, out);
     arena_trap_pop(mp->arena, &trap);
+    diag_flush(&mp->diag, false);
     if (rc == CDSL_OK && (fflush(out) != 0 || ferror(out)))
         rc = CDSL_ERR_SYSTEM;
     return rc;
 }
 
-const char *cdsl_program_name(const cdsl_program *p) { return p && p->ir ? p->ir->name : NULL; }
-const char *cdsl_program_collective(const cdsl_program *p) { return p && p->ir ? p->ir->coll_name : NULL; }
+const char *cdsl_program_name(const cdsl_program *p) { return p ? p->name : NULL; }
+const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->collective : NULL; }
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }

@@ -15,6 +15,7 @@
 #include "cdsl.h"
 #include "diag.h"
 #include "ir.h"
+#include "progress.h"
 
 struct AstUnit;
 struct CheckResult;
@@ -23,9 +24,13 @@ struct cdsl_program {
     Arena *arena;               /* everything below lives here */
     Diag diag;
     struct AstUnit *ast;        /* the parsed files (NULL if the main file could not be read) */
+    const char *name;           /* the chosen program's name and collective, as written */
+    const char *collective;
     IrProgram *ir;              /* per-rank operations; NULL if evaluation did not succeed */
     struct CheckResult *check;  /* the checker's facts and findings, for --emit-dot */
     bool ok;                    /* every requested stage passed */
+    int progress_mode;          /* cdsl_compile_opts.progress: 1 on, 0 off, -1 on a terminal */
+    Progress progress;          /* the progress line of the work in hand, if any */
     const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
     const char *cuda_rank[3][5];    /* one rank's source (cdsl_emit_cuda_rank), of rank */
     int cuda_rank_of[3][5];

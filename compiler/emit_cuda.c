@@ -378,7 +378,7 @@ static bool check_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtype
     const EmitDtype *t = emit_dtype(dtype);
     if (flavour != CDSL_BACKEND_P2P && flavour != CDSL_BACKEND_NVLS) {
         diag_error(d, p->loc, "the %s backend runs the IR on CPU threads and has no CUDA source; "
-                   "emit for --backend p2p or nvls", cdsl_backend_name(flavour));
+                   "emit for the p2p or nvls backend", cdsl_backend_name(flavour));
         return false;
     }
     if (!t) {
@@ -387,7 +387,7 @@ static bool check_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtype
     }
     if (flavour == CDSL_BACKEND_NVLS && !t->mc_sum_word && has_switch_sum(p)) {
         diag_error(d, p->loc, "multimem.ld_reduce cannot add %s elements, so the switch cannot "
-                   "reduce them; use --backend p2p or another --dtype", t->name);
+                   "reduce them; use the p2p backend or another element type", t->name);
         return false;
     }
     long total = 0;

@@ -26,7 +26,7 @@
  * one mapping something in the other mapping's writes, or writes through one mapping something
  * in the other's accesses, gets a fence before it, which empties every set.
  *
- * The boundary events (LANGUAGE.md): the work before the collective (the rank's start) and the
+ * The boundary events (docs/language.md): the work before the collective (the rank's start) and the
  * work after it (its end) read and write every buffer through the unicast mapping.
  *   - Start, this rank's own earlier work: no fence. It is stream-ordered before this rank's
  *     launch; the guide keeps writes through one alias incoherent with another only until the

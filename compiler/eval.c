@@ -21,6 +21,7 @@
 
 #include "parser.h"
 #include "resolve.h"
+#include "suggest.h"
 
 enum { EVAL_MAX_STEPS = 50 * 1000 * 1000, EVAL_MAX_REPORTED = 64, CTX_MAX = 64 };
 
@@ -553,7 +554,7 @@ static void operand_text(Eval *ev, IrRange now, IrRange orig, char *buf, size_t 
  * sim alike, so a source that overlaps its destination at another offset would be read after
  * part of it was overwritten. The one overlap allowed is exact, element-wise in place (the same
  * chunks at the same place: every element is read by the thread that then writes it), for the
- * element-wise operations; a copy may not overlap at all (LANGUAGE.md). */
+ * element-wise operations; a copy may not overlap at all (docs/language.md). */
 static bool no_overlap(Eval *ev, const Stmt *s, const char *what, const IrOp *op, const IrOp *orig, bool in_place_ok)
 {
     const IrRange *srcs[2] = {&op->src, &op->src2}, *orig_srcs[2] = {&orig->src, &orig->src2};
@@ -787,14 +788,20 @@ static bool check_defines(Eval *ev, const EvalOptions *opt)
         size_t len;
         long long v;
         if (!parse_define(opt->defines[i], &n, &len, &v)) {
-            diag_fatal(ev->diag, "-D %s: expected name=integer", opt->defines[i]);
+            diag_usage(ev->diag, "define '%s': expected name=integer", opt->defines[i]);
             return false;
         }
         bool known = false;
         for (int k = 0; k < p->nparams; k++)
             known |= strlen(p->params[k].name) == len && !strncmp(p->params[k].name, n, len);
         if (!known) {
-            diag_fatal(ev->diag, "-D %.*s: program '%s' has no parameter '%.*s'", (int)len, n, p->name, (int)len, n);
+            const char **names = ARENA_ARRAY(ev->arena, const char *, (size_t)p->nparams + 1);
+            for (int k = 0; k < p->nparams; k++)
+                names[k] = p->params[k].name;
+            char buf[128];
+            const char *typo = arena_strndup(ev->arena, n, len);
+            diag_usage(ev->diag, "define '%s': program '%s' has no parameter '%s'%s", typo, p->name, typo,
+                       suggest_text(typo, names, p->nparams, buf, sizeof buf));
             return false;
         }
     }
@@ -815,7 +822,7 @@ static bool bind_params(Eval *ev, const EvalOptions *opt)
         if (!strcmp(p->params[i].name, "chunks")) {
             if (v < 1 || v > IR_MAX_CHUNKS) {
                 if (given)   /* the command line is wrong, not the declaration */
-                    diag_fatal(ev->diag, "-D chunks=%lld: chunks must be between 1 and %d", v, IR_MAX_CHUNKS);
+                    diag_usage(ev->diag, "define 'chunks=%lld': chunks must be between 1 and %d", v, IR_MAX_CHUNKS);
                 else
                     ev_error(ev, p->params[i].loc, "chunks must be between 1 and %d, not %lld", IR_MAX_CHUNKS, v);
                 return false;

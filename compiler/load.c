@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdsl.h"
 #include "parse.h"
 
 #ifndef CDSL_STDLIB_DIR
@@ -34,10 +35,29 @@ typedef struct Loader {
     int depth;
     char real_buf[PATH_MAX];            /* realpath()'s answer, copied at once: not on the
                                            stack, which holds one load_file per import level */
+    char found_buf[PATH_MAX];           /* an import's path while it is looked up */
 } Loader;
+
+/* The main file given as text (cdsl_compile_opts.source): path only names it. */
+static Source *given_source(Loader *ld, const char *path, const char *text)
+{
+    size_t len = strlen(text);
+    if (len > LOAD_MAX_BYTES) {
+        diag_fatal(ld->diag, "'%s' is too large (%zu bytes; the limit is %d MiB)", path, len, LOAD_MAX_BYTES >> 20);
+        return NULL;
+    }
+    Source *src = ARENA_NEW(ld->arena, Source);
+    src->path = arena_strdup(ld->arena, path);
+    src->text = arena_strndup(ld->arena, text, len);
+    src->len = len;
+    src->arena = ld->arena;
+    return src;
+}
 
 static Source *read_source(Loader *ld, const char *path, Loc from)
 {
+    if (!from.src && ld->unit->nfiles == 0 && ld->opt->source)
+        return given_source(ld, path, ld->opt->source);
     struct stat st;
     bool found = stat(path, &st) == 0;
     int err = errno;
@@ -78,74 +98,107 @@ static bool is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static const char *join(Arena *a, const char *dir, size_t dirlen, const char *name)
+static bool is_dir(const char *path)
 {
-    if (dirlen == 0)
-        return arena_strdup(a, name);
-    return arena_printf(a, "%.*s/%s", (int)dirlen, dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* dir (dirlen bytes of it; none: the current folder) joined with name into out[PATH_MAX]:
+ * true when that is a regular file. */
+static bool file_in(const char *dir, size_t dirlen, const char *name, char *out)
+{
+    int n = dirlen ? snprintf(out, PATH_MAX, "%.*s/%s", (int)dirlen, dir, name) : snprintf(out, PATH_MAX, "%s", name);
+    return n > 0 && n < PATH_MAX && is_file(out);
 }
 
 /* The stdlib beside the running tool: the checkout's stdlib/ or an installed tree's, so that
- * imports work wherever the tools were moved with their tree. */
-static const char *checkout_stdlib(Arena *a)
+ * imports work wherever the tools were moved with their tree. Into out[PATH_MAX]. */
+static bool checkout_stdlib(char *out)
 {
     char exe[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0)
-        return NULL;
+        return false;
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (!slash)
-        return NULL;
+        return false;
     *slash = 0;
     for (int up = 0; up < 3; up++) {
         /* build/cdslc -> stdlib/ in a checkout; PREFIX/bin/cdslc -> PREFIX/share/cdsl/stdlib */
-        const char *cand = arena_printf(a, "%s/stdlib", exe);
-        const char *installed = arena_printf(a, "%s/share/cdsl/stdlib", exe);
-        struct stat st;
-        if (stat(cand, &st) == 0 && S_ISDIR(st.st_mode))
-            return cand;
-        if (stat(installed, &st) == 0 && S_ISDIR(st.st_mode))
-            return installed;
+        if (snprintf(out, PATH_MAX, "%s/stdlib", exe) < PATH_MAX && is_dir(out))
+            return true;
+        if (snprintf(out, PATH_MAX, "%s/share/cdsl/stdlib", exe) < PATH_MAX && is_dir(out))
+            return true;
         slash = strrchr(exe, '/');
         if (!slash)
             break;
         *slash = 0;
     }
-    return NULL;
+    return false;
+}
+
+/* The stdlib folder in use: the installed one, else the one beside the running tool. */
+static bool stdlib_dir(char *out)
+{
+    if (snprintf(out, PATH_MAX, "%s", CDSL_STDLIB_DIR) < PATH_MAX && is_dir(out))
+        return true;
+    return checkout_stdlib(out);
+}
+
+/* name in the search path after the importing file's folder: each -I folder, each folder of
+ * $CDSL_PATH, the installed stdlib, the stdlib beside the tool. Into out[PATH_MAX]. */
+static bool search_path(const LoadOptions *opt, const char *name, char *out)
+{
+    for (int i = 0; opt && i < opt->ninclude_dirs; i++)
+        if (file_in(opt->include_dirs[i], strlen(opt->include_dirs[i]), name, out))
+            return true;
+    for (const char *env = getenv("CDSL_PATH"); env && *env;) {
+        size_t len = strcspn(env, ":");
+        if (len && file_in(env, len, name, out))
+            return true;
+        env += len + (env[len] == ':');
+    }
+    char dir[PATH_MAX];
+    if (file_in(CDSL_STDLIB_DIR, strlen(CDSL_STDLIB_DIR), name, out))
+        return true;
+    return checkout_stdlib(dir) && file_in(dir, strlen(dir), name, out);
 }
 
 static const char *find_import(Loader *ld, const char *from_path, const char *name)
 {
+    char *found = ld->found_buf;
     if (name[0] == '/')
         return is_file(name) ? name : NULL;
     const char *slash = strrchr(from_path, '/');
-    const char *p = join(ld->arena, from_path, slash ? (size_t)(slash - from_path) : 0, name);
-    if (is_file(p))
-        return p;
-    for (int i = 0; i < ld->opt->ninclude_dirs; i++) {
-        p = join(ld->arena, ld->opt->include_dirs[i], strlen(ld->opt->include_dirs[i]), name);
-        if (is_file(p))
-            return p;
-    }
-    const char *env = getenv("CDSL_PATH");
-    while (env && *env) {
-        size_t len = strcspn(env, ":");
-        p = join(ld->arena, env, len, name);
-        if (len && is_file(p))
-            return p;
-        env += len + (env[len] == ':');
-    }
-    p = join(ld->arena, CDSL_STDLIB_DIR, strlen(CDSL_STDLIB_DIR), name);
-    if (is_file(p))
-        return p;
-    const char *local = checkout_stdlib(ld->arena);
-    if (local) {
-        p = join(ld->arena, local, strlen(local), name);
-        if (is_file(p))
-            return p;
-    }
+    if (file_in(from_path, slash ? (size_t)(slash - from_path) : 0, name, found) ||
+        search_path(ld->opt, name, found))
+        return arena_strdup(ld->arena, found);
     return NULL;
+}
+
+int cdsl_find_program(const char *name, char *out, size_t size)
+{
+    char file[PATH_MAX], found[PATH_MAX];
+    if (!name || !out || !*name || strchr(name, '/'))
+        return CDSL_ERR_USAGE;
+    size_t len = strlen(name);
+    bool suffixed = len > 5 && !strcmp(name + len - 5, ".cdsl");
+    if (snprintf(file, sizeof file, "%s%s", name, suffixed ? "" : ".cdsl") >= (int)sizeof file ||
+        !search_path(NULL, file, found) || strlen(found) >= size)
+        return CDSL_ERR_USAGE;
+    strcpy(out, found);
+    return CDSL_OK;
+}
+
+int cdsl_stdlib_dir(char *out, size_t size)
+{
+    char dir[PATH_MAX];
+    if (!out || !stdlib_dir(dir) || strlen(dir) >= size)
+        return CDSL_ERR_USAGE;
+    strcpy(out, dir);
+    return CDSL_OK;
 }
 
 static bool load_file(Loader *ld, const char *path, Loc from);
@@ -159,7 +212,7 @@ static bool load_imports(Loader *ld, AstFile *file)
         const char *found = find_import(ld, file->src->path, d->name);
         if (!found) {
             diag_error(ld->diag, d->name_loc, "cannot find import '%s'", d->name);
-            diag_note(ld->diag, (Loc){0}, "searched beside the importing file, -I folders, $CDSL_PATH and the stdlib");
+            diag_note(ld->diag, (Loc){0}, "searched beside the importing file, the include folders (-I), $CDSL_PATH and the stdlib");
             return false;
         }
         if (!load_file(ld, found, d->name_loc))

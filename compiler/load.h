@@ -16,6 +16,7 @@ enum { LOAD_MAX_BYTES = 64 * 1024 * 1024, LOAD_MAX_FILES = 256 };
 typedef struct LoadOptions {
     const char *const *include_dirs;
     int ninclude_dirs;
+    const char *source;     /* the main file's text, given instead of read (standard input) */
 } LoadOptions;
 
 /* Loads path and everything it imports; NULL after reporting errors. */

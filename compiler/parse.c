@@ -35,30 +35,109 @@ static const char *closer_of(int open_kind)
     }
 }
 
-/* "unexpected ')'; expected ';'" when few tokens fit, else just "unexpected ')'". */
+/* How a token reads after "after": "')'", "identifier 'x'", "integer '3'". */
+static const char *token_words(Token t, char *buf, size_t size)
+{
+    if (t.kind == TK_IDENT || t.kind == TK_INT)
+        snprintf(buf, size, "%s '%.*s'", lex_spelling(t.kind), t.len > 24 ? 24 : t.len, t.start);
+    else
+        snprintf(buf, size, "%s", lex_spelling(t.kind));
+    return buf;
+}
+
+/* Just after the previous token: where a missing ';' or ')' belongs (the next token may be on
+ * a later line). The bad token itself when there is none. */
+static Loc after_prev(const Parser *px, Token tok)
+{
+    if (!px->have_prev)
+        return tok.loc;
+    Loc at = px->prev.loc;
+    at.col += px->prev.len;
+    return at;
+}
+
+/* The token that is missing, when one stands out among those that would fit: a ';' whenever
+ * one fits (the cproc and chibicc "expected ';' after ..."), else the closer of the innermost
+ * open bracket or a '{' when it fits and the list of what fits is too long to be of use (or
+ * holds only it). 0: none. */
+static int missing_token(const Parser *px, const bool *fits, int nexp)
+{
+    if (fits[TK_SEMI])
+        return TK_SEMI;
+    int closer = 0, d = px->depth_before;
+    if (d > 0)
+        closer = px->open_kind[d - 1] == TK_LBRACE ? TK_RBRACE : px->open_kind[d - 1] == TK_LPAREN ? TK_RPAREN : TK_RBRACKET;
+    bool listable = nexp > 1 && nexp <= MAX_EXPECTED;
+    if (closer && fits[closer] && !listable)
+        return closer;
+    if (fits[TK_LBRACE] && !listable)
+        return TK_LBRACE;
+    return 0;
+}
+
+/* "expected ';' after ')'" at the end of the previous token (or "expected '}' at end of
+ * file"), with a note at the bracket a missing closer should match. */
+static void report_missing(Parser *px, Token tok, int missing)
+{
+    char prev[64];
+    Loc at = after_prev(px, tok);
+    bool closer = missing == TK_RBRACE || missing == TK_RPAREN || missing == TK_RBRACKET;
+    if (tok.kind == LEX_EOF && missing == TK_RBRACE)
+        diag_error(px->diag, at, "expected %s at end of file", lex_spelling(missing));
+    else if (px->have_prev)
+        diag_error(px->diag, at, "expected %s after %s", lex_spelling(missing), token_words(px->prev, prev, sizeof prev));
+    else
+        diag_error(px->diag, at, "expected %s", lex_spelling(missing));
+    int d = px->depth_before;
+    if (closer && d > 0)
+        diag_note(px->diag, px->open[d - 1], "to close this %s, a %s is missing", lex_spelling(px->open_kind[d - 1]),
+                  closer_of(px->open_kind[d - 1]));
+}
+
+/* A comparison right after an operand where none fits: it follows another comparison (they
+ * are non-associative, so 1 < 2 < 3 is refused rather than read as (1 < 2) < 3). */
+static bool chained_comparison(const Parser *px, Token tok)
+{
+    bool cmp = tok.kind == TK_LT || tok.kind == TK_LE || tok.kind == TK_GT || tok.kind == TK_GE || tok.kind == TK_EQ ||
+               tok.kind == TK_NE;
+    int p = px->have_prev ? px->prev.kind : 0;
+    return cmp && (p == TK_IDENT || p == TK_INT || p == TK_RPAREN || p == TK_RBRACKET);
+}
+
+/* A syntax error at tok: the token that is missing when one stands out; otherwise
+ * "unexpected ')'; expected ';'" when few tokens fit, else just "unexpected ')'". */
 void parse_syntax_error(Parser *px, Token tok, void *engine)
 {
     px->failed = true;
     if (px->trial)
         return;
     int expected[MAX_EXPECTED], nexp = 0;
+    bool fits[256] = {false};
     px->trial = true;
     void *before = px->snapshot ? px->snapshot : engine;   /* the state before this token */
-    for (int k = 1; k < cdsl_parse_ntokens() && nexp <= MAX_EXPECTED; k++)
+    for (int k = 1; k < cdsl_parse_ntokens() && k < 256; k++)
         if (cdsl_parse_would_accept(before, k, tok)) {
             if (nexp < MAX_EXPECTED)
                 expected[nexp] = k;
+            fits[k] = true;
             nexp++;
         }
     px->trial = false;
-    char what[64];
+    if (chained_comparison(px, tok)) {
+        diag_error(px->diag, tok.loc, "unexpected %s: comparisons cannot be chained (write a < b && b < c)",
+                   lex_spelling(tok.kind));
+        return;
+    }
+    int missing = missing_token(px, fits, nexp);
+    if (missing) {
+        report_missing(px, tok, missing);
+        return;
+    }
+    char what[64], words[64];
     if (tok.kind == LEX_EOF)
         snprintf(what, sizeof what, "unexpected end of file");
-    else if (tok.kind == TK_IDENT || tok.kind == TK_INT)
-        snprintf(what, sizeof what, "unexpected %s '%.*s'", lex_spelling(tok.kind), tok.len > 24 ? 24 : tok.len,
-                 tok.start);
     else
-        snprintf(what, sizeof what, "unexpected %s", lex_spelling(tok.kind));
+        snprintf(what, sizeof what, "unexpected %s", token_words(tok, words, sizeof words));
     if (nexp >= 1 && nexp <= MAX_EXPECTED) {
         char list[160] = "";
         for (int i = 0; i < nexp; i++) {
@@ -138,6 +217,7 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
     int kind;
     do {
         kind = lex_next(&lx, &t);
+        px->depth_before = px->depth;
         if (kind == LEX_ERROR || !track_brackets(px, &t)) {
             px->failed = true;
             break;
@@ -145,6 +225,8 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
         px->at = t.loc;
         cdsl_parse_save(engine, px->snapshot);
         cdsl_parse(engine, kind, t);
+        px->prev = t;
+        px->have_prev = true;
     } while (kind != LEX_EOF && !px->failed);
     cdsl_parseFinalize(engine);
     return px->failed ? NULL : px->file;

@@ -1,6 +1,6 @@
 /*
  * post.c - rule 4: follows every chunk's value symbolically and checks the collective's
- * postcondition (LANGUAGE.md's table) at the end.
+ * postcondition (docs/language.md's table) at the end.
  *
  * A value is a sum of input chunks, a multiset of terms input@p[i], or "undefined" (an output
  * or scratch chunk before anything was written into it, and anything computed from one).

@@ -7,20 +7,41 @@
  * buffers (visible in the whole program body, wherever declared at its top level). A def is
  * inlined at each call, so its body sees its parameters, rank, nranks and the calling program's
  * buffers; each def is resolved in the context of the chosen program.
+ *
+ * Every lookup marks the name it finds as used, so that a let nothing reads, and a scratch
+ * buffer that neither the program nor a def it calls names, can be warned about (-Wunused)
+ * once the program has resolved without errors.
  */
 #include "resolve.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "suggest.h"
+
+/* What a name in scope is: lets and scratch buffers that nothing uses are warned about. */
+typedef enum NameKind { NAME_OTHER, NAME_LET, NAME_SCRATCH } NameKind;
+
+typedef struct Name {
+    const char *name;
+    Loc loc;
+    NameKind kind;
+    bool used;
+} Name;
 
 typedef struct Resolver {
     Arena *arena;
     Diag *diag;
     AstUnit *unit;
     Decl *program;
-    const char **names;     /* the scope chain */
+    Name *names;            /* the scope chain */
     int nnames, cap;
     Decl **defs;            /* every def of the unit */
     int ndefs;
+    bool collect_unused;    /* the first walk over a body: lets that go out of scope unused are
+                               kept in `unused` (later walks of a def see the same lets again) */
+    Name *unused;
+    int nunused, unused_cap;
 } Resolver;
 
 static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "barrier", "custom"};
@@ -35,21 +56,49 @@ bool resolve_collective(const char *name, Collective *out)
     return false;
 }
 
-static void push_name(Resolver *r, const char *name)
+static void push_named(Resolver *r, const char *name, Loc loc, NameKind kind)
 {
     if (r->nnames == r->cap) {
         int cap = r->cap ? r->cap * 2 : 32;
         r->names = arena_grow(r->arena, r->names, (size_t)r->nnames, (size_t)cap, sizeof *r->names);
         r->cap = cap;
     }
-    r->names[r->nnames++] = name;
+    r->names[r->nnames++] = (Name){name, loc, kind, false};
 }
 
-static bool in_scope(const Resolver *r, const char *name)
+static void push_name(Resolver *r, const char *name)
+{
+    push_named(r, name, (Loc){0}, NAME_OTHER);
+}
+
+static void note_unused(Resolver *r, const Name *n)
+{
+    if (r->nunused == r->unused_cap) {
+        int cap = r->unused_cap ? r->unused_cap * 2 : 8;
+        r->unused = arena_grow(r->arena, r->unused, (size_t)r->nunused, (size_t)cap, sizeof *r->unused);
+        r->unused_cap = cap;
+    }
+    r->unused[r->nunused++] = *n;
+}
+
+/* The scope chain back to mark entries; lets leaving it unused are noted (names starting with
+ * '_' excepted, by the usual convention for "unused on purpose"). */
+static void pop_to(Resolver *r, int mark)
+{
+    for (int i = mark; r->collect_unused && i < r->nnames; i++)
+        if (r->names[i].kind == NAME_LET && !r->names[i].used && r->names[i].name[0] != '_')
+            note_unused(r, &r->names[i]);
+    r->nnames = mark;
+}
+
+/* Looks the name up, innermost first, and marks it used. */
+static bool in_scope(Resolver *r, const char *name)
 {
     for (int i = r->nnames - 1; i >= 0; i--)
-        if (!strcmp(r->names[i], name))
+        if (!strcmp(r->names[i].name, name)) {
+            r->names[i].used = true;
             return true;
+        }
     return false;
 }
 
@@ -66,6 +115,16 @@ static bool is_order(const char *name)
     return !strcmp(name, "relaxed") || !strcmp(name, "release") || !strcmp(name, "acquire");
 }
 
+/* "unknown name 'rnak'; did you mean 'rank'?" among the names in scope here. */
+static void unknown_name(Resolver *r, Loc at, const char *name)
+{
+    char buf[128];
+    const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->nnames + 1);
+    for (int i = 0; i < r->nnames; i++)
+        names[i] = r->names[i].name;
+    diag_error(r->diag, at, "unknown name '%s'%s", name, suggest_text(name, names, r->nnames, buf, sizeof buf));
+}
+
 static void resolve_expr(Resolver *r, const Expr *e)
 {
     if (!e)
@@ -74,7 +133,7 @@ static void resolve_expr(Resolver *r, const Expr *e)
         if (is_order(e->name))
             diag_error(r->diag, e->loc, "memory order '%s' can only be the argument of signal or wait", e->name);
         else
-            diag_error(r->diag, e->loc, "unknown name '%s'", e->name);
+            unknown_name(r, e->loc, e->name);
     }
     resolve_expr(r, e->lhs);
     resolve_expr(r, e->rhs);
@@ -95,10 +154,14 @@ static void check_order_arg(Resolver *r, const Stmt *s)
         return;
     const Expr *e = s->args.items[0];
     const char *valid = is_signal ? "release" : "acquire";
+    const char *orders[] = {valid, "relaxed"};
+    char buf[128];
     if (e->kind != E_NAME || (strcmp(e->name, valid) && strcmp(e->name, "relaxed"))) {
         if (e->kind == E_NAME && is_order(e->name))
             diag_error(r->diag, e->loc, "%s cannot be '%s'; its memory order is '%s' (the default) or 'relaxed'",
                        s->name, e->name, valid);
+        else if (e->kind == E_NAME && *suggest_text(e->name, orders, 2, buf, sizeof buf))
+            diag_error(r->diag, e->loc, "unknown memory order '%s' for %s%s", e->name, s->name, buf);
         else
             diag_error(r->diag, e->loc, "bad memory order for %s; expected '%s' or 'relaxed'", s->name, valid);
     }
@@ -116,7 +179,7 @@ static void resolve_method(Resolver *r, Stmt *s)
     const Expr *ch = s->channel;
     bool sw = ch->kind == E_SWITCH;
     if (ch->kind == E_NAME && !in_scope(r, ch->name)) {
-        diag_error(r->diag, ch->loc, "unknown name '%s'", ch->name);
+        unknown_name(r, ch->loc, ch->name);
         return;
     }
     resolve_expr(r, ch->lhs);
@@ -130,11 +193,18 @@ static void resolve_method(Resolver *r, Stmt *s)
     /* A let-bound channel may be the switch or a peer: eval.c checks which, once it knows. */
     bool named = ch->kind == E_NAME;
     if (!(named ? sw_op || peer_op : sw ? sw_op : peer_op)) {
-        diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m,
-                   named ? "a channel" : sw ? "the switch" : "a peer channel",
-                   named ? "store, reduce, reduce_store, put, get, signal or wait"
-                   : sw  ? "store, reduce, reduce_store, signal or wait"
-                         : "put, get, signal or wait");
+        static const char *const ops[] = {"put", "get", "signal", "wait", "store", "reduce", "reduce_store"};
+        const char *on = named ? "a channel" : sw ? "the switch" : "a peer channel";
+        char buf[128];
+        /* the switch's operations are the last five, a peer's the first four */
+        const char *hint = suggest_text(m, sw ? ops + 2 : ops, named ? 7 : sw ? 5 : 4, buf, sizeof buf);
+        if (*hint)
+            diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s%s", m, on, hint);
+        else
+            diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m, on,
+                       named ? "store, reduce, reduce_store, put, get, signal or wait"
+                       : sw  ? "store, reduce, reduce_store, signal or wait"
+                             : "put, get, signal or wait");
         return;
     }
     char *what = arena_printf(r->arena, "%s%s", sw_op ? "switch." : "", m);
@@ -157,7 +227,17 @@ static void resolve_call(Resolver *r, Stmt *s)
     }
     Decl *def = find_def(r, s->name);
     if (!def) {
-        diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected copy, reduce or a def", s->name);
+        const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->ndefs + 2);
+        names[0] = "copy";
+        names[1] = "reduce";
+        for (int i = 0; i < r->ndefs; i++)
+            names[i + 2] = r->defs[i]->name;
+        char buf[128];
+        const char *hint = suggest_text(s->name, names, r->ndefs + 2, buf, sizeof buf);
+        if (*hint)
+            diag_error(r->diag, s->name_loc, "unknown operation '%s'%s", s->name, hint);
+        else
+            diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected copy, reduce or a def", s->name);
         return;
     }
     s->target = def;
@@ -174,7 +254,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, bool top)
     switch (s->kind) {
     case S_LET:
         resolve_expr(r, s->value);
-        push_name(r, s->name);
+        push_named(r, s->name, s->name_loc, NAME_LET);
         return;   /* visible to the rest of the block */
     case S_FOR:
         resolve_expr(r, s->value);
@@ -185,7 +265,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, bool top)
     case S_IF:
         resolve_expr(r, s->value);
         resolve_stmts(r, &s->body, false);
-        r->nnames = mark;
+        pop_to(r, mark);
         resolve_stmts(r, &s->orelse, false);
         break;
     case S_CALL: resolve_call(r, s); break;
@@ -197,7 +277,7 @@ static void resolve_stmt(Resolver *r, Stmt *s, bool top)
         resolve_expr(r, s->value);
         break;
     }
-    r->nnames = mark;
+    pop_to(r, mark);
 }
 
 static void resolve_stmts(Resolver *r, const StmtList *l, bool top)
@@ -205,7 +285,7 @@ static void resolve_stmts(Resolver *r, const StmtList *l, bool top)
     int mark = r->nnames;
     for (int i = 0; i < l->n && r->diag->nerrors < 50; i++)
         resolve_stmt(r, l->items[i], top);
-    r->nnames = mark;
+    pop_to(r, mark);
 }
 
 /* Builtins, buffers and parameters of the chosen program: the bottom of every scope chain. */
@@ -217,7 +297,7 @@ static void push_program_names(Resolver *r)
     push_name(r, "output");
     for (int i = 0; i < r->program->body.n; i++)
         if (r->program->body.items[i]->kind == S_SCRATCH)
-            push_name(r, r->program->body.items[i]->name);
+            push_named(r, r->program->body.items[i]->name, r->program->body.items[i]->name_loc, NAME_SCRATCH);
 }
 
 static void resolve_def(Resolver *r, Decl *def)
@@ -226,7 +306,7 @@ static void resolve_def(Resolver *r, Decl *def)
     for (int i = 0; i < def->nparams; i++)
         push_name(r, def->params[i].name);
     resolve_stmts(r, &def->body, false);
-    r->nnames = mark;
+    pop_to(r, mark);
 }
 
 /* Depth-first over the calls, each def walked once: meeting a def that is still being walked
@@ -301,6 +381,22 @@ static void collect_defs(Resolver *r)
         }
 }
 
+/* "; did you mean 'allgather_ring'?" among every program of the unit, or "". */
+static const char *program_hint(Resolver *r, const char *want)
+{
+    int n = 0;
+    for (int f = 0; f < r->unit->nfiles; f++)
+        n += r->unit->files[f]->ndecls;
+    const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)n + 1);
+    n = 0;
+    for (int f = 0; f < r->unit->nfiles; f++)
+        for (int i = 0; i < r->unit->files[f]->ndecls; i++)
+            if (r->unit->files[f]->decls[i]->kind == D_PROGRAM)
+                names[n++] = r->unit->files[f]->decls[i]->name;
+    char *buf = arena_alloc(r->arena, 160);
+    return suggest_text(want, names, n, buf, 160);
+}
+
 /* The program named want (searching the main file, then the imports), or the main file's only one. */
 static Decl *choose_program(Resolver *r, const char *want)
 {
@@ -320,11 +416,11 @@ static Decl *choose_program(Resolver *r, const char *want)
             }
         }
     if (want)
-        diag_fatal(r->diag, "%s has no program named '%s'", path, want);
+        diag_usage(r->diag, "%s has no program named '%s'%s", path, want, program_hint(r, want));
     else if (count == 0)
         diag_fatal(r->diag, "%s holds no program", path);
     else if (count > 1)
-        diag_fatal(r->diag, "%s holds %d programs; choose one with --program NAME", path, count);
+        diag_usage(r->diag, "%s holds %d programs; choose one by name (the program option, cdslc --program NAME)", path, count);
     return count == 1 ? only : NULL;
 }
 
@@ -332,7 +428,10 @@ static void check_program_header(Resolver *r)
 {
     Decl *p = r->program;
     Collective c;
-    if (!resolve_collective(p->collective, &c))
+    char buf[128];
+    if (!resolve_collective(p->collective, &c) && *suggest_text(p->collective, collectives, 5, buf, sizeof buf))
+        diag_error(r->diag, p->coll_loc, "unknown collective '%s'%s", p->collective, buf);
+    else if (!resolve_collective(p->collective, &c))
         diag_error(r->diag, p->coll_loc,
                    "unknown collective '%s'; expected allgather, reducescatter, allreduce, barrier or custom",
                    p->collective);
@@ -344,6 +443,33 @@ static void check_program_header(Resolver *r)
             }
         resolve_expr(r, p->params[i].init);   /* may use nranks and earlier parameters */
         push_name(r, p->params[i].name);
+    }
+}
+
+static int name_order(const void *pa, const void *pb)
+{
+    const Name *a = pa, *b = pb;
+    int c = strcmp(a->loc.src->path, b->loc.src->path);
+    return c ? c : a->loc.line != b->loc.line ? a->loc.line - b->loc.line : a->loc.col - b->loc.col;
+}
+
+/* -Wunused: lets that nothing read, and scratch buffers of the program that neither it nor a
+ * def it calls names; in source order. Only for a program that resolved without errors. */
+static void warn_unused(Resolver *r, int scratch_from, int scratch_to)
+{
+    for (int i = scratch_from; i < scratch_to; i++)
+        if (r->names[i].kind == NAME_SCRATCH && !r->names[i].used && r->names[i].name[0] != '_')
+            note_unused(r, &r->names[i]);
+    if (r->nunused > 1)
+        qsort(r->unused, (size_t)r->nunused, sizeof *r->unused, name_order);
+    for (int i = 0; i < r->nunused; i++) {
+        const Name *n = &r->unused[i];
+        if (i > 0 && !name_order(n, &r->unused[i - 1]))
+            continue;   /* a let of a def, seen again by a later walk */
+        if (n->kind == NAME_LET)
+            diag_warning(r->diag, DIAG_W_UNUSED, n->loc, "let '%s' is never used", n->name);
+        else
+            diag_warning(r->diag, DIAG_W_UNUSED, n->loc, "scratch buffer '%s' is never used", n->name);
     }
 }
 
@@ -364,12 +490,14 @@ Decl *resolve_unit(Arena *a, Diag *d, AstUnit *u, const char *want)
     push_program_names(r);
     int program_names = r->nnames;
     push_all_scratch(r);
+    r->collect_unused = true;
     for (int i = 0; i < r->ndefs; i++)
         resolve_def(r, r->defs[i]);
     r->nnames = program_names;
     for (int i = 0; i < r->program->nparams; i++)
         push_name(r, r->program->params[i].name);
     resolve_stmts(r, &r->program->body, true);
+    r->collect_unused = false;
     for (int i = 0; i < r->ndefs && !d->nerrors; i++)
         if (r->defs[i]->walk == 0) {
             r->defs[i]->walk = 1;
@@ -384,5 +512,8 @@ Decl *resolve_unit(Arena *a, Diag *d, AstUnit *u, const char *want)
     for (int i = 0; i < r->ndefs; i++)
         if (r->defs[i]->reachable)
             resolve_def(r, r->defs[i]);
-    return d->nerrors ? NULL : r->program;
+    if (d->nerrors)
+        return NULL;
+    warn_unused(r, 4, program_names);   /* after rank, nranks, input, output: the scratch */
+    return d->nerrors ? NULL : r->program;   /* -Werror */
 }

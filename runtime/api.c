@@ -30,6 +30,7 @@
 #include "cdsl.h"
 #include "driver.h"
 #include "ir.h"
+#include "log.h"
 #include "verify.h"
 
 struct cdsl_comm {
@@ -59,6 +60,13 @@ static ssize_t comm_log_write(void *cookie, const char *buf, size_t len)
     if (!c->muted) {
         fwrite(buf, 1, len, c->user_log);
         fflush(c->user_log);
+    } else {   /* why the default backend did not take p2p: only on the debug log */
+        const char *prefix = "cdsl: error: ";
+        bool error = len > strlen(prefix) && !strncmp(buf, prefix, strlen(prefix));
+        const char *text = error ? buf + strlen(prefix) : buf;
+        int n = (int)(len - (size_t)(text - buf));
+        log_msg(LOG_INFO, "backend p2p at %d per GPU not used: %.*s", c->cfg.ranks_per_gpu,
+                n > 0 && text[n - 1] == '\n' ? n - 1 : n, text);
     }
     return (ssize_t)len;
 }
@@ -197,11 +205,17 @@ int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out)
         .spin_limit = opts->spin_limit,
         .log = c->log,
     };
+    double t = log_clock();
     rc = opts->backend == CDSL_BACKEND_AUTO ? comm_create_default(c) : comm_create_on(c, opts->backend);
     if (rc) {
         comm_free(c);
         return rc;
     }
+    log_msg(LOG_INFO, "backend %s: %d rank%s%s, %s (%.3f ms to create)", cdsl_backend_name(c->backend), c->cfg.nranks,
+            c->cfg.nranks == 1 ? "" : "s", c->backend == CDSL_BACKEND_SIM ? " as CPU threads" : "",
+            opts->backend == CDSL_BACKEND_AUTO ? "chosen by default" : "asked for", log_ms_since(t));
+    if (c->backend == CDSL_BACKEND_SIM && (c->cfg.seed || c->cfg.jitter_us))
+        log_msg(LOG_INFO, "sim: jitter seed %u, up to %d us", c->cfg.seed, c->cfg.jitter_us ? c->cfg.jitter_us : 20);
     *out = c;
     return CDSL_OK;
 }
@@ -562,8 +576,20 @@ int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double 
 {
     if (!c)
         return comm_missing(__func__);
+    double t = log_clock();
     int rc = comm_prepare(c, p, dtype, iters);
-    return rc ? rc : c->ops->run(c->state, c->chunk_bytes, iters, us_per_iter);
+    if (rc)
+        return rc;
+    log_msg(LOG_TRACE, "timing: load %.3f ms (%s, %s)", log_ms_since(t), p->ir->name, cdsl_dtype_name(dtype));
+    double us = 0;
+    t = log_clock();
+    rc = c->ops->run(c->state, c->chunk_bytes, iters, &us);
+    log_msg(LOG_INFO, "timing: run %.3f ms (%s on %s, %d run%s of %zu-byte chunks, %.2f us each%s)", log_ms_since(t),
+            p->ir->name, cdsl_backend_name(c->backend), iters, iters == 1 ? "" : "s", c->chunk_bytes, us,
+            rc ? ", failed" : "");
+    if (us_per_iter)
+        *us_per_iter = us;
+    return rc;
 }
 
 int cdsl_run_async(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, void *const *streams)

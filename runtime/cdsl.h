@@ -69,6 +69,21 @@ typedef enum cdsl_stage {
     CDSL_STAGE_CHECK,       /* also run every check (the default) */
 } cdsl_stage;
 
+/* Warnings (docs/warnings.md), by family; each can be turned off. They never make a compile
+ * fail unless warnings_as_errors is set. */
+typedef enum cdsl_warning {
+    CDSL_WARN_UNUSED = 1,               /* a let or a scratch buffer that nothing uses (-Wunused) */
+    CDSL_WARN_REDUNDANT_BARRIER = 2,    /* a signal/wait pair the program checks clean without
+                                           (-Wredundant-barrier) */
+    CDSL_WARN_STRONGER_ORDER = 4,       /* a release signal the program checks clean with relaxed
+                                           (-Wstronger-order) */
+    CDSL_WARN_ALL = 7
+} cdsl_warning;
+
+/* How diagnostics are written: text for people, or gcc's JSON for editors and CI (one array
+ * per call that reported something; cdsl_compile always writes one, "[]" when clean). */
+typedef enum cdsl_diag_format { CDSL_DIAG_TEXT = 0, CDSL_DIAG_JSON = 1 } cdsl_diag_format;
+
 typedef struct cdsl_compile_opts {
     const char *path;                  /* the .cdsl file */
     int nranks;
@@ -88,6 +103,15 @@ typedef struct cdsl_compile_opts {
                                           this rank's part of its input, allreduce's input its
                                           output; the checker sees the aliasing, and the runtime
                                           lays the buffers out so (docs/language.md, "In place") */
+    const char *source;                /* the program's text (NUL-terminated) instead of reading
+                                          path, which then only names it in messages; imports
+                                          are looked up from the current folder. NULL: read path */
+    unsigned warnings_off;             /* cdsl_warning bits not to report; 0: every warning */
+    int warnings_as_errors;            /* 1: a warning is an error (CDSL_ERR_PROGRAM), -Werror */
+    int diag_format;                   /* a cdsl_diag_format; 0: text */
+    int progress;                      /* a line saying what long work (evaluation, checking,
+                                          NVRTC) is doing, on the diag stream once it has taken a
+                                          second: 1 on, 0 off, -1 when diag is a terminal */
 } cdsl_compile_opts;
 
 typedef struct cdsl_program cdsl_program;
@@ -107,11 +131,22 @@ typedef enum cdsl_dump { CDSL_DUMP_AST, CDSL_DUMP_IR, CDSL_DUMP_DOT, CDSL_DUMP_C
  * ENOMEM then), CDSL_ERR_PROGRAM when the stage it prints was not reached. */
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out);
 
-/* NULL, or 0, when p is NULL or was not evaluated. */
+/* The program's name and collective as written: NULL when p is NULL or no program was chosen
+ * (resolution failed). The rank count and C: 0 when p is NULL or was not evaluated. */
 const char *cdsl_program_name(const cdsl_program *p);
 const char *cdsl_program_collective(const cdsl_program *p);
 int cdsl_program_nranks(const cdsl_program *p);
 int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
+
+/* Programs by name. A program named without a folder ("allgather_ring", with or without
+ * ".cdsl") is looked up as NAME.cdsl where imports are found after the importing file's
+ * folder: each folder of $CDSL_PATH, the installed stdlib, the stdlib beside the running tool
+ * (a checkout's stdlib/, or PREFIX/share/cdsl/stdlib). cdsl_find_program writes the path of
+ * the first found to out and returns 0, or CDSL_ERR_USAGE when there is none (or it does not
+ * fit in size bytes). cdsl_stdlib_dir writes the stdlib folder in use: the installed one, else
+ * the one beside the running tool. */
+int cdsl_find_program(const char *name, char *out, size_t size);
+int cdsl_stdlib_dir(char *out, size_t size);
 
 /* The CUDA source for one device flavour (P2P or NVLS) and element type. The string belongs
  * to p. Returns NULL, with a diagnostic, for a combination multimem does not have, for a

@@ -78,10 +78,10 @@ static int cu_init(CuDrv *cu, FILE *log)
     }
     if (r == CUDA_ERROR_NO_DEVICE)
         rt_error(log, "no CUDA device on this machine (the driver is installed but sees no "
-                      "GPU; use --backend sim)");
+                      "GPU; the sim backend runs without one)");
     else if (r == CUDA_ERROR_STUB_LIBRARY)
         rt_error(log, "libcuda.so.1 here is the CUDA toolkit's stub library, not a driver: "
-                      "no CUDA driver on this machine (use --backend sim)");
+                      "no CUDA driver on this machine (the sim backend runs without one)");
     else if (r == CUDA_ERROR_DEVICE_UNAVAILABLE)
         rt_error(log, "the GPUs on this machine are unavailable (busy, or in exclusive-process "
                       "mode and used by another process)");
@@ -101,7 +101,7 @@ int cu_open(CuDrv **out, FILE *log)
     cu->lib = cu_dlopen();
     if (!cu->lib) {
         rt_error(log, "no CUDA driver (libcuda.so.1) on this machine; the GPU backends need "
-                      "an NVIDIA driver (use --backend sim)");
+                      "an NVIDIA driver (the sim backend runs without one)");
         free(cu);
         return CDSL_ERR_SYSTEM;
     }

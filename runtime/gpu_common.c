@@ -37,6 +37,7 @@
 
 #include "ce.h"
 #include "driver.h"
+#include "log.h"
 
 /* ---- Reporting ----------------------------------------------------------------------------- */
 
@@ -79,7 +80,7 @@ long gpu_env_long(const char *name, long def)
 
 /* ---- Placement ----------------------------------------------------------------------------- */
 
-/* "-n 8 needs 8 GPUs at 1 rank per GPU; this machine has 2 (try --ranks-per-gpu 4)" */
+/* "8 ranks need 8 GPUs at 1 rank per GPU; this machine has 2 (4 ranks per GPU would fit)" */
 static int gpu_too_few(const GpuComm *g, int count, int needed)
 {
     int n = g->nranks, rpg = g->cfg.ranks_per_gpu, first = g->cfg.first_device;
@@ -88,12 +89,12 @@ static int gpu_too_few(const GpuComm *g, int count, int needed)
     if (first > 0)
         snprintf(where, sizeof where, " from GPU %d on", first);
     if (g->flavour == CDSL_BACKEND_NVLS || avail == 0) {
-        rt_error(g->cfg.log, "-n %d needs %d GPUs at %d rank%s per GPU; this machine has %d%s",
+        rt_error(g->cfg.log, "%d ranks need %d GPUs at %d rank%s per GPU; this machine has %d%s",
                  n, needed, rpg, rpg == 1 ? "" : "s", avail, where);
     } else {
         int try_rpg = (n + avail - 1) / avail;
-        rt_error(g->cfg.log, "-n %d needs %d GPUs at %d rank%s per GPU; this machine has %d%s "
-                 "(try --ranks-per-gpu %d)", n, needed, rpg, rpg == 1 ? "" : "s", avail, where,
+        rt_error(g->cfg.log, "%d ranks need %d GPUs at %d rank%s per GPU; this machine has %d%s "
+                 "(%d ranks per GPU would fit)", n, needed, rpg, rpg == 1 ? "" : "s", avail, where,
                  try_rpg);
     }
     return CDSL_ERR_SYSTEM;
@@ -106,7 +107,7 @@ static int gpu_place(GpuComm *g)
     if (r != CUDA_SUCCESS)
         return gpu_fail(g, -1, r, "counting the GPUs");
     if (count == 0) {
-        rt_error(g->cfg.log, "no CUDA device on this machine (use --backend sim)");
+        rt_error(g->cfg.log, "no CUDA device on this machine (the sim backend runs without one)");
         return CDSL_ERR_SYSTEM;
     }
     int rpg = g->cfg.ranks_per_gpu;
@@ -230,6 +231,17 @@ static int gpu_make_timing(GpuComm *g)
     return CDSL_OK;
 }
 
+/* CDSL_DEBUG=INFO: where the ranks went. */
+static void gpu_log_placement(const GpuComm *g)
+{
+    log_msg(LOG_INFO, "placement: %d rank%s on %d GPU%s, %d per GPU (CUDA driver %d.%d)", g->nranks,
+            g->nranks == 1 ? "" : "s", g->ndev, g->ndev == 1 ? "" : "s", g->cfg.ranks_per_gpu, g->cu->version / 1000,
+            g->cu->version % 1000 / 10);
+    for (int d = 0, first = 0; d < g->ndev; first += g->devs[d].nranks, d++)
+        log_msg(LOG_INFO, "placement: GPU %d (%s, %s, %d SMs): ranks %d to %d", g->devs[d].ordinal, g->devs[d].name,
+                g->devs[d].arch, g->devs[d].sm_count, first, first + g->devs[d].nranks - 1);
+}
+
 static int gpu_build(GpuComm *g)
 {
     int st = cu_open(&g->cu, g->cfg.log);
@@ -237,6 +249,8 @@ static int gpu_build(GpuComm *g)
         st = gpu_place(g);
     for (int d = 0; !st && d < g->ndev; d++)
         st = gpu_open_device(g, d);
+    if (!st)
+        gpu_log_placement(g);
     if (!st)
         st = gpu_enable_peers(g);
     for (int q = 0; !st && q < g->nranks; q++)
@@ -265,7 +279,7 @@ int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out)
     g->nranks = cfg->nranks;
     g->spin_limit = cfg->spin_limit ? cfg->spin_limit : GPU_DEFAULT_SPIN_LIMIT;
     if (g->nranks < 1) {
-        rt_error(cfg->log, "-n %d: a communicator needs at least one rank", g->nranks);
+        rt_error(cfg->log, "%d ranks: a communicator needs at least one rank", g->nranks);
         free(g);
         return CDSL_ERR_USAGE;
     }
@@ -480,7 +494,7 @@ static int gpu_launch_shape(GpuComm *g, int d)
             "computing cdsl_main's occupancy");
     if ((long)dv->blocks_per_sm * dv->sm_count < dv->nranks) {
         rt_error(g->cfg.log, "GPU %d (%s) cannot keep %d ranks' kernels resident at once "
-                 "(%d blocks of %d threads fit); use fewer --ranks-per-gpu", dv->ordinal,
+                 "(%d blocks of %d threads fit); place fewer ranks on each GPU", dv->ordinal,
                  dv->name, dv->nranks, dv->blocks_per_sm * dv->sm_count, dv->threads);
         return CDSL_ERR_SYSTEM;
     }

@@ -20,11 +20,23 @@
 #include "cache.h"
 #include "driver.h"
 #include "emit.h"
+#include "log.h"
 #include "nvrtc.h"
 
 static bool valid_choice(cdsl_backend flavour, cdsl_dtype dtype)
 {
     return (int)flavour >= 0 && flavour <= CDSL_BACKEND_NVLS && (int)dtype >= 0 && dtype <= CDSL_S32;
+}
+
+static void emitted(const cdsl_program *p, const char *src, cdsl_backend flavour, cdsl_dtype dtype, int rank,
+                    double t0)
+{
+    char which[32] = "";
+    if (rank >= 0)
+        snprintf(which, sizeof which, ", rank %d", rank);
+    if (src)
+        log_msg(LOG_INFO, "timing: emit %.3f ms (%s CUDA for %s, %s%s, %zu bytes)", log_ms_since(t0),
+                cdsl_backend_name(flavour), p->ir->name, cdsl_dtype_name(dtype), which, strlen(src));
 }
 
 /* The checked program's CUDA, every rank's (rank -1) or one rank's, kept in the program: a
@@ -39,7 +51,7 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     }
     if (flavour == CDSL_BACKEND_SIM) {
         diag_fatal(&p->diag, "the sim backend runs programs on CPU threads and has no CUDA source; "
-                   "emit for --backend p2p or --backend nvls");
+                   "emit for the p2p or nvls backend");
         return NULL;
     }
     if (!p->ir || !p->check || !p->ok) {
@@ -51,30 +63,42 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
                    p->ir->nranks, p->ir->nranks - 1);
         return NULL;
     }
+    double t = log_clock();
     if (rank < 0) {
-        if (!p->cuda[flavour][dtype])
+        if (!p->cuda[flavour][dtype]) {
             p->cuda[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, -1);
+            emitted(p, p->cuda[flavour][dtype], flavour, dtype, rank, t);
+        }
         return p->cuda[flavour][dtype];
     }
     if (!p->cuda_rank[flavour][dtype] || p->cuda_rank_of[flavour][dtype] != rank) {
         p->cuda_rank[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, rank);
         p->cuda_rank_of[flavour][dtype] = p->cuda_rank[flavour][dtype] ? rank : -1;
+        emitted(p, p->cuda_rank[flavour][dtype], flavour, dtype, rank, t);
     }
     return p->cuda_rank[flavour][dtype];
 }
 
+/* What a public call said, printed when it returns (DIAG_JSON keeps it until then). */
+static const char *flushed(cdsl_program *p, const char *src)
+{
+    if (p)
+        diag_flush(&p->diag, false);
+    return src;
+}
+
 const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
 {
-    return emit_checked(p, flavour, dtype, -1);
+    return flushed(p, emit_checked(p, flavour, dtype, -1));
 }
 
 const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
     if (p && rank < 0) {
         diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
-        return NULL;
+        return flushed(p, NULL);
     }
-    return emit_checked(p, flavour, dtype, rank);
+    return flushed(p, emit_checked(p, flavour, dtype, rank));
 }
 
 /* ---- Architecture ---------------------------------------------------------------------------- */
@@ -116,10 +140,10 @@ static int check_arch(cdsl_program *p, cdsl_backend flavour, const char *arch, c
     if (a->sm < need) {
         if (flavour == CDSL_BACKEND_NVLS)
             diag_fatal(&p->diag, "the nvls backend uses multimem instructions, which need sm_90 "
-                       "(Hopper) or newer; --arch %s is older", arch);
+                       "(Hopper) or newer; the target architecture %s is older", arch);
         else
             diag_fatal(&p->diag, "the %s backend needs sm_%d or newer (acquire/release atomics); "
-                       "--arch %s is older", cdsl_backend_name(flavour), need, arch);
+                       "the target architecture %s is older", cdsl_backend_name(flavour), need, arch);
         return CDSL_ERR_USAGE;
     }
     return CDSL_OK;
@@ -175,7 +199,15 @@ static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, si
 {
     RtNvrtcJob nj = {j->src, j->name, j->options, 2, j->what == CDSL_CUBIN};
     char *log = NULL;
-    if (rt_nvrtc_compile(n, &nj, data, len, &log) == 0) {
+    cdsl_program *p = j->p;
+    progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
+                   "compiling %s with NVRTC for %s", j->name, arch);
+    double t = log_clock();
+    int rc = rt_nvrtc_compile(n, &nj, data, len, &log);
+    progress_end(&p->progress);
+    log_msg(LOG_INFO, "timing: NVRTC %.3f ms (%s, %s, %s)", log_ms_since(t), j->name, j->options[0],
+            rc == 0 ? "compiled" : "failed");
+    if (rc == 0) {
         free(log);
         return CDSL_OK;
     }
@@ -237,8 +269,13 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     FILE *log = j->p->diag.out;
     bool verbose = rt_cache_verbose();
     RtCache c;
+    int major, minor;
+    rt_nvrtc_version(n, &major, &minor);
+    log_msg(LOG_INFO, "NVRTC %d.%d: %s", major, minor, rt_nvrtc_path(n));
+    log_msg(LOG_TRACE, "NVRTC identity (part of the cache key): %s", rt_nvrtc_identity(n));
     RtCacheState state = rt_cache_open(&c, RT_CACHE_CREATE);
     if (state != RT_CACHE_OPEN) {
+        log_msg(LOG_INFO, "cache off: %s", c.why);
         report_cache_off(log, state, &c, verbose);
         return run_nvrtc(j, n, arch, data, len);
     }
@@ -246,6 +283,7 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     job_key(j, n);
     rt_cache_path(&c, j->key, ext, path, sizeof path);
     RtCacheResult r = rt_cache_load(&c, j->key, ext, data, len);
+    log_msg(LOG_INFO, "cache %s: %s", result_word(r), path);
     if (verbose)
         fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n),
                 result_word(r), path);
@@ -321,7 +359,10 @@ int cdsl_cache_clean(FILE *report, FILE *log)
 int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, const char *arch,
                         cdsl_artifact what, void **data, size_t *len)
 {
-    return compile_device(p, flavour, dtype, -1, arch, what, data, len);
+    int rc = compile_device(p, flavour, dtype, -1, arch, what, data, len);
+    if (p)
+        diag_flush(&p->diag, false);
+    return rc;
 }
 
 int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, const char *arch,
@@ -331,7 +372,11 @@ int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype d
         *data = NULL;
         *len = 0;
         diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
+        diag_flush(&p->diag, false);
         return CDSL_ERR_USAGE;
     }
-    return compile_device(p, flavour, dtype, rank, arch, what, data, len);
+    int rc = compile_device(p, flavour, dtype, rank, arch, what, data, len);
+    if (p)
+        diag_flush(&p->diag, false);
+    return rc;
 }

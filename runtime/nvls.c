@@ -69,7 +69,7 @@ int rt_nvls_refuse_env(FILE *log)
         if (!v || nvls_env_allows(&nvls_env_vars[i], v))
             continue;
         rt_error(log, "the nvls backend is disabled by %s=%s in the environment; no multicast "
-                 "object is created (use --backend p2p)", nvls_env_vars[i].name, v);
+                 "object is created (the p2p backend needs none)", nvls_env_vars[i].name, v);
         refused = 1;
     }
     return refused ? CDSL_ERR_SYSTEM : CDSL_OK;
@@ -377,7 +377,7 @@ static int nvls_check_devices(GpuComm *g, NvlsGroup *grp)
 {
     if (!cu_has_multicast(g->cu)) {
         rt_error(g->cfg.log, "the CUDA driver on this machine has no multicast objects "
-                 "(a driver for CUDA 12.1 or newer is needed for --backend nvls)");
+                 "(the nvls backend needs a driver for CUDA 12.1 or newer)");
         return CDSL_ERR_SYSTEM;
     }
     grp->handle_types = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
@@ -394,7 +394,7 @@ static int nvls_check_devices(GpuComm *g, NvlsGroup *grp)
                           dv->dev), "reading handle type support");
         if (!mc || !vmm) {
             rt_error(g->cfg.log, "GPU %d (%s) does not support %s; the nvls backend needs "
-                     "NVLink SHARP (Hopper or newer behind an NVSwitch; use --backend p2p)",
+                     "NVLink SHARP (Hopper or newer behind an NVSwitch; the p2p backend runs without it)",
                      dv->ordinal, dv->name, !mc ? "multicast" : "virtual memory management");
             return CDSL_ERR_SYSTEM;
         }
@@ -429,7 +429,7 @@ static int nvls_create(const RtConfig *cfg, void **state)
         return st;
     if (cfg->ranks_per_gpu > 1) {
         rt_error(cfg->log, "the nvls backend runs one rank per GPU (a multicast object binds "
-                 "one memory per device); --ranks-per-gpu %d is for --backend p2p",
+                 "one memory per device); %d ranks per GPU is for the p2p backend",
                  cfg->ranks_per_gpu);
         return CDSL_ERR_SYSTEM;
     }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "log.h"
 #include "rank.h"
 #include "sha256.h"
 
@@ -125,11 +126,15 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
         free(c);
         return CDSL_ERR_USAGE;
     }
+    double t = log_clock();
     if ((st = c->ops->init(c, &id))) {
         c->ops->destroy(c);
         free(c);
         return st;
     }
+    log_msg(LOG_INFO, "engine %s: rank %d of %d, %s%d (%.3f ms to join, time bound %.0f s)", cdsl_engine_name(c->kind),
+            rank, nranks, c->device >= 0 ? "GPU " : "no GPU", c->device >= 0 ? c->device : 0, log_ms_since(t),
+            c->cfg.timeout_s);
     *comm = c;
     return CDSL_OK;
 }

@@ -17,7 +17,7 @@
  * stuck in a wait is reported with the .cdsl location of the wait and the counter's state.
  *
  * The start and end of a rank's program stand for the work before and after the collective
- * (LANGUAGE.md), and the sim plays both parts. With a seed, every rank starts each iteration
+ * (docs/language.md), and the sim plays both parts. With a seed, every rank starts each iteration
  * by rewriting its output and scratch buffers with all-ones bytes (the work before may write
  * them), after a random delay: a peer that writes into a rank before that rank has started
  * then loses its data, and a program that reads scratch it has not written reads all-ones.

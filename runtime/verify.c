@@ -3,7 +3,7 @@
  *
  * cdsl_fill() writes every rank's input with the pattern of verify.h and sets outputs and
  * scratch buffers to all-ones bytes; cdsl_check() reads each rank's output back and compares
- * every element with the collective's postcondition (LANGUAGE.md's table):
+ * every element with the collective's postcondition (docs/language.md's table):
  *   allgather      output[p*C + i] == input@p[i]
  *   reducescatter  output[i] == sum over p of input@p[r*C + i]
  *   allreduce      output[i] == sum over p of input@p[i]
@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "driver.h"
+#include "log.h"
 
 /* Normal finite values the 16-bit types have: 2 signs x 30 (f16) or 254 (bf16) exponents. */
 enum { F16_NORMALS = 2 * 30 * 1024, BF16_NORMALS = 2 * 254 * 128 };
@@ -313,10 +314,12 @@ int cdsl_fill(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
     char *host = vf_host(c, biggest);
     if (!host)
         return CDSL_ERR_SYSTEM;
+    double t0 = log_clock();
     int rc = CDSL_OK;
     for (int b = 0; !rc && b < ir->nbufs; b++)
         rc = vf_fill_buffer(c, ir, t, b, host);
     free(host);
+    log_msg(LOG_TRACE, "timing: fill %.3f ms (%s, %s)", log_ms_since(t0), ir->name, cdsl_dtype_name(t));
     return rc;
 }
 
@@ -462,6 +465,7 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
         return CDSL_ERR_USAGE;
     if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)
         return CDSL_OK;
+    double t0 = log_clock();
     VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
     k.chunk_elems = cdsl_comm_chunk_bytes(c) / cdsl_dtype_size(t);
     size_t bytes = vf_buf_bytes(c, ir, IR_OUTPUT), elems = bytes / cdsl_dtype_size(t);
@@ -474,6 +478,7 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
     }
     free(host);
     free(k.sums);
+    log_msg(LOG_INFO, "timing: verify %.3f ms (%s, %llu wrong elements)", log_ms_since(t0), ir->name, k.wrong);
     if (rc)
         return rc;
     vf_first_wrong(&k, out);

@@ -9,9 +9,13 @@
 #                               <name>.out/.ast/.ir/.cu/.dot (stdout). UPDATE=1 rewrites them.
 #   tests/<suite>/*.sh          script test, run from the repository root; it prints
 #                               "[PASS] x" / "[FAIL] x" lines (each counts) or is judged by its exit.
-# Then the spec programs (../shared/spec/run.sh, also with RUN=1), the golden suites again under
-# the ASan/UBSan build, and a short bounded fuzz run of both fuzz harnesses; last, a check that
-# no test left a temporary file behind. The last line is "N passed, N failed".
+#   tests/spec/                 the spec's programs with their verdict lines, checked by
+#                               tests/spec/spec.sh (a script test), not as golden tests.
+# Then the golden suites again under the ASan/UBSan build and a short bounded fuzz run of both
+# fuzz harnesses; the project's shared spec (../shared/spec/run.sh, also with RUN=1) in addition
+# where a checkout has it beside it (a note otherwise: the suite needs nothing outside the
+# repository); last, a check that no test left a temporary file behind. The last line is
+# "N passed, N failed".
 cd "$(dirname "$0")/.." || exit 2
 export CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 export ASAN_CDSLC=$PWD/build/asan/cdslc ASAN_CDSLRUN=$PWD/build/asan/cdslrun
@@ -78,9 +82,9 @@ script() {
     rm -f "$log"
 }
 
+# The shared spec's own runner, where it is present (the in-tree copies run as tests/spec/spec.sh).
 spec() {
     local label=$1; shift
-    if [ ! -x "$SHARED/spec/run.sh" ] && [ ! -f "$SHARED/spec/run.sh" ]; then bad "spec$label" "no $SHARED/spec/run.sh"; return; fi
     local log; log=$(mktemp)
     env "$@" bash "$SHARED/spec/run.sh" >"$log" 2>&1
     local p f
@@ -93,13 +97,21 @@ spec() {
     rm -f "$log"
 }
 
-for f in tests/*/*.cdsl; do golden "$f" "$CDSLC" "$CDSLRUN" ""; done
+goldens=()
+for f in tests/*/*.cdsl; do case $f in tests/spec/*) ;; *) goldens+=("$f") ;; esac; done
+for f in "${goldens[@]}"; do golden "$f" "$CDSLC" "$CDSLRUN" ""; done
 for s in tests/*/*.sh; do script "$s"; done
-spec "" 
-spec " (RUN=1, sim)" RUN=1
+have_shared_spec=""
+[ -f "$SHARED/spec/run.sh" ] && have_shared_spec=1
+if [ -n "$have_shared_spec" ]; then
+    spec ""
+    spec " (RUN=1, sim)" RUN=1
+else
+    echo "note: no shared spec at $SHARED/spec (not part of the repository); tests/spec/spec.sh checked the in-tree copies"
+fi
 if [ -x "$ASAN_CDSLC" ]; then
-    for f in tests/*/*.cdsl; do golden "$f" "$ASAN_CDSLC" "$ASAN_CDSLRUN" "asan:"; done
-    spec " (asan)" CDSLC="$ASAN_CDSLC" CDSLRUN="$ASAN_CDSLRUN" RUN=1
+    for f in "${goldens[@]}"; do golden "$f" "$ASAN_CDSLC" "$ASAN_CDSLRUN" "asan:"; done
+    [ -z "$have_shared_spec" ] || spec " (asan)" CDSLC="$ASAN_CDSLC" CDSLRUN="$ASAN_CDSLRUN" RUN=1
 else
     bad "asan build" "missing $ASAN_CDSLC (make asan)"
 fi

@@ -9,6 +9,7 @@
  * naming the input file itself is refused.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,37 +22,34 @@
 #include "cdsl.h"
 #include "cli.h"
 
-enum { MAX_LIST = 256, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
-#define TEXT_OF(x) #x
-#define NUMBER_TEXT(x) TEXT_OF(x)
+enum { EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
 typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CE, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct Args {
-    cdsl_compile_opts opts;
-    const char *defines[MAX_LIST];
-    const char *includes[MAX_LIST];
+    CliCompile c;
     Emit emit;
     const char *output;
     cdsl_backend backend;
     cdsl_dtype dtype;
     const char *arch;
-    bool have_n;
-    const char *n_text;   /* -n as written, for messages */
     int rank;             /* --rank R: emit rank R's code only; -1: every rank's */
     const char *rank_text;
+    bool cache_clean;
 } Args;
 
 static const char usage_text[] =
-    "usage: cdslc FILE.cdsl -n NRANKS [options]\n"
+    "usage: cdslc PROGRAM -n NRANKS [options]\n"
     "\n"
     "Parse a .cdsl collective program, check it for cross-rank races, deadlocks and a wrong\n"
     "result on every rank, and optionally emit device code. Silent when the program is clean.\n"
+    "PROGRAM is a .cdsl file, - for standard input (imports are then looked up from the\n"
+    "current folder), or the name of a stdlib program (cdslc --list shows them).\n"
     "\n"
     "options:\n"
-    "  -n N                 number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
+    "  -n, --nranks N       number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
     "  --program NAME       the program to compile when the file holds several\n"
-    "  -D NAME=VALUE        set a program parameter (e.g. -D chunks=4)\n"
+    "  -D, --define NAME=VALUE  set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR               search DIR for imports (after the importing file's folder)\n"
     "  --in-place           check (and emit) NCCL's in-place form: allgather's input is this\n"
     "                       rank's part of its output, reducescatter's output this rank's part\n"
@@ -69,178 +67,123 @@ static const char usage_text[] =
     "  --arch sm_XX         NVRTC target architecture (default sm_90)\n"
     "  --rank R             with --emit-cuda/--emit-ptx/--emit-cubin: rank R's code only, what\n"
     "                       one process per GPU loads (every rank is still checked)\n"
-    "  -o FILE              write the output to FILE instead of standard output\n"
+    "  -o, --output FILE    write the output to FILE instead of standard output\n"
     "  --color=WHEN         colour diagnostics: auto (default), always, never\n"
+    "  -W WARNING, -Wno-WARNING  turn a warning on (the default) or off: unused,\n"
+    "                       redundant-barrier, stronger-order (docs/warnings.md)\n"
+    "  -Wall, -w, -Werror   every warning on; none; warnings are errors (exit 1)\n"
+    "  -fdiagnostics-format=json  diagnostics as gcc's JSON (one array per call) for tools\n"
     "  --check-memory SIZE  memory the checker may use, e.g. 512M, 4G (default 2G)\n"
     "  --check-steps N      steps of work the checker may take (default 2^32)\n"
-    "  --help, --version\n"
+    "  --list               list the stdlib's programs: name, collective, what it does\n"
+    "  -h, --help, --version\n"
     "  --cache-clean        (alone) remove the JIT cache's entries and temporary files, list them\n"
+    "  --                   the end of the options: what follows is the program\n"
     "\n"
     "exit status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory,\n"
-    "a failed write, NVRTC missing or failing)\n"
-    "environment: CDSL_PATH (import folders), CDSL_CACHE_DIR (JIT cache folder, default\n"
-    "  $XDG_CACHE_HOME/cdsl or ~/.cache/cdsl; used only when yours and not writable by others),\n"
-    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (cap in bytes, else CUDA_CACHE_MAXSIZE, default\n"
-    "  268435456), CDSL_CACHE_VERBOSE=1 (report hits, misses, evictions)\n";
+    "a failed write, NVRTC missing or failing); warnings never change it unless -Werror\n";
 
 static int usage(const char *fmt, const char *arg)
 {
     return cli_usage("cdslc", fmt, arg);
 }
 
-static bool parse_ranks(const char *s, int *n)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || errno || v < INT_MIN || v > INT_MAX)
-        return false;
-    *n = (int)v;
-    return true;
-}
+/* The emit options in Emit's order (EMIT_AST ...): an option's code maps onto its Emit. */
+enum { OPT_DUMP_AST = CLI_TOOL_FIRST, OPT_DUMP_IR, OPT_EMIT_DOT, OPT_DUMP_CE, OPT_EMIT_CUDA, OPT_EMIT_PTX, OPT_EMIT_CUBIN,
+       OPT_BACKEND, OPT_DTYPE, OPT_ARCH, OPT_RANK, OPT_CACHE_CLEAN };
 
-/* "512M", "4G", "65536": bytes, with an optional K, M or G (powers of 1024). */
-static bool parse_size(const char *s, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    int shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30;
-    if (shift)
-        end++;
-    if (!*s || *s == '-' || *end || errno || v == 0 || v > (ULLONG_MAX >> shift))
-        return false;
-    *out = v << shift;
-    return true;
-}
-
-static const struct { const char *flag; Emit emit; } emit_flags[] = {
-    {"--dump-ast", EMIT_AST},   {"--dump-ir", EMIT_IR},     {"--emit-dot", EMIT_DOT},   {"--dump-ce", EMIT_CE},
-    {"--emit-cuda", EMIT_CUDA}, {"--emit-ptx", EMIT_PTX},   {"--emit-cubin", EMIT_CUBIN},
+static const struct option long_options[] = {
+    CLI_COMPILE_LONG,
+    {"dump-ast", no_argument, NULL, OPT_DUMP_AST},
+    {"dump-ir", no_argument, NULL, OPT_DUMP_IR},
+    {"emit-dot", no_argument, NULL, OPT_EMIT_DOT},
+    {"dump-ce", no_argument, NULL, OPT_DUMP_CE},
+    {"emit-cuda", no_argument, NULL, OPT_EMIT_CUDA},
+    {"emit-ptx", no_argument, NULL, OPT_EMIT_PTX},
+    {"emit-cubin", no_argument, NULL, OPT_EMIT_CUBIN},
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"arch", required_argument, NULL, OPT_ARCH},
+    {"rank", required_argument, NULL, OPT_RANK},
+    {"output", required_argument, NULL, 'o'},
+    {"cache-clean", no_argument, NULL, OPT_CACHE_CLEAN},
+    {NULL, 0, NULL, 0},
 };
 
-static int parse_option(Args *a, int argc, char **argv, int *i)
+/* One option of cdslc's own (the shared ones are cli.h's). */
+static int parse_option(void *arg, int opt, const char *v)
 {
-    const char *arg = argv[*i], *v;
-    for (size_t k = 0; k < sizeof emit_flags / sizeof *emit_flags; k++)
-        if (!strcmp(arg, emit_flags[k].flag)) {
-            a->emit = emit_flags[k].emit;
-            return 0;
-        }
-    if (!strcmp(arg, "--in-place")) {
-        a->opts.in_place = 1;
+    Args *a = arg;
+    long long n;
+    if (opt >= OPT_DUMP_AST && opt <= OPT_EMIT_CUBIN) {
+        a->emit = (Emit)(EMIT_AST + (opt - OPT_DUMP_AST));
         return 0;
     }
-    if ((v = cli_option_value(argc, argv, i, "-n"))) {
-        if (!parse_ranks(v, &a->opts.nranks))
-            return usage("-n expects a number of ranks, not '%s'", v);
-        a->have_n = true;
-        a->n_text = v;
-    } else if ((v = cli_option_value(argc, argv, i, "--program"))) {
-        a->opts.program = v;
-    } else if ((v = cli_option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
-        if (!v)
-            v = arg + 2;
-        if (a->opts.ndefines == MAX_LIST)
-            return usage("too many -D options%s", "");
-        a->defines[a->opts.ndefines++] = v;
-    } else if ((v = cli_option_value(argc, argv, i, "-I")) || !strncmp(arg, "-I", 2)) {
-        if (!v)
-            v = arg + 2;
-        if (a->opts.ninclude_dirs == MAX_LIST)
-            return usage("too many -I options%s", "");
-        a->includes[a->opts.ninclude_dirs++] = v;
-    } else if ((v = cli_option_value(argc, argv, i, "-o"))) {
-        a->output = v;
-    } else if ((v = cli_option_value(argc, argv, i, "--backend"))) {
+    switch (opt) {
+    case 'o': a->output = v; return 0;
+    case OPT_BACKEND:
         if (cdsl_backend_parse(v, &a->backend) || a->backend == CDSL_BACKEND_SIM)
             return usage("--backend for code generation is p2p or nvls, not '%s'", v);
-    } else if ((v = cli_option_value(argc, argv, i, "--dtype"))) {
+        return 0;
+    case OPT_DTYPE:
         if (cdsl_dtype_parse(v, &a->dtype))
             return usage("--dtype is f32, f16, bf16, u32 or s32, not '%s'", v);
-    } else if ((v = cli_option_value(argc, argv, i, "--arch"))) {
-        a->arch = v;
-    } else if ((v = cli_option_value(argc, argv, i, "--rank"))) {
-        if (*v && !parse_ranks(v, &a->rank))
+        return 0;
+    case OPT_ARCH: a->arch = v; return 0;
+    case OPT_RANK:
+        if (!cli_parse_long(v, INT_MIN, INT_MAX, &n))
             return usage("--rank expects a rank number, not '%s'", v);
+        a->rank = (int)n;
         a->rank_text = v;
-    } else if ((v = cli_option_value(argc, argv, i, "--check-memory"))) {
-        unsigned long long bytes;
-        if (!parse_size(v, &bytes) || bytes > SIZE_MAX)
-            return usage("--check-memory expects a size such as 512M or 4G, not '%s'", v);
-        a->opts.check_memory = (size_t)bytes;
-    } else if ((v = cli_option_value(argc, argv, i, "--check-steps"))) {
-        if (!parse_size(v, &a->opts.check_steps))
-            return usage("--check-steps expects a positive number, not '%s'", v);
-    } else if ((v = cli_option_value(argc, argv, i, "--color"))) {
-        if (strcmp(v, "auto") && strcmp(v, "always") && strcmp(v, "never"))
-            return usage("--color is auto, always or never, not '%s'", v);
-        a->opts.color = !strcmp(v, "auto") ? -1 : !strcmp(v, "always");
-    } else {
-        return usage("unknown option '%s'", arg);
+        return 0;
+    case OPT_CACHE_CLEAN: a->cache_clean = true; return 0;
     }
-    if (v && !*v)
-        return usage("%s needs a value", arg);
-    return 0;
+    return usage("unknown option '%s'", "?");
 }
 
+/* Settings that follow from others once every option is read. */
+static int finish_args(Args *a, int argc)
+{
+    CliCompile *c = &a->c;
+    if (a->cache_clean && argc != 2)
+        return usage("--cache-clean takes no other arguments%s", "");
+    if (!c->input)
+        return usage("no input file%s", "");
+    if (!c->have_n)
+        return usage("missing -n NRANKS (the number of ranks to compile for)%s", "");
+    if (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS)
+        return usage("-n %s: the number of ranks must be between 1 and " CLI_NUMBER_TEXT(CDSL_MAX_RANKS), c->n_text);
+    if (a->rank_text && a->emit < EMIT_CUDA)
+        return usage("--rank %s selects one rank's device code: it needs --emit-cuda, --emit-ptx or --emit-cubin",
+                     a->rank_text);
+    if (a->rank_text && (a->rank < 0 || a->rank >= c->opts.nranks)) {
+        fprintf(stderr, "cdslc: error: --rank %s: there is no such rank at -n %s (ranks are 0 to %d)\n"
+                "(see cdslc --help)\n", a->rank_text, c->n_text, c->opts.nranks - 1);
+        return EXIT_USAGE;
+    }
+    if (a->emit == EMIT_AST)
+        c->opts.stop_after = CDSL_STAGE_PARSE;
+    if (a->emit == EMIT_IR)
+        c->opts.stop_after = CDSL_STAGE_EVAL;
+    return cli_resolve_input(c, "cdslc");
+}
+
+/* 0: go on; -1: done (--help, --version, --list, --cache-clean); otherwise the exit status. */
 static int parse_args(Args *a, int argc, char **argv)
 {
-    a->opts.color = -1;
-    a->opts.stop_after = CDSL_STAGE_CHECK;
+    cli_defaults(&a->c);
     a->backend = CDSL_BACKEND_P2P;
     a->dtype = CDSL_F32;
     a->arch = "sm_90";
     a->rank = -1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_text, stdout);
-            exit(0);
-        }
-        if (!strcmp(argv[i], "--cache-clean"))
-            return usage("--cache-clean takes no other arguments%s", "");
-        if (!strcmp(argv[i], "--version")) {
-            printf("cdslc %s\n", cdsl_version());
-            exit(0);
-        }
-        if (argv[i][0] != '-' || !argv[i][1]) {
-            if (a->opts.path)
-                return usage("more than one input file ('%s')", argv[i]);
-            a->opts.path = argv[i];
-            continue;
-        }
-        int rc = parse_option(a, argc, argv, &i);
-        if (rc)
-            return rc;
-    }
-    if (!a->opts.path)
-        return usage("no input file%s", "");
-    if (!a->have_n)
-        return usage("missing -n NRANKS (the number of ranks to compile for)%s", "");
-    const char *n_text = a->n_text;
-    if (a->opts.nranks < 1 || a->opts.nranks > CDSL_MAX_RANKS)
-        return usage("-n %s: the number of ranks must be between 1 and " NUMBER_TEXT(CDSL_MAX_RANKS), n_text);
-    if (a->rank_text && a->emit < EMIT_CUDA)
-        return usage("--rank %s selects one rank's device code: it needs --emit-cuda, --emit-ptx or --emit-cubin",
-                     a->rank_text);
-    if (a->rank_text && (a->rank < 0 || a->rank >= a->opts.nranks)) {
-        fprintf(stderr, "cdslc: error: --rank %s: there is no such rank at -n %s (ranks are 0 to %d)\n"
-                "(see cdslc --help)\n", a->rank_text, n_text, a->opts.nranks - 1);
-        return 2;
-    }
-    a->opts.defines = a->defines;
-    a->opts.include_dirs = a->includes;
-    if (a->emit == EMIT_AST)
-        a->opts.stop_after = CDSL_STAGE_PARSE;
-    if (a->emit == EMIT_IR)
-        a->opts.stop_after = CDSL_STAGE_EVAL;
-    return 0;
+    int rc = cli_parse(&a->c, "cdslc", argc, argv, "o:", long_options, parse_option, a);
+    if (rc)
+        return rc;
+    if (cli_answered(&a->c, "cdslc", usage_text, &rc))
+        return rc ? rc : -1;
+    if (a->cache_clean && argc == 2)
+        return cdsl_cache_clean(stdout, stderr) ? EXIT_PROGRAM : -1;
+    return finish_args(a, argc);
 }
 
 /* Where the output goes: standard output, or a temporary file beside -o's that replaces it
@@ -389,38 +332,46 @@ static int emit_device(cdsl_program *p, const Args *a)
 static bool output_is_input(const Args *a)
 {
     struct stat in, out;
-    return a->output && stat(a->opts.path, &in) == 0 && stat(a->output, &out) == 0 && in.st_dev == out.st_dev &&
-           in.st_ino == out.st_ino;
+    return a->output && !a->c.stdin_text && stat(a->c.opts.path, &in) == 0 && stat(a->output, &out) == 0 &&
+           in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+}
+
+/* What was asked for, from a compiled program (rc: the compile's status). */
+static int emit(cdsl_program *p, const Args *a, int rc)
+{
+    int status = rc ? EXIT_PROGRAM : 0;
+    if (a->emit == EMIT_DOT) {
+        int drc = emit_dump(p, CDSL_DUMP_DOT, a->output);   /* drawn also when checks failed */
+        status = drc == EXIT_SYSTEM || !status ? drc : status;
+    } else if (!rc && (a->emit == EMIT_AST || a->emit == EMIT_IR)) {
+        status = emit_dump(p, a->emit == EMIT_AST ? CDSL_DUMP_AST : CDSL_DUMP_IR, a->output);
+    } else if (!rc && a->emit == EMIT_CE) {
+        status = emit_dump(p, CDSL_DUMP_CE, a->output);
+    } else if (!rc && a->emit >= EMIT_CUDA) {
+        status = emit_device(p, a);
+    }
+    return status;
 }
 
 int main(int argc, char **argv)
 {
-    if (argc == 2 && !strcmp(argv[1], "--cache-clean"))
-        return cdsl_cache_clean(stdout, stderr) ? 1 : 0;
-    Args a;
-    memset(&a, 0, sizeof a);
+    static Args a;
     int rc = parse_args(&a, argc, argv);
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     if (a.emit != EMIT_NONE && output_is_input(&a))
-        return usage("-o '%s' is the input file; refusing to overwrite it", a.output);
+        rc = usage("-o '%s' is the input file; refusing to overwrite it", a.output);
     cdsl_program *p = NULL;
-    rc = cdsl_compile(&a.opts, &p);
-    if (rc == CDSL_ERR_USAGE || rc == CDSL_ERR_SYSTEM || !p) {
-        cdsl_program_destroy(p);
-        return rc == CDSL_ERR_SYSTEM ? EXIT_SYSTEM : EXIT_USAGE;
-    }
-    int status = rc ? EXIT_PROGRAM : 0;
-    if (a.emit == EMIT_DOT) {
-        int drc = emit_dump(p, CDSL_DUMP_DOT, a.output);   /* drawn also when checks failed */
-        status = drc == EXIT_SYSTEM || !status ? drc : status;
-    } else if (!rc && (a.emit == EMIT_AST || a.emit == EMIT_IR)) {
-        status = emit_dump(p, a.emit == EMIT_AST ? CDSL_DUMP_AST : CDSL_DUMP_IR, a.output);
-    } else if (!rc && a.emit == EMIT_CE) {
-        status = emit_dump(p, CDSL_DUMP_CE, a.output);
-    } else if (!rc && a.emit >= EMIT_CUDA) {
-        status = emit_device(p, &a);
+    if (!rc) {
+        rc = cdsl_compile(&a.c.opts, &p);
+        if (rc)
+            cli_input_advice(&a.c, "cdslc");
+        if (rc == CDSL_ERR_USAGE || rc == CDSL_ERR_SYSTEM || !p)
+            rc = rc == CDSL_ERR_SYSTEM ? EXIT_SYSTEM : EXIT_USAGE;
+        else
+            rc = emit(p, &a, rc);
     }
     cdsl_program_destroy(p);
-    return status;
+    free(a.c.stdin_text);
+    return rc;
 }

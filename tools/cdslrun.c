@@ -13,6 +13,7 @@
  * bound), 5 a wrong result.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,17 +26,11 @@
 #include "cli.h"
 #include "collective.h"
 
-#define TEXT_OF(x) #x
-#define NUMBER_TEXT(x) TEXT_OF(x)
-
-enum { MAX_LIST = 256, MAX_SIZES = 64, EXIT_USAGE = 2 };
+enum { MAX_SIZES = 64, EXIT_USAGE = 2 };
 
 typedef struct Args {
-    cdsl_compile_opts copts;
-    const char *defines[MAX_LIST];
-    const char *includes[MAX_LIST];
+    CliCompile c;                   /* what compiles the program (cli.h) */
     cdsl_comm_opts comm;
-    bool have_n;
     cdsl_dtype dtype;
     const char *size_arg;           /* --size or --sizes as typed, for messages */
     size_t size_min, size_max;      /* equal unless sweeping */
@@ -44,7 +39,6 @@ typedef struct Args {
     int iters, warmup;              /* -1: the default for the mode */
     bool check, bench, json;
     bool unchecked;                 /* debugging: run without the checker (sim only) */
-    bool in_place;                  /* --in-place: compile and run NCCL's in-place form */
     bool jitter_set;
 } Args;
 
@@ -69,14 +63,16 @@ typedef struct Run {
 } Run;
 
 static const char usage_text[] =
-    "usage: cdslrun FILE.cdsl -n NRANKS [options]\n"
+    "usage: cdslrun PROGRAM -n NRANKS [options]\n"
     "\n"
     "Compile and check a .cdsl collective, run it, and verify its result on every rank.\n"
+    "PROGRAM is a .cdsl file, - for standard input (imports are then looked up from the\n"
+    "current folder), or the name of a stdlib program (cdslrun --list shows them).\n"
     "\n"
     "options:\n"
-    "  -n N                  number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
+    "  -n, --nranks N        number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
     "  --program NAME        the program to run when the file holds several\n"
-    "  -D NAME=VALUE         set a program parameter (e.g. -D chunks=4)\n"
+    "  -D, --define NAME=VALUE  set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR                search DIR for imports\n"
     "  --backend B           sim, p2p or nvls (default: p2p when this machine's GPUs can\n"
     "                        run it, else sim; never nvls unless asked for)\n"
@@ -101,9 +97,14 @@ static const char usage_text[] =
     "  --seed S              sim: shake the schedule with random delays from seed S\n"
     "  --jitter US           sim: the longest delay, in microseconds (default 20)\n"
     "  --spin-limit N        polls before a wait gives up (sim: polls in which no rank\n"
-    "                        made progress; default 5 s of that; p2p's copy engine:\n"
-    "                        microseconds in which no rank made progress)\n"
-    "  --help, --version\n"
+    "                        made progress; default 5 s of that)\n"
+    "  --color=WHEN          colour diagnostics: auto (default), always, never\n"
+    "  -Wno-WARNING, -w, -Werror, -fdiagnostics-format=json   warnings and diagnostics,\n"
+    "                        as in cdslc --help\n"
+    "  --check-memory SIZE, --check-steps N   the checker's budget, as in cdslc --help\n"
+    "  --list                list the stdlib's programs: name, collective, what it does\n"
+    "  -h, --help, --version\n"
+    "  --                    the end of the options: what follows is the program\n"
     "\n"
     "debugging:\n"
     "  --unchecked           run without the checker (sim only): races, deadlocks and wrong\n"
@@ -115,14 +116,9 @@ static const char usage_text[] =
     "\n"
     "exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of\n"
     "memory, a failed write), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
-    "environment: CDSL_PATH (import folders); the GPU backends' JIT cache: CDSL_CACHE_DIR,\n"
-    "  CDSL_NO_CACHE=1, CDSL_CACHE_MAXSIZE (else CUDA_CACHE_MAXSIZE), CDSL_CACHE_VERBOSE=1,\n"
-    "  as in cdslc --help; p2p's copy-engine path for programs without reductions:\n"
-    "  CDSL_CE=auto|on|off (auto: from CDSL_CE_MIN_BYTES per chunk, default 8 MiB),\n"
-    "  CDSL_CE_LANES (streams per rank, 1-8), CDSL_CE_SYNC=memops|events (docs/internals.md)\n"
     "\n"
-    "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun;\n"
-    "its environment: CDSL_ENGINE, CDSL_TIMEOUT, CDSL_NCCL_LIB (docs/multiprocess.md)\n";
+    "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun\n"
+    "(docs/multiprocess.md).\n";
 
 /* ---- arguments ------------------------------------------------------------------------------- */
 
@@ -207,105 +203,109 @@ static int parse_sweep(Args *a, const char *v)
     return 0;
 }
 
-static int add_to_list(const char **list, int *n, const char *v, const char *flag)
-{
-    if (*n == MAX_LIST)
-        return usage("too many %s options", flag);
-    list[(*n)++] = v;
-    return 0;
-}
+enum { OPT_BACKEND = CLI_TOOL_FIRST, OPT_DTYPE, OPT_SIZE, OPT_SIZES, OPT_ITERS, OPT_WARMUP, OPT_SEED, OPT_JITTER,
+       OPT_RANKS_PER_GPU, OPT_SPIN_LIMIT, OPT_CHECK, OPT_NO_CHECK, OPT_BENCH, OPT_JSON, OPT_UNCHECKED };
 
-static bool is_flag(const char *arg, const char *name, bool *field, bool value)
-{
-    if (strcmp(arg, name))
-        return false;
-    *field = value;
-    return true;
-}
+static const struct option long_options[] = {
+    CLI_COMPILE_LONG,
+    {"backend", required_argument, NULL, OPT_BACKEND},
+    {"dtype", required_argument, NULL, OPT_DTYPE},
+    {"size", required_argument, NULL, OPT_SIZE},
+    {"sizes", required_argument, NULL, OPT_SIZES},
+    {"iters", required_argument, NULL, OPT_ITERS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"jitter", required_argument, NULL, OPT_JITTER},
+    {"ranks-per-gpu", required_argument, NULL, OPT_RANKS_PER_GPU},
+    {"spin-limit", required_argument, NULL, OPT_SPIN_LIMIT},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"no-check", no_argument, NULL, OPT_NO_CHECK},
+    {"bench", no_argument, NULL, OPT_BENCH},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"unchecked", no_argument, NULL, OPT_UNCHECKED},
+    {NULL, 0, NULL, 0},
+};
 
 /* Options that take no value. */
-static bool parse_flag(Args *a, const char *arg)
+static bool parse_flag(Args *a, int opt)
 {
-    return is_flag(arg, "--check", &a->check, true) || is_flag(arg, "--no-check", &a->check, false) ||
-           is_flag(arg, "--bench", &a->bench, true) || is_flag(arg, "--json", &a->json, true) ||
-           is_flag(arg, "--unchecked", &a->unchecked, true) || is_flag(arg, "--in-place", &a->in_place, true);
+    switch (opt) {
+    case OPT_CHECK: a->check = true; return true;
+    case OPT_NO_CHECK: a->check = false; return true;
+    case OPT_BENCH: a->bench = true; return true;
+    case OPT_JSON: a->json = true; return true;
+    case OPT_UNCHECKED: a->unchecked = true; return true;
+    }
+    return false;
 }
 
-static int parse_run_option(Args *a, int argc, char **argv, int *i, const char **v)
+static int parse_run_option(Args *a, int opt, const char *v)
 {
     unsigned long long u;
-    const char *arg = argv[*i];
-    if ((*v = cli_option_value(argc, argv, i, "--size"))) {
-        if (!parse_size(*v, &a->size_min) || a->size_min == 0)
-            return usage("--size expects a positive size like 65536, 64K or 1G, not '%s'", *v);
+    switch (opt) {
+    case OPT_SIZE:
+        if (!parse_size(v, &a->size_min) || a->size_min == 0)
+            return usage("--size expects a positive size like 65536, 64K or 1G, not '%s'", v);
         a->size_max = a->size_min;
         a->sweep = false;
-        a->size_arg = *v;
-    } else if ((*v = cli_option_value(argc, argv, i, "--sizes"))) {
-        return **v ? parse_sweep(a, *v) : usage("%s needs a value", arg);
-    } else if ((*v = cli_option_value(argc, argv, i, "--iters"))) {
-        if (!parse_int(*v, 1, INT_MAX, &a->iters))
-            return usage("--iters expects a number of runs (1 or more), not '%s'", *v);
-    } else if ((*v = cli_option_value(argc, argv, i, "--warmup"))) {
-        if (!parse_int(*v, 0, INT_MAX, &a->warmup))
-            return usage("--warmup expects a number of runs, not '%s'", *v);
-    } else if ((*v = cli_option_value(argc, argv, i, "--seed"))) {
-        if (!parse_ull(*v, UINT_MAX, &u))
-            return usage("--seed expects a whole number, not '%s'", *v);
+        a->size_arg = v;
+        return 0;
+    case OPT_SIZES: return parse_sweep(a, v);
+    case OPT_ITERS:
+        if (!parse_int(v, 1, INT_MAX, &a->iters))
+            return usage("--iters expects a number of runs (1 or more), not '%s'", v);
+        return 0;
+    case OPT_WARMUP:
+        if (!parse_int(v, 0, INT_MAX, &a->warmup))
+            return usage("--warmup expects a number of runs, not '%s'", v);
+        return 0;
+    case OPT_SEED:
+        if (!parse_ull(v, UINT_MAX, &u))
+            return usage("--seed expects a whole number, not '%s'", v);
         a->comm.seed = (unsigned)u;
-    } else if ((*v = cli_option_value(argc, argv, i, "--jitter"))) {
-        if (!parse_int(*v, 0, 1000000, &a->comm.jitter_us))
-            return usage("--jitter expects microseconds (0 .. 1000000), not '%s'", *v);
+        return 0;
+    case OPT_JITTER:
+        if (!parse_int(v, 0, 1000000, &a->comm.jitter_us))
+            return usage("--jitter expects microseconds (0 .. 1000000), not '%s'", v);
         a->jitter_set = true;
-    } else if ((*v = cli_option_value(argc, argv, i, "--ranks-per-gpu"))) {
-        if (!parse_int(*v, 1, CDSL_MAX_RANKS, &a->comm.ranks_per_gpu))
-            return usage("--ranks-per-gpu expects a number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", *v);
-    } else if ((*v = cli_option_value(argc, argv, i, "--spin-limit"))) {
-        if (!parse_ull(*v, ULLONG_MAX, &a->comm.spin_limit) || !a->comm.spin_limit)
-            return usage("--spin-limit expects a positive number of polls, not '%s'", *v);
-    } else {
-        return usage("unknown option '%s'", arg);
+        return 0;
+    case OPT_RANKS_PER_GPU:
+        if (!parse_int(v, 1, CDSL_MAX_RANKS, &a->comm.ranks_per_gpu))
+            return usage("--ranks-per-gpu expects a number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", v);
+        return 0;
+    case OPT_SPIN_LIMIT:
+        if (!parse_ull(v, ULLONG_MAX, &a->comm.spin_limit) || !a->comm.spin_limit)
+            return usage("--spin-limit expects a positive number of polls, not '%s'", v);
+        return 0;
     }
-    return 0;
+    return usage("unknown option '%s'", "?");
 }
 
-static int parse_option(Args *a, int argc, char **argv, int *i)
+/* One option of cdslrun's own (the shared ones are cli.h's). */
+static int parse_option(void *arg, int opt, const char *v)
 {
-    const char *arg = argv[*i], *v;
+    Args *a = arg;
     cdsl_backend b;
-    int rc = 0;
-    if (parse_flag(a, arg))
+    if (parse_flag(a, opt))
         return 0;
-    if ((v = cli_option_value(argc, argv, i, "-n"))) {
-        if (!parse_int(v, 1, CDSL_MAX_RANKS, &a->copts.nranks))
-            return usage("-n expects a number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", v);
-        a->have_n = true;
-    } else if ((v = cli_option_value(argc, argv, i, "--program"))) {
-        a->copts.program = v;
-    } else if ((v = cli_option_value(argc, argv, i, "-D")) || !strncmp(arg, "-D", 2)) {
-        rc = add_to_list(a->defines, &a->copts.ndefines, v ? v : arg + 2, "-D");
-    } else if ((v = cli_option_value(argc, argv, i, "-I")) || !strncmp(arg, "-I", 2)) {
-        rc = add_to_list(a->includes, &a->copts.ninclude_dirs, v ? v : arg + 2, "-I");
-    } else if ((v = cli_option_value(argc, argv, i, "--backend"))) {
+    if (opt == OPT_BACKEND) {
         if (cdsl_backend_parse(v, &b))
             return usage("--backend is sim, p2p or nvls, not '%s'", v);
         a->comm.backend = (int)b;
-    } else if ((v = cli_option_value(argc, argv, i, "--dtype"))) {
+        return 0;
+    }
+    if (opt == OPT_DTYPE) {
         if (cdsl_dtype_parse(v, &a->dtype))
             return usage("--dtype is f32, f16, bf16, u32 or s32, not '%s'", v);
-    } else {
-        rc = parse_run_option(a, argc, argv, i, &v);
+        return 0;
     }
-    if (!rc && v && !*v)
-        return usage("%s needs a value", arg);
-    return rc;
+    return parse_run_option(a, opt, v);
 }
 
 static void default_args(Args *a)
 {
     memset(a, 0, sizeof *a);
-    a->copts.color = -1;
-    a->copts.stop_after = CDSL_STAGE_CHECK;
+    cli_defaults(&a->c);
     cdsl_comm_opts_init(&a->comm);
     a->dtype = CDSL_F32;
     a->size_min = a->size_max = (size_t)64 << 20;
@@ -318,10 +318,13 @@ static void default_args(Args *a)
 /* Settings that follow from others once every option is read. */
 static int finish_args(Args *a)
 {
-    if (!a->copts.path)
+    CliCompile *c = &a->c;
+    if (!c->input)
         return usage("no input file%s", "");
-    if (!a->have_n)
+    if (!c->have_n)
         return usage("missing -n NRANKS (the number of ranks to run)%s", "");
+    if (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS)
+        return usage("-n expects a number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", c->n_text);
     if (a->iters < 0)
         a->iters = a->bench ? 20 : 1;
     if (a->warmup < 0)
@@ -334,54 +337,21 @@ static int finish_args(Args *a)
         if (a->comm.backend != CDSL_BACKEND_AUTO && a->comm.backend != CDSL_BACKEND_SIM)
             return usage("--unchecked runs on the sim backend only%s", "");
         a->comm.backend = CDSL_BACKEND_SIM;
-        a->copts.stop_after = CDSL_STAGE_EVAL;
+        c->opts.stop_after = CDSL_STAGE_EVAL;
     }
-    a->copts.defines = a->defines;
-    a->copts.include_dirs = a->includes;
-    a->copts.in_place = a->in_place;
-    a->comm.nranks = a->copts.nranks;
-    return 0;
+    a->comm.nranks = c->opts.nranks;
+    return cli_resolve_input(c, "cdslrun");
 }
 
-/* An option that takes a value, given last with none. */
-static bool value_missing(int argc, char **argv, int i)
-{
-    static const char *const takes_value[] = {"-n", "--program", "-D", "-I", "--backend", "--dtype", "--size", "--sizes",
-                                              "--iters", "--warmup", "--seed", "--jitter", "--ranks-per-gpu",
-                                              "--spin-limit"};
-    if (i + 1 < argc)
-        return false;
-    for (size_t k = 0; k < sizeof takes_value / sizeof *takes_value; k++)
-        if (!strcmp(argv[i], takes_value[k]))
-            return true;
-    return false;
-}
-
-/* 0: go on; -1: done (--help, --version); otherwise the exit status. */
+/* 0: go on; -1: done (--help, --version, --list); otherwise the exit status. */
 static int parse_args(Args *a, int argc, char **argv)
 {
     default_args(a);
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_text, stdout);
-            return -1;
-        }
-        if (!strcmp(argv[i], "--version")) {
-            printf("cdslrun %s\n", cdsl_version());
-            return -1;
-        }
-        if (argv[i][0] != '-' || !argv[i][1]) {
-            if (a->copts.path)
-                return usage("more than one input file ('%s')", argv[i]);
-            a->copts.path = argv[i];
-            continue;
-        }
-        if (value_missing(argc, argv, i))
-            return usage("%s needs a value", argv[i]);
-        int rc = parse_option(a, argc, argv, &i);
-        if (rc)
-            return rc;
-    }
+    int rc = cli_parse(&a->c, "cdslrun", argc, argv, "", long_options, parse_option, a);
+    if (rc)
+        return rc;
+    if (cli_answered(&a->c, "cdslrun", usage_text, &rc))
+        return rc ? rc : -1;
     return finish_args(a);
 }
 
@@ -487,7 +457,7 @@ static int run_one_size(Run *R, size_t size, Row *row)
         rc = cdsl_run(R->comm, R->prog, a->dtype, a->iters, &row->us);
     /* In place, a run consumes its input (an allreduce's sums are summed again by the next):
      * after several, the result checked is that of one run on a fresh fill, as nccl-tests does. */
-    if (!rc && a->check && a->in_place && a->warmup + a->iters > 1 && !(rc = cdsl_fill(R->comm, R->prog, a->dtype)))
+    if (!rc && a->check && a->c.opts.in_place && a->warmup + a->iters > 1 && !(rc = cdsl_fill(R->comm, R->prog, a->dtype)))
         rc = cdsl_run(R->comm, R->prog, a->dtype, 1, NULL);
     if (!rc && a->check)
         rc = cdsl_check(R->comm, R->prog, a->dtype, &row->wrong);
@@ -662,7 +632,7 @@ static void print_json(const Run *R)
     printf("{\"tool\": \"cdslrun\", \"version\": ");
     json_string(cdsl_version());
     printf(", \"file\": ");
-    json_string(a->copts.path);
+    json_string(a->c.opts.path);
     printf(", \"program\": ");
     if (have)
         json_string(cdsl_program_name(p));
@@ -673,7 +643,7 @@ static void print_json(const Run *R)
         json_string(cdsl_program_collective(p));
     else
         fputs("null", stdout);
-    printf(", \"nranks\": %d, \"backend\": ", a->copts.nranks);
+    printf(", \"nranks\": %d, \"backend\": ", a->c.opts.nranks);
     if (R->comm)
         json_string(cdsl_backend_name(cdsl_comm_backend(R->comm)));
     else
@@ -691,9 +661,11 @@ static void print_json(const Run *R)
 
 static int compile(Run *R, Args *a)
 {
-    int rc = cdsl_compile(&a->copts, &R->prog);
-    if (rc)
+    int rc = cdsl_compile(&a->c.opts, &R->prog);
+    if (rc) {
+        cli_input_advice(&a->c, "cdslrun");
         return rc;
+    }
     if (a->unchecked)
         fputs("cdslrun: warning: --unchecked: the program was not checked; races and deadlocks show up, "
               "if at all, at run time\n",
@@ -701,13 +673,27 @@ static int compile(Run *R, Args *a)
     return 0;
 }
 
+/* The library says why a backend cannot run here, in words for every user of it; the
+ * command line's way out is the tool's to give. */
+static void backend_advice(const Args *a, int rc)
+{
+    if (rc != CDSL_ERR_SYSTEM)
+        return;
+    if (a->comm.backend == CDSL_BACKEND_P2P)
+        fputs("cdslrun: note: --backend sim runs the program on CPU threads, without a GPU\n", stderr);
+    else if (a->comm.backend == CDSL_BACKEND_NVLS)
+        fputs("cdslrun: note: --backend p2p runs the program over peer memory, without multicast\n", stderr);
+}
+
 static int run(Run *R, Args *a)
 {
     int rc = compile(R, a);
     if (!rc)
         rc = plan_sizes(R);
-    if (!rc)
+    if (!rc) {
         rc = cdsl_comm_create(&a->comm, &R->comm);
+        backend_advice(a, rc);
+    }
     if (!rc)
         rc = run_sizes(R);
     return rc;
@@ -731,5 +717,6 @@ int main(int argc, char **argv)
     }
     cdsl_comm_destroy(R.comm);
     cdsl_program_destroy(R.prog);
+    free(a.c.stdin_text);
     return R.status;
 }

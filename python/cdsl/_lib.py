@@ -64,7 +64,9 @@ class CompileOpts(ctypes.Structure):
                 ("defines", ctypes.POINTER(c_char_p)), ("ndefines", c_int),
                 ("include_dirs", ctypes.POINTER(c_char_p)), ("ninclude_dirs", c_int),
                 ("stop_after", c_int), ("diag", c_void_p), ("color", c_int),
-                ("check_memory", c_size_t), ("check_steps", c_ulonglong), ("in_place", c_int)]
+                ("check_memory", c_size_t), ("check_steps", c_ulonglong), ("in_place", c_int),
+                ("source", c_char_p), ("warnings_off", c_uint), ("warnings_as_errors", c_int),
+                ("diag_format", c_int), ("progress", c_int)]
 
 
 class RankConfig(ctypes.Structure):

@@ -102,7 +102,7 @@ mkdir -p "$tmp/chain"
 for i in $(seq 1 255); do
     if [ "$i" = 255 ]; then echo 'def last() { }'; else printf 'import "f%03d.cdsl";\n' $((i + 1)); fi >"$tmp/chain/f$(printf %03d "$i").cdsl"
 done
-printf 'import "f001.cdsl";\nprogram deep implements barrier { last(); switch.signal(); switch.wait(); }\n' >"$tmp/chain/main.cdsl"
+printf 'import "f001.cdsl";\nprogram deep implements barrier { last(); switch.signal(relaxed); switch.wait(relaxed); }\n' >"$tmp/chain/main.cdsl"
 build deep_imports "" && { out=$("$tmp/deep_imports" "$tmp/chain/main.cdsl" 2 2>&1); rc=$?
     ok "256 files deep, compiled from a thread with a 1 MiB stack" '[ $rc = 0 ] && [ "$out" = rc=0 ]' "exit $rc: $out"; }
 build deep_imports asan && { out=$("$tmp/deep_importsasan" "$tmp/chain/main.cdsl" 2 2>&1); rc=$?

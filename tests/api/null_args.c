@@ -30,7 +30,7 @@ static const char *const functions[] = {
     "cdsl_comm_init_rank", "cdsl_rank_comm_destroy", "cdsl_rank_comm_rank", "cdsl_rank_comm_nranks",
     "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
     "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
-    "cdsl_check_detail", "cdsl_comm_device_info",
+    "cdsl_check_detail", "cdsl_comm_device_info", "cdsl_find_program", "cdsl_stdlib_dir",
 };
 
 static int failures;
@@ -76,6 +76,11 @@ static void names(void)
     setenv("CDSL_CACHE_DIR", "/nonexistent-cdsl-cache", 1);
     EXPECT(cdsl_cache_clean(NULL, NULL) == CDSL_OK);
     done("cdsl_cache_clean");
+    EXPECT(cdsl_find_program(NULL, out, sizeof out) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_find_program("allgather_ring", NULL, 0) == CDSL_ERR_USAGE);
+    done("cdsl_find_program");
+    EXPECT(cdsl_stdlib_dir(NULL, 64) == CDSL_ERR_USAGE);
+    done("cdsl_stdlib_dir");
 }
 
 static cdsl_program *compile(const char *path, FILE *quiet)

@@ -6,8 +6,7 @@
 # temporary cache. One [PASS]/[FAIL] line per combination; [SKIP] when NVRTC is missing.
 cd "$(dirname "$0")/../.." || exit 1
 cdslc=${CDSLC:-./build/cdslc}
-spec=${SPEC_DIR:-../shared/spec/programs}
-[ -d "$spec" ] || spec=/work/shared/spec/programs
+spec=${SPEC_DIR:-tests/spec}
 [ -x "$cdslc" ] || { echo "[FAIL] nvrtc_all: no cdslc at $cdslc"; exit 1; }
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT

@@ -33,7 +33,7 @@ cat >"$tmp/sizes.c" <<'EOC'
 int main(void)
 {
     printf("CompileOpts %zu %zu\nRankConfig %zu %zu\nRankIo %zu %zu\nUniqueId %zu %zu\n",
-           sizeof(cdsl_compile_opts), offsetof(cdsl_compile_opts, check_steps), sizeof(cdsl_rank_config),
+           sizeof(cdsl_compile_opts), offsetof(cdsl_compile_opts, progress), sizeof(cdsl_rank_config),
            offsetof(cdsl_rank_config, log), sizeof(cdsl_rank_io), offsetof(cdsl_rank_io, output_bytes),
            sizeof(cdsl_unique_id), (size_t)0);
     return 0;
@@ -44,7 +44,7 @@ if cc -std=c11 -Iruntime -o "$tmp/sizes" "$tmp/sizes.c" 2>"$tmp/cc.log"; then
     got=$(cd python && "$PY" -c '
 import ctypes
 from cdsl import _lib as L
-for name, last in (("CompileOpts", "check_steps"), ("RankConfig", "log"), ("RankIo", "output_bytes"), ("UniqueId", None)):
+for name, last in (("CompileOpts", "progress"), ("RankConfig", "log"), ("RankIo", "output_bytes"), ("UniqueId", None)):
     t = getattr(L, name)
     print(name, ctypes.sizeof(t), getattr(t, last).offset if last else 0)' 2>&1)
     if [ "$want" = "$got" ]; then pass "the ctypes structs have cdsl.h's layout"

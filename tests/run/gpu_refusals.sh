@@ -315,7 +315,12 @@ fake_driver() {
             "$bin" "$prog" -n 8 --backend p2p --ranks-per-gpu 4 --sizes 4K:1M --iters 300
         run "${label}p2p without graphs: verified" 0 "$CLEAN" "${FAKE[@]}" CDSL_NO_GRAPH=1 -- \
             "$bin" "$prog" -n 4 --backend p2p --ranks-per-gpu 2 --size 64K --iters 3
-        run "${label}too few GPUs" 3 '-n 8 needs 8 GPUs at 1 rank per GPU; this machine has 2 \(try --ranks-per-gpu 4\)' \
+        run "${label}CDSL_DEBUG=INFO names the placement" 0 "cdsl INFO placement: GPU 1 \(.*\): ranks 2 to 3" \
+            "${FAKE[@]}" CDSL_DEBUG=INFO -- "$bin" "$prog" -n 4 --backend p2p --ranks-per-gpu 2 --size 64K
+        echo "$LAST_OUT" | grep -qE "cdsl INFO placement: 4 ranks on 2 GPUs, 2 per GPU" &&
+            echo "$LAST_OUT" | grep -qE "cdsl INFO backend p2p: 4 ranks, asked for" ||
+            fail "${label}CDSL_DEBUG=INFO names the backend and the GPUs" "$(echo "$LAST_OUT" | grep INFO | head -5)"
+        run "${label}too few GPUs" 3 '8 ranks need 8 GPUs at 1 rank per GPU; this machine has 2 \(4 ranks per GPU would fit\)' \
             "${FAKE[@]}" -- "$bin" "$prog" -n 8 --backend p2p
         run "${label}no peer access" 3 "GPU 0 cannot access GPU 1's memory \(no peer access\)" \
             "${FAKE[@]}" FAKE_NO_PEER=1 -- "$bin" "$prog" -n 2 --backend p2p

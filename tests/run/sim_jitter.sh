@@ -5,7 +5,7 @@
 # ever hangs or ends any other way.
 cd "$(dirname "$0")/../.." || exit 2
 CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-SPEC=${SHARED:-$PWD/../shared}/spec/programs
+SPEC=$PWD/tests/spec
 failures=0
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: $2}"; failures=$((failures + 1)); }

@@ -3,7 +3,7 @@
 # -n 2, 4 and 8 in every element type, and the spec programs at -n 8 with 64 MiB.
 cd "$(dirname "$0")/../.." || exit 2
 CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
-SPEC=${SHARED:-$PWD/../shared}/spec/programs
+SPEC=$PWD/tests/spec
 failures=0
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: $2}"; failures=$((failures + 1)); }

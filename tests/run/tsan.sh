@@ -7,7 +7,7 @@
 cd "$(dirname "$0")/../.." || exit 2
 TSAN_CDSLRUN=${TSAN_CDSLRUN:-$PWD/build/tsan/cdslrun}
 TSAN_LIB=${TSAN_LIB:-$(dirname "$TSAN_CDSLRUN")/libcdsl.a}
-SPEC=${SHARED:-$PWD/../shared}/spec/programs
+SPEC=$PWD/tests/spec
 export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:exitcode=66:second_deadlock_stack=1}
 failures=0
 pass() { echo "[PASS] $1"; }

@@ -1,0 +1,2 @@
+" .cdsl files are cdsl collective programs (editors/vim/syntax/cdsl.vim).
+autocmd BufRead,BufNewFile *.cdsl setfiletype cdsl
