@@ -20,13 +20,18 @@ for path in sys.argv[1:]:
 print("\n".join(sorted(found)))
 PY
 }
-lib=$(names compiler/*.c compiler/*.h runtime/*.c runtime/*.h tools/*.c tools/*.h)
+# cdsl-perf's own variables (nccl-tests' NCCL_TESTS_*) are named by its --help, not cdslc's.
+perf=$(names tools/cdsl-perf.c tools/perf*.c tools/perf.h)
+lib=$(names compiler/*.c compiler/*.h runtime/*.c runtime/*.h $(ls tools/*.c tools/*.h | grep -v -e cdsl-perf -e '/perf'))
 all=$(names compiler/*.c runtime/*.c tools/*.c tools/*.h python/cdsl/*.py examples/*.c examples/*.py examples/*.sh)
 [ "$(echo "$lib" | wc -w)" -ge 20 ] && pass "the source reads $(echo "$lib" | wc -w) variables in the library and tools, $(echo "$all" | wc -w) in all" ||
     fail "the names are found in the source" "only: $lib"
 missing=""
 for v in $all; do grep -q "\`$v\`" docs/environment.md || missing="$missing $v"; done
 [ -z "$missing" ] && pass "docs/environment.md documents every one" || fail "docs/environment.md documents every one" "missing:$missing"
+missing=""
+for v in $perf; do echo "$lib" | grep -qx -- "$v" || "$(dirname "$CDSLC")/cdsl-perf" --help | grep -qw -- "$v" || missing="$missing $v"; done
+[ -z "$missing" ] && pass "cdsl-perf --help names its own variables" || fail "cdsl-perf --help names its own variables" "missing:$missing"
 for tool in cdslc cdslrun; do
     bin=$CDSLC; [ $tool = cdslrun ] && bin=$CDSLRUN
     help=$("$bin" --help)
