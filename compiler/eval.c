@@ -914,7 +914,7 @@ static bool check_in_place(Eval *ev, const EvalOptions *opt)
     if (!opt->in_place || c == COLL_BARRIER)
         return true;
     if (c == COLL_CUSTOM) {
-        diag_fatal(ev->diag, "--in-place: program '%s' implements custom, whose input and output have no "
+        diag_fatal(ev->diag, "in place: program '%s' implements custom, whose input and output have no "
                    "in-place form; in place is for allgather, reducescatter and allreduce", ev->program->name);
         return false;
     }

@@ -42,7 +42,10 @@ else
 fi
 
 sockets() { grep -c '@cdsl-' /proc/net/unix 2>/dev/null || true; }
-shm_before=$(ls /dev/shm 2>/dev/null | sort)
+# Only names of ours count: other programs (Open MPI's vader segments, Python's semaphores) may
+# come and go in /dev/shm while the suite runs.
+shm_ours() { ls /dev/shm 2>/dev/null | grep -i cdsl | sort; }
+shm_before=$(shm_ours)
 sock_before=$(sockets)
 
 # probe NAME BIN CASE NRANKS FILE [FILE2]: runs it; OUT holds its output
@@ -131,5 +134,5 @@ fi
 # ---- 3. nothing left behind --------------------------------------------------------------------------
 [ "$(sockets)" = "$sock_before" ] && pass "no abstract socket of ours is left" ||
     fail "no abstract socket of ours is left" "$(grep '@cdsl-' /proc/net/unix | head -2)"
-[ "$(ls /dev/shm 2>/dev/null | sort)" = "$shm_before" ] && pass "/dev/shm gains nothing" ||
-    fail "/dev/shm gains nothing" "$(comm -13 <(echo "$shm_before") <(ls /dev/shm | sort) | head -3)"
+[ "$(shm_ours)" = "$shm_before" ] && pass "/dev/shm gains nothing of ours" ||
+    fail "/dev/shm gains nothing of ours" "$(comm -13 <(echo "$shm_before") <(shm_ours) | head -3)"

@@ -153,7 +153,9 @@ expect "minBytes above maxBytes: bad usage (6)" 6 "invalid sizes for 'minbytes' 
 expect "an unknown option: bad usage (6)" 6 "unknown option '--frobnicate'" --frobnicate allgather_ring
 expect "no program: bad usage (6)" 6 "no program to run" -b 1K
 expect "-g and --nranks that disagree: bad usage (6)" 6 "the ranks do not spread evenly" -g 2 --nranks 3 allgather_ring
-expect "a program with errors: its diagnostics, exit 1" 1 "chunks must be between 1 and" \
+expect "a program with errors: its diagnostics, exit 1" 1 "data race" \
+    --nranks 2 tests/check/race_relaxed_publish.cdsl
+expect "a -D value the program refuses: bad usage (6)" 6 "chunks must be between 1 and" \
     --nranks 2 --define chunks=0 stdlib/allgather_chunked_ring.cdsl
 expect "a file that is not there: exit 1" 1 "cannot read" --nranks 2 no_such_program
 out=$("$PERF" --help); rc=$?
