@@ -131,3 +131,20 @@ const char *check_rank_list(Arena *a, const int *ranks, int n)
         s = arena_printf(a, "%s%s%d", s, i == n - 1 ? " and " : ", ", ranks[i]);
     return s;
 }
+
+const char *check_unit_list(const HbFacts *f, Arena *a, const int *units, int n)
+{
+    if (!f->p->ntbs) {
+        int *ranks = ARENA_ARRAY(a, int, (size_t)n);
+        for (int i = 0; i < n; i++)
+            ranks[i] = f->unit_rank[units[i]];
+        return check_rank_list(a, ranks, n);
+    }
+    const char *s = "";
+    for (int i = 0; i < n && i < 6; i++) {
+        int r = f->unit_rank[units[i]];
+        s = arena_printf(a, "%s%srank %d threadblock %d", s, i == 0 ? "" : i == n - 1 ? " and " : ", ", r,
+                         units[i] - f->rank_unit[r]);
+    }
+    return n > 6 ? arena_printf(a, "%s and %d more", s, n - 6) : s;
+}

@@ -428,6 +428,9 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
     case IR_SW_REDUCE:
     case IR_SW_REDUCE_STORE:
         return sim_switch_data(w, op, len);
+    case IR_NOP:
+    case IR_BARRIER:   /* thread blocks: sim_load refuses programs that have them */
+        return true;
     }
     return true;
 }
@@ -835,6 +838,9 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
     case IR_SW_SIGNAL:
     case IR_SW_WAIT:
         return true;
+    case IR_NOP:
+    case IR_BARRIER:
+        return false;
     }
     return false;
 }
@@ -849,6 +855,10 @@ static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
     }
     if (ir->nranks != s->n) {
         rt_error(s->cfg.log, "%s was compiled for %d ranks; the sim has %d", ir->name, ir->nranks, s->n);
+        return CDSL_ERR_USAGE;
+    }
+    if (ir->ntbs) {
+        rt_error(s->cfg.log, "%s has thread blocks of its own; the sim runs one unit per rank", ir->name);
         return CDSL_ERR_USAGE;
     }
     for (int r = 0; r < ir->nranks; r++)
