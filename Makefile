@@ -28,7 +28,7 @@ LDXFLAGS ?=
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(XCFLAGS) -fPIC -pthread -D_GNU_SOURCE \
              -DCDSL_VERSION='"$(VERSION)"' -DCDSL_STDLIB_DIR='"$(PREFIX)/share/cdsl/stdlib"' \
              -Icompiler -Iruntime -Ibuild/gen -MMD -MP
-LDLIBS   = -ldl -lpthread -lm
+LDLIBS   = -ljansson -ldl -lpthread -lm
 
 GEN      = build/gen
 LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))

@@ -22,6 +22,7 @@
 #include "emit.h"
 #include "eval.h"
 #include "load.h"
+#include "mscclpp.h"
 #include "resolve.h"
 
 static cdsl_program *new_program(const cdsl_compile_opts *o)
@@ -51,9 +52,39 @@ static int usage_error(FILE *out, const char *msg, int n)
     return CDSL_ERR_USAGE;
 }
 
+static int check_phase(cdsl_program *p, const cdsl_compile_opts *o)
+{
+    CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
+                          o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
+    p->check = check_program(p->ir, &p->diag, &limits);
+    p->ok = p->diag.nerrors == 0;
+    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+}
+
+/* An MSCCL++ plan instead of load, resolve and eval: the plan is the IR. */
+static int import_plan(cdsl_program *p, const cdsl_compile_opts *o)
+{
+    if (o->stop_after == CDSL_STAGE_PARSE) {
+        diag_fatal(&p->diag, "'%s' is an MSCCL++ plan: it has no syntax tree to dump (--dump-ir shows what it became)",
+                   o->path);
+        return CDSL_ERR_USAGE;
+    }
+    bool usage;
+    p->ir = mscclpp_import(p->arena, &p->diag, o->path, o->nranks, &usage);
+    if (!p->ir)
+        return usage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
+    return CDSL_OK;
+}
+
 /* The phases; any of them may unwind to cdsl_compile's trap when memory runs out. */
 static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
 {
+    if (mscclpp_is_plan(o->path)) {
+        int rc = import_plan(p, o);
+        if (rc)
+            return rc;
+        return o->stop_after == CDSL_STAGE_CHECK ? check_phase(p, o) : (p->ok = true, CDSL_OK);
+    }
     LoadOptions lo = {o->include_dirs, o->ninclude_dirs};
     p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
     if (!p->ast)
@@ -69,11 +100,7 @@ static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
         return CDSL_ERR_PROGRAM;
     if (o->stop_after == CDSL_STAGE_EVAL)
         return p->ok = true, CDSL_OK;
-    CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
-                          o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
-    p->check = check_program(p->ir, &p->diag, &limits);
-    p->ok = p->diag.nerrors == 0;
-    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+    return check_phase(p, o);
 }
 
 void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t)
@@ -91,7 +118,7 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
     *out = NULL;
     if (!o->path)
         return usage_error(o->diag, "cdsl: error: no input file%.0d\n", 0);
-    if (o->nranks < 1 || o->nranks > IR_MAX_RANKS)
+    if ((o->nranks < 1 && !(o->nranks == 0 && mscclpp_is_plan(o->path))) || o->nranks > IR_MAX_RANKS)
         return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " NUMBER_TEXT(CDSL_MAX_RANKS)
                            ", not %d\n",
                            o->nranks);
@@ -184,3 +211,29 @@ const char *cdsl_program_name(const cdsl_program *p) { return p && p->ir ? p->ir
 const char *cdsl_program_collective(const cdsl_program *p) { return p && p->ir ? p->ir->coll_name : NULL; }
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }
+
+int cdsl_is_plan(const char *path)
+{
+    return mscclpp_is_plan(path);
+}
+
+int cdsl_emit_mscclpp(cdsl_program *p, FILE *out)
+{
+    if (!p || !out)
+        return CDSL_ERR_USAGE;
+    if (!p->ir || !p->ok || !p->check) {
+        diag_fatal(&p->diag, "only a program that passed its checks is written as a plan");
+        return CDSL_ERR_PROGRAM;
+    }
+    ArenaTrap trap;
+    arena_trap_push(p->arena, &trap);
+    if (setjmp(trap.env)) {
+        driver_out_of_memory(p, &trap);
+        return CDSL_ERR_SYSTEM;
+    }
+    bool ok = mscclpp_export(p->ir, out, &p->diag);
+    arena_trap_pop(p->arena, &trap);
+    if (!ok)
+        return CDSL_ERR_PROGRAM;
+    return fflush(out) != 0 || ferror(out) ? CDSL_ERR_SYSTEM : CDSL_OK;
+}

@@ -30,7 +30,7 @@
 #include "arena.h"
 #include "diag.h"
 
-enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8 };
+enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8, IR_MAX_BARRIERS = 16 };
 
 typedef enum Collective {
     COLL_ALLGATHER,
@@ -75,7 +75,9 @@ typedef struct IrOp {
                            read (a plan's read-reduce), -1 when src2 is local; -1 otherwise */
     int tb;             /* the unit (thread block) of the rank that runs it; 0 in .cdsl */
     IrRange dst, src, src2;
-    int arg;            /* BARRIER: how many of the rank's thread blocks meet there */
+    int arg;            /* BARRIER: how many of the rank's thread blocks meet there;
+                           SIGNAL/WAIT/SW_SIGNAL/SW_WAIT of a plan: the block's thread that does
+                           it (the executor's thread j works on the op's j-th channel) */
     Loc loc;            /* the statement (the operation's name in it) */
     const char *ctx;    /* loop iterations and def calls around it, e.g. "step=2" or
                            "p=3, in gather() called at 12:5"; NULL when there are none */
@@ -103,6 +105,11 @@ typedef struct IrProgram {
     int nbufs;
     IrSeq *ranks;       /* [nranks], each rank's ops grouped by unit (op.tb) */
     int *ntbs;          /* [nranks]: units (thread blocks) of each rank; NULL: one each */
+    bool inplace;       /* the caller's one buffer is both input and output (an MSCCL++ plan's
+                           inplace): each rank's start copies input into output, and the ops
+                           read and write output only (allreduce: chunk for chunk; allgather:
+                           the input is the rank's block of the output) */
+    int chunk_align;    /* a chunk is a multiple of this many bytes (0: 4) */
     Arena *arena;
 } IrProgram;
 

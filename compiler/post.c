@@ -433,6 +433,18 @@ static PostId sum_many(Post *s, const PostId *ids, int k)
 
 /* ---- Buffers ----------------------------------------------------------------------------- */
 
+/* An in-place program's output starts as its input (ir.h): chunk for chunk (allreduce), or
+   the input as the rank's block of the output (allgather). */
+static void inplace_start(Post *s, RunMap *m, int rank)
+{
+    int nin = s->p->bufs[IR_INPUT].nchunks, nout = s->p->bufs[IR_OUTPUT].nchunks;
+    int at = s->p->coll == COLL_ALLGATHER ? rank * nin : 0;
+    if (!m->first || nin <= 0 || at + nin > nout)
+        return;
+    PostId id = intern(s, &(FamTerm){rank, -at, 1}, 1);
+    runs_assign(m, &s->pool, at, at + nin, &(Cell){id, -1, -1});
+}
+
 /* The values of a rank's buffer: the input holds input@rank[x] at chunk x until written. */
 static RunMap *cells(Post *s, int rank, int buf)
 {
@@ -442,6 +454,8 @@ static RunMap *cells(Post *s, int rank, int buf)
         if (buf == IR_INPUT)
             c.id = intern(s, &(FamTerm){rank, 0, 1}, 1);
         runs_init(m, &s->pool, s->p->bufs[buf].nchunks, &c);
+        if (buf == IR_OUTPUT && s->p->inplace)
+            inplace_start(s, m, rank);
     }
     return m;
 }

@@ -25,7 +25,7 @@ enum { MAX_LIST = 256, EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 #define TEXT_OF(x) #x
 #define NUMBER_TEXT(x) TEXT_OF(x)
 
-typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
+typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_MSCCLPP, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct Args {
     cdsl_compile_opts opts;
@@ -44,18 +44,22 @@ typedef struct Args {
 
 static const char usage_text[] =
     "usage: cdslc FILE.cdsl -n NRANKS [options]\n"
+    "       cdslc PLAN.json [-n NRANKS] [options]\n"
     "\n"
-    "Parse a .cdsl collective program, check it for cross-rank races, deadlocks and a wrong\n"
-    "result on every rank, and optionally emit device code. Silent when the program is clean.\n"
+    "Parse a .cdsl collective program, or read an MSCCL++ execution plan (JSON), check it for\n"
+    "races across ranks and thread blocks, deadlocks and a wrong result on every rank, and\n"
+    "optionally emit device code or the program as a plan. Silent when the program is clean.\n"
     "\n"
     "options:\n"
-    "  -n N                 number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
+    "  -n N                 number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "); required for a .cdsl file,\n"
+    "                       a plan's gpu count when given for a plan\n"
     "  --program NAME       the program to compile when the file holds several\n"
     "  -D NAME=VALUE        set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR               search DIR for imports (after the importing file's folder)\n"
     "  --dump-ast           print the syntax tree (parse and resolve only)\n"
     "  --dump-ir            print every rank's operations (no checks)\n"
     "  --emit-dot           print the happens-before graph for Graphviz (races in red)\n"
+    "  --emit-mscclpp       print the checked program as an MSCCL++ execution plan (JSON)\n"
     "  --emit-cuda          print the CUDA source\n"
     "  --emit-ptx           compile it with NVRTC and print the PTX\n"
     "  --emit-cubin         compile it with NVRTC to a cubin (needs -o)\n"
@@ -118,6 +122,7 @@ static bool parse_size(const char *s, unsigned long long *out)
 static const struct { const char *flag; Emit emit; } emit_flags[] = {
     {"--dump-ast", EMIT_AST},   {"--dump-ir", EMIT_IR},     {"--emit-dot", EMIT_DOT},
     {"--emit-cuda", EMIT_CUDA}, {"--emit-ptx", EMIT_PTX},   {"--emit-cubin", EMIT_CUBIN},
+    {"--emit-mscclpp", EMIT_MSCCLPP},
 };
 
 static int parse_option(Args *a, int argc, char **argv, int *i)
@@ -212,15 +217,16 @@ static int parse_args(Args *a, int argc, char **argv)
     }
     if (!a->opts.path)
         return usage("no input file%s", "");
-    if (!a->have_n)
+    bool plan = cdsl_is_plan(a->opts.path);
+    if (!a->have_n && !plan)
         return usage("missing -n NRANKS (the number of ranks to compile for)%s", "");
     const char *n_text = a->n_text;
-    if (a->opts.nranks < 1 || a->opts.nranks > CDSL_MAX_RANKS)
+    if (a->have_n && (a->opts.nranks < 1 || a->opts.nranks > CDSL_MAX_RANKS))
         return usage("-n %s: the number of ranks must be between 1 and " NUMBER_TEXT(CDSL_MAX_RANKS), n_text);
     if (a->rank_text && a->emit < EMIT_CUDA)
         return usage("--rank %s selects one rank's device code: it needs --emit-cuda, --emit-ptx or --emit-cubin",
                      a->rank_text);
-    if (a->rank_text && (a->rank < 0 || a->rank >= a->opts.nranks)) {
+    if (a->rank_text && a->have_n && (a->rank < 0 || a->rank >= a->opts.nranks)) {
         fprintf(stderr, "cdslc: error: --rank %s: there is no such rank at -n %s (ranks are 0 to %d)\n"
                 "(see cdslc --help)\n", a->rank_text, n_text, a->opts.nranks - 1);
         return 2;
@@ -376,6 +382,23 @@ static int emit_device(cdsl_program *p, const Args *a)
     return rc;
 }
 
+static int emit_plan(cdsl_program *p, const char *path)
+{
+    Output o;
+    int rc = output_open(&o, path);
+    if (rc)
+        return rc;
+    errno = 0;
+    rc = cdsl_emit_mscclpp(p, o.f);
+    int err = errno;
+    int closed = output_close(&o, rc == CDSL_OK);
+    if (rc == CDSL_ERR_SYSTEM && err != ENOMEM) {
+        errno = err;
+        return write_error(path);
+    }
+    return rc ? status_of(rc) : closed;
+}
+
 /* -o naming the input (by device and inode, as gcc compares): writing would destroy it. */
 static bool output_is_input(const Args *a)
 {
@@ -407,6 +430,8 @@ int main(int argc, char **argv)
         status = drc == EXIT_SYSTEM || !status ? drc : status;
     } else if (!rc && (a.emit == EMIT_AST || a.emit == EMIT_IR)) {
         status = emit_dump(p, a.emit == EMIT_AST ? CDSL_DUMP_AST : CDSL_DUMP_IR, a.output);
+    } else if (!rc && a.emit == EMIT_MSCCLPP) {
+        status = emit_plan(p, a.output);
     } else if (!rc && a.emit >= EMIT_CUDA) {
         status = emit_device(p, &a);
     }

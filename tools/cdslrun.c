@@ -68,11 +68,14 @@ typedef struct Run {
 
 static const char usage_text[] =
     "usage: cdslrun FILE.cdsl -n NRANKS [options]\n"
+    "       cdslrun PLAN.json [-n NRANKS] [options]\n"
     "\n"
-    "Compile and check a .cdsl collective, run it, and verify its result on every rank.\n"
+    "Compile and check a .cdsl collective (or read an MSCCL++ execution plan), run it, and\n"
+    "verify its result on every rank.\n"
     "\n"
     "options:\n"
-    "  -n N                  number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
+    "  -n N                  number of ranks (1 .. " NUMBER_TEXT(CDSL_MAX_RANKS) "); required for a .cdsl file,\n"
+    "                        a plan's gpu count when given for a plan\n"
     "  --program NAME        the program to run when the file holds several\n"
     "  -D NAME=VALUE         set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR                search DIR for imports\n"
@@ -309,7 +312,7 @@ static int finish_args(Args *a)
 {
     if (!a->copts.path)
         return usage("no input file%s", "");
-    if (!a->have_n)
+    if (!a->have_n && !cdsl_is_plan(a->copts.path))
         return usage("missing -n NRANKS (the number of ranks to run)%s", "");
     if (a->iters < 0)
         a->iters = a->bench ? 20 : 1;
@@ -698,6 +701,8 @@ static int compile(Run *R, Args *a)
     int rc = cdsl_compile(&a->copts, &R->prog);
     if (rc)
         return rc;
+    if (!a->comm.nranks) /* a plan says how many */
+        a->copts.nranks = a->comm.nranks = cdsl_program_nranks(R->prog);
     if (a->unchecked)
         fputs("cdslrun: warning: --unchecked: the program was not checked; races and deadlocks show up, "
               "if at all, at run time\n",
