@@ -7,7 +7,8 @@
 #   make asan       the same binaries under AddressSanitizer + UBSan in build/asan/
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
-#                   resolve) and fuzz_check (through the checker and CUDA emission)
+#                   resolve), fuzz_check (through the checker and CUDA emission) and
+#                   fuzz_plan (the MSCCL++ plan importer, through the checker)
 #   make install PREFIX=/usr/local
 #
 # Generated C (re2c, Lemon) goes to build/gen/ and is never committed. Every variant build
@@ -100,7 +101,7 @@ tsan: $(GEN)/parser.h $(GEN)/lexer.c
 FUZZ_CC ?= clang
 fuzz: $(GEN)/parser.h $(GEN)/lexer.c
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
-	for t in fuzz_parse fuzz_check; do \
+	for t in fuzz_parse fuzz_check fuzz_plan; do \
 		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
 			-o build/fuzz/$$t tests/fuzz/$$t.c build/fuzz/libcdsl.a $(LDLIBS) || exit 1; \
 	done

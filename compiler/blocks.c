@@ -59,17 +59,21 @@ static int clash_with(const IrSeq *s, int from, int i)
     return from;
 }
 
-static void report(Diag *d, Arena *a, const IrOp *op, const IrOp *before, const char *why, int *count)
+/* One error per plan op (its IR pieces share its position), at most HB_MAX_REPORTS. */
+static void report(Diag *d, Arena *a, const IrOp *op, const IrOp *before, const char *why, int *count, Loc *last)
 {
-    if ((*count)++ >= HB_MAX_REPORTS)
+    if (*count >= HB_MAX_REPORTS || (last->src == op->loc.src && last->line == op->loc.line && last->col == op->loc.col))
         return;
-    diag_error(d, op->loc, "%s %s follows the %s at %d:%d with no nop between them: %s", ir_kind_name(op->kind),
-               check_op_tag(a, op), ir_kind_name(before->kind), before->loc.line, before->loc.col, why);
-    diag_note(d, before->loc, "the %s %s", ir_kind_name(before->kind), check_op_tag(a, before));
+    ++*count;
+    *last = op->loc;
+    diag_error(d, op->loc, "%s%s follows the %s at %d:%d with no nop between them: %s", ir_kind_name(op->kind),
+               check_ctx(a, op), ir_kind_name(before->kind), before->loc.line, before->loc.col, why);
+    diag_note(d, before->loc, "the %s%s", ir_kind_name(before->kind), check_ctx(a, before));
 }
 
 static void check_block(const IrSeq *s, int first, int end, Diag *d, Arena *a, int *count)
 {
+    Loc last = {0};
     Stretch st = {-1, -1, -1};
     int start = first;
     for (int i = first; i < end; i++) {
@@ -82,11 +86,11 @@ static void check_block(const IrSeq *s, int first, int end, Diag *d, Arena *a, i
             if (st.data >= 0)
                 report(d, a, op, &s->ops[st.data], arena_printf(a, "the signal is thread %d's, and the block's other "
                        "threads may still be in that %s, so it publishes only thread %d's share of it", t,
-                       ir_kind_name(s->ops[st.data].kind), t), count);
+                       ir_kind_name(s->ops[st.data].kind), t), count, &last);
             else if (st.wait >= 0 && st.wait_thread != t)
                 report(d, a, op, &s->ops[st.wait], arena_printf(a, "the signal is thread %d's and the wait thread "
                        "%d's, so nothing orders that wait before this signal", t, st.wait_thread < 0 ? 0 :
-                       st.wait_thread), count);
+                       st.wait_thread), count, &last);
         } else if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT) {
             int t = thread_of(op);
             if (st.wait < 0)
@@ -97,11 +101,11 @@ static void check_block(const IrSeq *s, int first, int end, Diag *d, Arena *a, i
             if (st.wait >= 0)
                 report(d, a, op, &s->ops[st.wait], arena_printf(a, "only thread %d waits, and the block's other "
                        "threads go on into this %s at once", st.wait_thread < 0 ? 0 : st.wait_thread,
-                       ir_kind_name(op->kind)), count);
+                       ir_kind_name(op->kind)), count, &last);
             else if (op->sync_before)
                 report(d, a, op, &s->ops[clash_with(s, start, i)], "the two touch the same chunks at different "
                        "places of their ranges (or through different addresses), so different threads do them, in "
-                       "either order", count);
+                       "either order", count, &last);
             st.data = i;
         }
     }

@@ -103,6 +103,8 @@ void ir_dump(const IrProgram *p, FILE *out)
             if (op->src2.buf >= 0) {
                 fputs(" + ", out);
                 dump_range(p, op->src2, out);
+                if (op->kind == IR_REDUCE && op->peer >= 0) /* a plan's read-reduce */
+                    fprintf(out, "@%d", op->peer);
             }
             if (op->sync_before)
                 fputs(" [sync]", out);

@@ -207,9 +207,9 @@ static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp 
         long long id;
         int have = op->chan < MSC_NONE ? blk->nch[op->chan] : 0;
         if (!json_pos_int(v, 0, have - 1, &id)) {
-            msc_error(m, v, "channel id %s: threadblock %d has %d %s channels", json_is_number(v) ?
+            msc_error(m, v, "channel id %s: threadblock %d has %d %s channel%s", json_is_number(v) ?
                       arena_printf(m->a, "%g", json_number_value(v)) : "(not a number)", m->tb, have,
-                      msc_chan_name(op->chan));
+                      msc_chan_name(op->chan), have == 1 ? "" : "s");
             return false;
         }
         op->chans[op->nchans++] = blk->ch[op->chan][id];

@@ -835,8 +835,12 @@ IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, bool 
 {
     *usage = false;
     Source *src = read_plan(a, d, path);
-    if (!src)
-        return NULL;
+    return src ? mscclpp_import_source(a, d, src, nranks, usage) : NULL;
+}
+
+IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, bool *usage)
+{
+    *usage = false;
     Msc m = {.a = a, .d = d, .errors_before = d->nerrors};
     m.jp = json_pos_parse(a, d, src);
     if (!m.jp)

@@ -64,8 +64,10 @@ static IrRange range(Map *x, const MscOperand *o, long long size)
     long long first = o->index * L + x->op->tbg_id * (o->size * L / g), count = size * L / g;
     if (o->index + o->size > have || (first + count + L - 1) / L > have) {
         long long hi = o->index + (o->size > size ? o->size : size);
-        fail(x, o->at, arena_printf(m->a, "chunks %lld to %lld of the %s are outside it: it has %lld chunk%s",
-                                    o->index, hi - 1, buf_word(o->type), have, have == 1 ? "" : "s"));
+        const char *which = hi - o->index == 1 ? arena_printf(m->a, "chunk %lld", o->index)
+                                               : arena_printf(m->a, "chunks %lld to %lld", o->index, hi - 1);
+        fail(x, o->at, arena_printf(m->a, "%s of the %s %s outside it: it has %lld chunk%s", which, buf_word(o->type),
+                                    hi - o->index == 1 ? "is" : "are", have, have == 1 ? "" : "s"));
         return r;
     }
     if (o->type == 's') {

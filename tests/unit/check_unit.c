@@ -8,7 +8,7 @@
  * cover, so the checker can be tested before and independently of the parser. With --scale
  * it also times the big cases (ring at 64 ranks, mesh at 256).
  *
- * Build: cc -std=c11 -Icompiler -Iruntime tests/unit/check_unit.c build/libcdsl.a -ldl -lpthread -lm
+ * Build: cc -std=c11 -Icompiler -Iruntime tests/unit/check_unit.c build/libcdsl.a -ljansson -ldl -lpthread -lm
  *   (or against the objects of compiler/ for the checker, arena, diag and ir alone).
  */
 #ifndef _GNU_SOURCE
