@@ -32,6 +32,9 @@ IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nrank
 /* Writes p (checked, one unit per rank) as a current-format plan. False after a diag_error
  * saying what cannot be written (a get whose offsets the executor would swap, ...). */
 bool mscclpp_export(const IrProgram *p, FILE *out, Diag *d);
+/* The program as the plan says it (one thread block per rank, nops, switch.reduce lowered),
+ * checked: what importing the exported plan gives back. NULL after errors. */
+IrProgram *mscclpp_lower(const IrProgram *p, Diag *d);
 
 /* ---- Inside the importer ------------------------------------------------------------------ */
 
