@@ -493,14 +493,18 @@ static void test_units(void)
     for (int t = 0; t < 2; t++) {
         tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 3);
         tb_op(&g, 0, t, IR_WAIT, 1, t, NONE, NONE, 4);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 4);
         tb_op(&g, 0, t, IR_COPY, -1, 0, R(1, t, 1), R(1, 2 + t, 1), 5);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 5);
         tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 6);
     }
     add_scratch(&g, "unused", 1);
     g.p->bufs[1].nchunks = 4;
     for (int t = 0; t < 2; t++) {
         tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 7);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 7);
         tb_op(&g, 1, t, IR_PUT, 0, 0, R(1, 2 + t, 1), R(0, t, 1), 8);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 8);
         tb_op(&g, 1, t, IR_SIGNAL, 0, t, NONE, NONE, 9);
         tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 10);
     }
@@ -512,12 +516,16 @@ static void test_units(void)
     for (int t = 0; t < 2; t++) {
         tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 3);
         tb_op(&g, 0, t, IR_WAIT, 1, t, NONE, NONE, 4);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 4);
         tb_op(&g, 0, t, IR_COPY, -1, 0, R(1, t, 1), R(1, 3 - t, 1), 5);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 5);
         tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 6);
     }
     for (int t = 0; t < 2; t++) {
         tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 7);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 7);
         tb_op(&g, 1, t, IR_PUT, 0, 0, R(1, 2 + t, 1), R(0, t, 1), 8);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 8);
         tb_op(&g, 1, t, IR_SIGNAL, 0, t, NONE, NONE, 9);
         tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 10);
     }
@@ -546,6 +554,14 @@ static void test_units(void)
             "each other in a cycle", "rank 0 waits here (threadblock 0) for threadblock 1 of rank 0 to come to barrier 0",
             NULL);
 
+    /* blocks.c: a signal right after a put publishes only thread 0's share of it. */
+    g = mk_blocks("blocks_put_signal", COLL_CUSTOM, 2, 1, 1);
+    tb_op(&g, 0, 0, IR_PUT, 1, 0, R(1, 0, 1), R(0, 0, 1), 3);
+    tb_op(&g, 0, 0, IR_SIGNAL, 1, 0, NONE, NONE, 4);
+    tb_op(&g, 1, 0, IR_WAIT, 0, 0, NONE, NONE, 5);
+    verdict(&g, false, "blocks_put_signal.cdsl:4:5: error: signal (threadblock 0) follows the put at 3:5 with no nop "
+            "between them", "so it publishes only thread 0's share of it", NULL);
+
     /* A block's write into a peer that only another block of the peer's rank orders: the end
        of the peer's rank joins all its blocks. */
     g = mk_blocks("blocks_end", COLL_CUSTOM, 2, 1, 2);
@@ -553,7 +569,9 @@ static void test_units(void)
     tb_op(&g, 0, 0, IR_SIGNAL, 1, 0, NONE, NONE, 3);
     tb_op(&g, 0, 1, IR_WAIT, 1, 0, NONE, NONE, 4);
     tb_op(&g, 1, 0, IR_WAIT, 0, 0, NONE, NONE, 5);
+    tb_op(&g, 1, 0, IR_NOP, -1, 0, NONE, NONE, 5);
     tb_op(&g, 1, 0, IR_PUT, 0, 0, R(1, 0, 1), R(0, 0, 1), 6);
+    tb_op(&g, 1, 0, IR_NOP, -1, 0, NONE, NONE, 6);
     tb_op(&g, 1, 0, IR_SIGNAL, 0, 0, NONE, NONE, 7);
     verdict(&g, true, NULL);
 }
