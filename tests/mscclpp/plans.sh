@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/mscclpp/plans.sh - MSCCL++ execution plans, beyond their golden diagnostics:
 #   1. every plan of tests/mscclpp that checks clean (no .err beside it) runs verified on sim,
-#      with jitter and three runs in a row (counters, barriers and starts carried over);
+#      with jitter and three runs in a row (counters, barriers and starts carried over), and
+#      under ThreadSanitizer when build/tsan/cdslrun exists (the sim's thread per block);
 #   2. a plan over the size cap (100 MB, a sparse file) is refused before it is parsed;
 #   3. MSCCL++'s own plans, when a folder of them is here ($MSCCLPP_PLANS, else
 #      ../shared/mscclpp/plans; laid out as current/<path> and old/<path>, as
@@ -28,8 +29,16 @@ run_sim() {
     pass "$1 runs verified on sim"
 }
 
+TSAN_CDSLRUN=${TSAN_CDSLRUN:-build/tsan/cdslrun}
 for f in tests/mscclpp/*.json; do
-    [ -f "${f%.json}.err" ] || [ -f "${f%.json}.args" ] || run_sim "$(basename "$f")" "$f"
+    [ -f "${f%.json}.err" ] || [ -f "${f%.json}.args" ] && continue
+    run_sim "$(basename "$f")" "$f"
+    [ -x "$TSAN_CDSLRUN" ] || continue
+    out=$(TSAN_OPTIONS=halt_on_error=1:exitcode=66 timeout 300 "$TSAN_CDSLRUN" "$f" --backend sim --size 64K --seed 3 \
+          --iters 2 2>&1); rc=$?
+    if [ $rc = 0 ] && ! echo "$out" | grep -q ThreadSanitizer; then pass "$(basename "$f") under TSan"
+    elif echo "$out" | grep -q "FATAL: ThreadSanitizer: unexpected memory mapping"; then echo "[SKIP] TSan cannot start here"
+    else fail "$(basename "$f") under TSan" "exit $rc: $(echo "$out" | grep -m2 -E 'ThreadSanitizer|error' | tr '\n' ' ')"; fi
 done
 
 # A 100 MB plan: refused at 1:1 from its size, without reading it (a sparse file).
