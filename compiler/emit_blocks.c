@@ -223,32 +223,9 @@ static const char *sanitised(Arena *a, const char *s)
     return t;
 }
 
-static bool has_switch_sum(const IrProgram *p)
+/* What emit_cuda_rank did not already check (flavour, element type, size): the channels. */
+static bool blocks_emittable(const IrProgram *p, Diag *d)
 {
-    for (int r = 0; r < p->nranks; r++)
-        for (int i = 0; i < p->ranks[r].nops; i++)
-            if (p->ranks[r].ops[i].kind == IR_SW_REDUCE || p->ranks[r].ops[i].kind == IR_SW_REDUCE_STORE)
-                return true;
-    return false;
-}
-
-static bool blocks_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, Diag *d)
-{
-    const EmitDtype *t = emit_dtype(dtype);
-    if (flavour != CDSL_BACKEND_P2P && flavour != CDSL_BACKEND_NVLS) {
-        diag_error(d, p->loc, "the %s backend runs the IR on CPU threads and has no CUDA source; "
-                   "emit for --backend p2p or nvls", cdsl_backend_name(flavour));
-        return false;
-    }
-    if (!t || p->nbufs > 3) {
-        diag_error(d, p->loc, "unknown element type (%d)", (int)dtype);
-        return false;
-    }
-    if (flavour == CDSL_BACKEND_NVLS && !t->mc_sum_word && has_switch_sum(p)) {
-        diag_error(d, p->loc, "multimem.ld_reduce cannot add %s elements, so the switch cannot "
-                   "reduce them; use --backend p2p or another --dtype", t->name);
-        return false;
-    }
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
@@ -264,7 +241,7 @@ static bool blocks_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtyp
 const char *emit_cuda_blocks(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, Arena *a,
                              Diag *d)
 {
-    if (!blocks_emittable(p, flavour, dtype, d))
+    if (!blocks_emittable(p, d))
         return NULL;
     Blocks e = {.p = p, .flavour = flavour, .out = {.arena = a}};
     e.waits = ARENA_ARRAY(a, int, (size_t)p->nranks * CDSL_PLAN_CHANNELS);

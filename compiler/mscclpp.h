@@ -152,6 +152,8 @@ const json_t *msc_field(Msc *m, const json_t *obj, const char *key, json_type ty
                         const char *what);
 bool msc_int(Msc *m, const json_t *obj, const char *key, long long lo, long long hi, bool required,
              long long dflt, long long *out, const char *what);
+/* An optional array field: false after an error (it is there and not an array). */
+bool msc_optional_list(Msc *m, const json_t *obj, const char *key, const char *what, const json_t **out);
 int msc_buf_chunks(const Msc *m, char type);   /* the plan's chunk count of a buffer type */
 
 /* mscclpp_decode.c: one op object to an MscOp; false after an error. */

@@ -167,9 +167,9 @@ static bool operand(Msc *m, const json_t *e, const MscOp *op, const MscBlock *bl
 static bool operands(Msc *m, const json_t *ov, const char *key, MscOp *op, const MscBlock *blk, MscOperand *out,
                      int *n)
 {
-    const json_t *list = msc_field(m, ov, key, JSON_ARRAY, false, "an op");
-    if (!list)
-        return !json_object_get(ov, key);
+    const json_t *list;
+    if (!msc_optional_list(m, ov, key, "an op", &list) || !list)
+        return list || !json_object_get(ov, key);
     if (json_array_size(list) > MSC_MAX_OPERANDS) {
         msc_error(m, list, "an op has at most %d operands on a side (the executor's limit)", MSC_MAX_OPERANDS);
         return false;
@@ -194,8 +194,8 @@ static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp 
         msc_error(m, ct, "unknown channel type \"%s\" (memory, port, switch or none)", json_string_value(ct));
         return false;
     }
-    const json_t *ids = msc_field(m, ov, "channel_ids", JSON_ARRAY, false, "an op");
-    if (!ids && json_object_get(ov, "channel_ids"))
+    const json_t *ids;
+    if (!msc_optional_list(m, ov, "channel_ids", "an op", &ids))
         return false;
     if (json_array_size(ids) > MSC_MAX_OP_CHANNELS) {
         msc_error(m, ids, "an op names at most %d channels (the executor's limit)", MSC_MAX_OP_CHANNELS);

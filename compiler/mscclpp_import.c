@@ -105,6 +105,25 @@ bool msc_int(Msc *m, const json_t *obj, const char *key, long long lo, long long
     return true;
 }
 
+bool msc_optional_list(Msc *m, const json_t *obj, const char *key, const char *what, const json_t **out)
+{
+    *out = msc_field(m, obj, key, JSON_ARRAY, false, what);
+    return *out || !json_object_get(obj, key);
+}
+
+/* An entry {type_key: "...", ids_key: [...]} of a list: false after an error. */
+static bool typed_entry(Msc *m, const json_t *e, const char *type_key, const char *ids_key, const char *what,
+                        const json_t **type, const json_t **ids)
+{
+    if (!json_is_object(e)) {
+        msc_error(m, e, "%s must be an object", what);
+        return false;
+    }
+    *type = msc_field(m, e, type_key, JSON_STRING, true, what);
+    *ids = *type ? msc_field(m, e, ids_key, JSON_ARRAY, true, what) : NULL;
+    return *ids != NULL;
+}
+
 int msc_buf_chunks(const Msc *m, char type)
 {
     const MscGpu *g = &m->gpu[0];
@@ -377,15 +396,13 @@ static bool read_gpu(Msc *m, const json_t *gv, int r)
         if (!read_channel(m, g, v))
             return false;
     if (!m->old) {
-        const json_t *rbs = msc_field(m, gv, "remote_buffers", JSON_ARRAY, false, what);
-        if (!rbs && json_object_get(gv, "remote_buffers"))
+        const json_t *rbs, *sems;
+        if (!msc_optional_list(m, gv, "remote_buffers", what, &rbs) ||
+            !msc_optional_list(m, gv, "semaphores", what, &sems))
             return false;
         json_array_foreach(rbs, i, v)
             if (!read_remote(m, g, v))
                 return false;
-        const json_t *sems = msc_field(m, gv, "semaphores", JSON_ARRAY, false, what);
-        if (!sems && json_object_get(gv, "semaphores"))
-            return false;
     }
     if (json_array_size(g->tbs) > MSC_MAX_BLOCKS) {
         msc_error(m, g->tbs, "gpu %d has %zu thread blocks; at most %d are read", r, json_array_size(g->tbs),
@@ -437,18 +454,13 @@ static bool id_list(Msc *m, const json_t *list, int limit, int **ids, int *n, co
 
 static bool block_channels_current(Msc *m, const MscGpu *g, const json_t *tb, MscBlock *blk)
 {
-    const json_t *chans = msc_field(m, tb, "channels", JSON_ARRAY, false, "a threadblock");
-    if (!chans && json_object_get(tb, "channels"))
+    const json_t *chans, *refs, *e, *tv, *ids;
+    if (!msc_optional_list(m, tb, "channels", "a threadblock", &chans) ||
+        !msc_optional_list(m, tb, "remote_buffer_refs", "a threadblock", &refs))
         return false;
     size_t i;
-    const json_t *e;
     json_array_foreach(chans, i, e) {
-        const json_t *tv = json_is_object(e) ? msc_field(m, e, "channel_type", JSON_STRING, true, "a channel list")
-                                             : NULL;
-        const json_t *ids = tv ? msc_field(m, e, "channel_ids", JSON_ARRAY, true, "a channel list") : NULL;
-        if (!json_is_object(e))
-            msc_error(m, e, "a threadblock's channel list must be an object");
-        if (!ids)
+        if (!typed_entry(m, e, "channel_type", "channel_ids", "a threadblock's channel list", &tv, &ids))
             return false;
         MscChan t = msc_chan_parse(json_string_value(tv), false);
         if (t == MSC_NCHAN || t == MSC_NONE) {
@@ -459,17 +471,9 @@ static bool block_channels_current(Msc *m, const MscGpu *g, const json_t *tb, Ms
         if (!id_list(m, ids, g->nch[t], &blk->ch[t], &blk->nch[t], what))
             return false;
     }
-    const json_t *refs = msc_field(m, tb, "remote_buffer_refs", JSON_ARRAY, false, "a threadblock");
-    if (!refs && json_object_get(tb, "remote_buffer_refs"))
-        return false;
     json_array_foreach(refs, i, e) {
-        const json_t *tv = json_is_object(e) ? msc_field(m, e, "access_channel_type", JSON_STRING, true,
-                                                         "a remote buffer list") : NULL;
-        const json_t *ids = tv ? msc_field(m, e, "remote_buffer_ids", JSON_ARRAY, true, "a remote buffer list")
-                               : NULL;
-        if (!json_is_object(e))
-            msc_error(m, e, "a threadblock's remote buffer list must be an object");
-        if (!ids)
+        if (!typed_entry(m, e, "access_channel_type", "remote_buffer_ids", "a threadblock's remote buffer list", &tv,
+                         &ids))
             return false;
         MscChan t = msc_chan_parse(json_string_value(tv), false);
         if (t != MSC_MEMORY && t != MSC_PORT) {
@@ -484,11 +488,10 @@ static bool block_channels_current(Msc *m, const MscGpu *g, const json_t *tb, Ms
 
 static bool block_channels_old(Msc *m, const MscGpu *g, const json_t *tb, MscBlock *blk)
 {
-    const json_t *chans = msc_field(m, tb, "channels", JSON_ARRAY, false, "a threadblock");
-    if (!chans && json_object_get(tb, "channels"))
+    const json_t *chans, *e;
+    if (!msc_optional_list(m, tb, "channels", "a threadblock", &chans))
         return false;
     size_t i;
-    const json_t *e;
     json_array_foreach(chans, i, e) {
         MscOldEntry o = {0};
         const json_t *sv = json_is_object(e) ? msc_field(m, e, "src", JSON_STRING, true, "a channel list") : NULL;
