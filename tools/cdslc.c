@@ -425,6 +425,12 @@ int main(int argc, char **argv)
         return rc == CDSL_ERR_SYSTEM ? EXIT_SYSTEM : EXIT_USAGE;
     }
     int status = rc ? EXIT_PROGRAM : 0;
+    if (!rc && a.rank_text && a.rank >= cdsl_program_nranks(p)) { /* a plan without -n: now known */
+        fprintf(stderr, "cdslc: error: --rank %s: there is no such rank in the plan (ranks are 0 to %d)\n"
+                "(see cdslc --help)\n", a.rank_text, cdsl_program_nranks(p) - 1);
+        cdsl_program_destroy(p);
+        return EXIT_USAGE;
+    }
     if (a.emit == EMIT_DOT) {
         int drc = emit_dump(p, CDSL_DUMP_DOT, a.output);   /* drawn also when checks failed */
         status = drc == EXIT_SYSTEM || !status ? drc : status;
