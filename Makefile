@@ -7,7 +7,8 @@
 #   make asan       the same binaries under AddressSanitizer + UBSan in build/asan/
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
-#                   resolve) and fuzz_check (through the checker and CUDA emission)
+#                   resolve), fuzz_check (through the checker and CUDA emission) and
+#                   fuzz_plan (the MSCCL++ plan importer, through the checker)
 #   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the stdlib, pkg-config and CMake files
 #
 # Generated C (re2c, Lemon) goes to build/gen/ and is never committed. Every variant build
@@ -29,11 +30,11 @@ LDXFLAGS ?=
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(XCFLAGS) -fPIC -pthread -D_GNU_SOURCE \
              -DCDSL_VERSION='"$(VERSION)"' -DCDSL_STDLIB_DIR='"$(PREFIX)/share/cdsl/stdlib"' \
              -Icompiler -Iruntime -Ibuild/gen -MMD -MP
-LDLIBS   = -ldl -lpthread -lm
+LDLIBS   = -ljansson -ldl -lpthread -lm
 
 GEN      = build/gen
 LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o $(B)/obj/gen/plan_blocks_cu.o
 TOOLS    = $(B)/cdslc $(B)/cdslrun $(B)/cdsl-perf
 
 EXAMPLES = $(B)/api_example $(B)/rank_example
@@ -57,6 +58,18 @@ $(GEN)/lexer.c: grammar/lexer.re | $(GEN)
 $(GEN)/parser.c $(GEN)/parser.h &: grammar/parser.y $(wildcard $(LEMPAR)) | $(GEN)
 	cp grammar/parser.y $(GEN)/parser.y
 	$(LEMON) -s -T$(LEMPAR) -d$(GEN) $(GEN)/parser.y
+
+# Device code lives in real CUDA files; compiler/device/*.cu become arrays of lines (ISO C
+# limits one string literal) that the emitter prints.
+$(GEN)/%_cu.c: compiler/device/%.cu | $(GEN)
+	{ echo '/* generated from $< by the Makefile: one string per line */'; \
+	  echo 'const char *const cdsl_$*_cu[] = {'; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n",/' $<; \
+	  echo '    0,'; echo '};'; } >$@
+
+$(B)/obj/gen/plan_blocks_cu.o: $(GEN)/plan_blocks_cu.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/obj/gen/lexer.o: $(GEN)/lexer.c $(GEN)/parser.h
 	@mkdir -p $(dir $@)
@@ -106,17 +119,17 @@ $(B)/rank_example_mpi: examples/rank_example.c $(B)/libcdsl.a
 
 # The variant builds share build/gen: make it first, so that parallel sub-makes never run
 # re2c or lemon at the same time.
-asan: $(GEN)/parser.h $(GEN)/lexer.c
+asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c
 	$(MAKE) B=build/asan XCFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/cdsl-perf build/asan/api_example
 
-tsan: $(GEN)/parser.h $(GEN)/lexer.c
+tsan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun
 
 FUZZ_CC ?= clang
-fuzz: $(GEN)/parser.h $(GEN)/lexer.c
+fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
-	for t in fuzz_parse fuzz_check; do \
+	for t in fuzz_parse fuzz_check fuzz_plan; do \
 		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
 			-o build/fuzz/$$t tests/fuzz/$$t.c build/fuzz/libcdsl.a $(LDLIBS) || exit 1; \
 	done

@@ -63,6 +63,11 @@ void arena_trap_pop(Arena *a, ArenaTrap *t)
         a->trap = t->prev;
 }
 
+void arena_rethrow(Arena *a, size_t asked)
+{
+    out_of_memory(a, asked);
+}
+
 void arena_set_limit(Arena *a, size_t bytes)
 {
     a->limit = bytes;

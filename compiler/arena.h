@@ -40,6 +40,9 @@ typedef struct ArenaTrap {
 } ArenaTrap;
 void arena_trap_push(Arena *a, ArenaTrap *t);
 void arena_trap_pop(Arena *a, ArenaTrap *t);
+/* From a trap that caught running out of memory and freed what it held outside the arena
+ * (a parser's malloc'ed tree): unwind on to the next trap, as if that one had caught it. */
+_Noreturn void arena_rethrow(Arena *a, size_t asked);
 
 /* Treat more than `bytes` in all as out of memory (0: no limit). The fuzz harnesses bound
  * their inputs' memory with it. */

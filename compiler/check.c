@@ -2,7 +2,8 @@
  * check.c - the checker's entry point and the wording its messages share.
  *
  * check_program runs the passes in dependency order: order.c (intra-rank ordering for the code
- * generator, independent of the rest), hb_match (which signal each wait consumes), sync.c's
+ * generator, independent of the rest), hb_match (which signal each wait consumes), for an
+ * imported plan blocks.c (each thread block's ops may be taken in program order), sync.c's
  * simulation and rule 2, race.c's replay with vector clocks (rule 1), rounds.c (the switch's
  * arrivals keep to their rounds, part of rule 2), and post.c (rule 4)
  * only when rules 1 and 2 passed, since with a race or a deadlock the final values depend on
@@ -49,8 +50,9 @@ struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limi
     r->budget.at = p->loc;
     order_program(p, &r->budget);
     hb_match(p, &r->hb);
-    sync_simulate(&r->hb, p->arena, &r->run);
     int before = d->nerrors;
+    order_blocks_check(r, d); /* a plan's thread blocks: each may be taken as a sequence */
+    sync_simulate(&r->hb, p->arena, &r->run);
     /* A deadlock comes first (it is why later ops never ran); leftovers after the races. */
     if (!r->run.all_ended)
         sync_report(r, d);
@@ -147,4 +149,21 @@ const char *check_rank_list(Arena *a, const int *ranks, int n)
     for (int i = 1; i < n; i++)
         s = arena_printf(a, "%s%s%d", s, i == n - 1 ? " and " : ", ", ranks[i]);
     return s;
+}
+
+const char *check_unit_list(const HbFacts *f, Arena *a, const int *units, int n)
+{
+    if (!f->p->ntbs) {
+        int *ranks = ARENA_ARRAY(a, int, (size_t)n);
+        for (int i = 0; i < n; i++)
+            ranks[i] = f->unit_rank[units[i]];
+        return check_rank_list(a, ranks, n);
+    }
+    const char *s = "";
+    for (int i = 0; i < n && i < 6; i++) {
+        int r = f->unit_rank[units[i]];
+        s = arena_printf(a, "%s%srank %d threadblock %d", s, i == 0 ? "" : i == n - 1 ? " and " : ", ", r,
+                         units[i] - f->rank_unit[r]);
+    }
+    return n > 6 ? arena_printf(a, "%s and %d more", s, n - 6) : s;
 }

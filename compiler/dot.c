@@ -69,7 +69,7 @@ static bool dot_unmatched(const HbFacts *f, const HbRun *run, int r, int i)
     if (op->kind == IR_SIGNAL || op->kind == IR_WAIT)
         if (f->partner[r][i] < 0)
             return true;
-    return run && run->pc[r] == i; /* the wait this rank is stuck at */
+    return run && run->pc[hb_unit(f, r, i)] == i; /* the wait this unit is stuck at */
 }
 
 static void dot_rank(FILE *out, const IrProgram *p, const HbFacts *f, const HbRun *run, int r)
@@ -82,10 +82,17 @@ static void dot_rank(FILE *out, const IrProgram *p, const HbFacts *f, const HbRu
         dot_string(out, dot_label(p, &s->ops[i]));
         fputs(dot_unmatched(f, run, r, i) ? ", color=red];\n" : "];\n", out);
     }
-    fprintf(out, "    r%d_e [label=\"end\", shape=oval];\n    ", r);
-    for (int i = -1; i <= s->nops; i++) {
-        dot_node(out, p, (HbEv){r, i});
-        fputs(i < s->nops ? " -> " : " [weight=100];\n", out);
+    fprintf(out, "    r%d_e [label=\"end\", shape=oval];\n", r);
+    for (int u = f->rank_unit[r]; u < f->rank_unit[r + 1]; u++) { /* each unit's program order */
+        fputs("    ", out);
+        dot_node(out, p, (HbEv){r, -1});
+        for (int i = f->unit_first[u]; i < f->unit_end[u]; i++) {
+            fputs(" -> ", out);
+            dot_node(out, p, (HbEv){r, i});
+        }
+        fputs(" -> ", out);
+        dot_node(out, p, (HbEv){r, s->nops});
+        fputs(" [weight=100];\n", out);
     }
     fputs("  }\n", out);
 }

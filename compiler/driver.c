@@ -25,6 +25,7 @@
 #include "lint.h"
 #include "log.h"
 #include "load.h"
+#include "mscclpp.h"
 #include "resolve.h"
 
 static cdsl_program *new_program(const cdsl_compile_opts *o)
@@ -75,10 +76,12 @@ static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *progr
 {
     progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
                    "evaluating %s for %d ranks", p->name, o->nranks);
-    EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
     double t = log_clock();
-    p->ir = eval_program(p->arena, &p->diag, program, &eo);
-    timed("evaluate", t, p, o->nranks);
+    if (program) {   /* a .cdsl program; an imported plan's IR is made already */
+        EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
+        p->ir = eval_program(p->arena, &p->diag, program, &eo);
+        timed("evaluate", t, p, o->nranks);
+    }
     if (!p->ir || o->stop_after == CDSL_STAGE_EVAL) {
         progress_end(&p->progress);
         if (!p->ir)
@@ -91,7 +94,7 @@ static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *progr
     t = log_clock();
     p->check = check_program(p->ir, &p->diag, &limits);
     timed("check", t, p, o->nranks);
-    if (p->diag.nerrors == 0) {
+    if (p->diag.nerrors == 0 && program) {   /* warnings are about .cdsl text */
         progress_say(&p->progress, "looking for synchronisation %s does not need", p->name);
         t = log_clock();
         lint_program(p->ir, p->check, &p->diag, &limits);
@@ -102,9 +105,31 @@ static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *progr
     return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
 }
 
+/* An MSCCL++ plan instead of load, resolve and eval: the plan is the IR. */
+static int import_plan(cdsl_program *p, const cdsl_compile_opts *o)
+{
+    if (o->stop_after == CDSL_STAGE_PARSE) {
+        diag_fatal(&p->diag, "'%s' is an MSCCL++ plan: it has no syntax tree to dump (--dump-ir shows what it became)",
+                   o->path);
+        return CDSL_ERR_USAGE;
+    }
+    bool usage;
+    p->ir = mscclpp_import(p->arena, &p->diag, o->path, o->nranks, &usage);
+    if (!p->ir)
+        return usage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
+    p->name = p->ir->name;
+    p->collective = p->ir->coll_name;
+    return CDSL_OK;
+}
+
+
 /* The phases; any of them may unwind to cdsl_compile's trap when memory runs out. */
 static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
 {
+    if (mscclpp_is_plan(o->path)) {
+        int rc = import_plan(p, o);
+        return rc ? rc : check_phases(p, o, NULL);
+    }
     LoadOptions lo = {o->include_dirs, o->ninclude_dirs, o->source};
     double t = log_clock();
     p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
@@ -139,7 +164,7 @@ int cdsl_compile(const cdsl_compile_opts *o, cdsl_program **out)
     *out = NULL;
     if (!o->path)
         return usage_error(o->diag, "cdsl: error: no input file%.0d\n", 0);
-    if (o->nranks < 1 || o->nranks > IR_MAX_RANKS)
+    if ((o->nranks < 1 && !(o->nranks == 0 && mscclpp_is_plan(o->path))) || o->nranks > IR_MAX_RANKS)
         return usage_error(o->diag, "cdsl: error: the rank count must be between 1 and " NUMBER_TEXT(CDSL_MAX_RANKS)
                            ", not %d\n",
                            o->nranks);
@@ -242,3 +267,29 @@ const char *cdsl_program_name(const cdsl_program *p) { return p ? p->name : NULL
 const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->collective : NULL; }
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }
+
+int cdsl_is_plan(const char *path)
+{
+    return mscclpp_is_plan(path);
+}
+
+int cdsl_emit_mscclpp(cdsl_program *p, FILE *out)
+{
+    if (!p || !out)
+        return CDSL_ERR_USAGE;
+    if (!p->ir || !p->ok || !p->check) {
+        diag_fatal(&p->diag, "only a program that passed its checks is written as a plan");
+        return CDSL_ERR_PROGRAM;
+    }
+    ArenaTrap trap;
+    arena_trap_push(p->arena, &trap);
+    if (setjmp(trap.env)) {
+        driver_out_of_memory(p, &trap);
+        return CDSL_ERR_SYSTEM;
+    }
+    bool ok = mscclpp_export(p->ir, out, &p->diag);
+    arena_trap_pop(p->arena, &trap);
+    if (!ok)
+        return CDSL_ERR_PROGRAM;
+    return fflush(out) != 0 || ferror(out) ? CDSL_ERR_SYSTEM : CDSL_OK;
+}

@@ -33,6 +33,11 @@ const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype
 const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, Arena *a,
                            Diag *d);
 
+/* emit_blocks.c: the same for an imported MSCCL++ plan (IrProgram.ntbs set): one code path
+ * per thread block. emit_cuda and emit_cuda_rank call it for such programs. */
+const char *emit_cuda_blocks(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, Arena *a,
+                             Diag *d);
+
 /* What the switch can do for one element type (PTX ISA, multimem.ld_reduce). */
 typedef struct EmitDtype {
     const char *name;          /* "f32" */

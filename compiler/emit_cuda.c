@@ -411,6 +411,8 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
 {
     if (!check_emittable(p, flavour, dtype, d))
         return NULL;
+    if (p->ntbs) /* an imported plan: one code path per thread block */
+        return emit_cuda_blocks(p, flavour, dtype, rank, a, d);
     Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}, .only = rank};
     e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);
     if (flavour == CDSL_BACKEND_NVLS)

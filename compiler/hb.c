@@ -15,6 +15,45 @@
 #include <limits.h>
 #include <string.h>
 
+/* ---- Units ------------------------------------------------------------------------------ */
+
+/* Each rank's units and the op range of each: ops are grouped by tb (ir.h). */
+static void find_units(HbFacts *f, Arena *a)
+{
+    const IrProgram *p = f->p;
+    f->rank_unit = ARENA_ARRAY(a, int, (size_t)f->n + 1);
+    for (int r = 0; r < f->n; r++)
+        f->rank_unit[r + 1] = f->rank_unit[r] + ir_ntbs(p, r);
+    f->nunits = f->rank_unit[f->n];
+    f->unit_rank = ARENA_ARRAY(a, int, (size_t)f->nunits);
+    f->unit_first = ARENA_ARRAY(a, int, (size_t)f->nunits);
+    f->unit_end = ARENA_ARRAY(a, int, (size_t)f->nunits);
+    f->sw_unit = ARENA_ARRAY(a, int, (size_t)f->n);
+    for (int r = 0; r < f->n; r++) {
+        const IrSeq *s = &p->ranks[r];
+        int u0 = f->rank_unit[r], i = 0;
+        f->sw_unit[r] = u0;
+        for (int t = 0; t < ir_ntbs(p, r); t++) {
+            f->unit_rank[u0 + t] = r;
+            f->unit_first[u0 + t] = i;
+            while (i < s->nops && s->ops[i].tb == t) {
+                if (ir_is_switch(s->ops[i].kind) && !ir_is_data(s->ops[i].kind))
+                    f->sw_unit[r] = u0 + t;
+                i++;
+            }
+            f->unit_end[u0 + t] = i;
+        }
+    }
+}
+
+bool hb_rank_ended(const HbFacts *f, const HbRun *run, int r)
+{
+    for (int u = f->rank_unit[r]; u < f->rank_unit[r + 1]; u++)
+        if (run->pc[u] < f->unit_end[u])
+            return false;
+    return true;
+}
+
 /* ---- Matching -------------------------------------------------------------------------- */
 
 typedef struct MatchTable {
@@ -23,9 +62,11 @@ typedef struct MatchTable {
     size_t mask;
 } MatchTable;
 
-static uint64_t match_key(int from, int to, int k)
+/* Ranks below 2^10, channels below 2^12 (ir.h's limits, the importer's). */
+static uint64_t match_key(int from, int to, int chan, int k)
 {
-    return ((uint64_t)(uint32_t)from << 48) | ((uint64_t)(uint32_t)to << 32) | (uint32_t)k;
+    return ((uint64_t)(uint32_t)from << 54) | ((uint64_t)(uint32_t)to << 44) | ((uint64_t)(uint32_t)chan << 32) |
+           (uint32_t)k;
 }
 
 static size_t match_slot(const MatchTable *t, uint64_t key)
@@ -47,32 +88,81 @@ static void match_table_init(MatchTable *t, Arena *a, size_t count)
     t->mask = cap - 1;
 }
 
-/* Ordinals on each channel; counters are one array of n reused by every rank. */
-static void number_rank(HbFacts *f, int r, int *sigs, int *waits, size_t *nsignals)
+static bool peer_op(const HbFacts *f, const IrOp *op)
+{
+    return (op->kind == IR_SIGNAL || op->kind == IR_WAIT) && op->peer >= 0 && op->peer < f->n && op->chan >= 0;
+}
+
+/* The barrier (rank, id), made when first seen. */
+static int barrier_of(HbFacts *f, Arena *a, int r, const IrOp *op)
+{
+    for (int b = f->nbars - 1; b >= 0 && f->bars[b].rank == r; b--)
+        if (f->bars[b].id == op->chan)
+            return b;
+    f->bars = arena_grow(a, f->bars, (size_t)f->nbars, (size_t)f->nbars + 1, sizeof *f->bars);
+    f->bars[f->nbars] = (HbBarrier){r, op->chan, op->arg, NULL, 0, NULL, NULL};
+    return f->nbars++;
+}
+
+/* Op i, a use of barrier b by `unit` (a rank's units come in order, each's uses in order). */
+static void barrier_use(HbFacts *f, Arena *a, int b, int unit, int i)
+{
+    HbBarrier *bar = &f->bars[b];
+    if (!bar->nunits || bar->units[bar->nunits - 1] != unit) {
+        size_t m = (size_t)bar->nunits;
+        bar->units = arena_grow(a, bar->units, m, m + 1, sizeof(int));
+        bar->uses = arena_grow(a, bar->uses, m, m + 1, sizeof(int *));
+        bar->nuses = arena_grow(a, bar->nuses, m, m + 1, sizeof(int));
+        bar->units[m] = unit;
+        bar->uses[m] = NULL;
+        bar->nuses[m] = 0;
+        bar->nunits++;
+    }
+    int m = bar->nunits - 1, k = bar->nuses[m];
+    bar->uses[m] = arena_grow(a, bar->uses[m], (size_t)k, (size_t)k + 1, sizeof(int));
+    bar->uses[m][bar->nuses[m]++] = i;
+}
+
+/* Ordinals on each channel; counters are one array of n * nchan reused by every rank. Units of
+   a rank count in unit order: a channel's signals (or waits) come from one unit. A barrier's
+   uses are counted per unit. */
+static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int nchan, size_t *nsignals)
 {
     const IrSeq *s = &f->p->ranks[r];
-    int nsw_sig = 0, nsw_wait = 0;
+    int nsw_sig = 0, nsw_wait = 0, nbar_ops = 0, first_bar = f->nbars, tb = -1;
+    for (int i = 0; i < s->nops; i++)
+        nbar_ops += s->ops[i].kind == IR_BARRIER;
+    int *bar_uses = nbar_ops ? ARENA_ARRAY(a, int, (size_t)nbar_ops) : NULL; /* [b - first_bar] */
     for (int i = 0; i < s->nops; i++) {
         const IrOp *op = &s->ops[i];
+        int slot = op->peer * nchan + op->chan;
         f->partner[r][i] = -1;
-        if (op->kind == IR_SIGNAL && op->peer >= 0 && op->peer < f->n) {
-            f->ordinal[r][i] = sigs[op->peer]++;
+        if (op->kind == IR_SIGNAL && peer_op(f, op)) {
+            f->ordinal[r][i] = sigs[slot]++;
             ++*nsignals;
-        } else if (op->kind == IR_WAIT && op->peer >= 0 && op->peer < f->n) {
-            f->ordinal[r][i] = waits[op->peer]++;
+        } else if (op->kind == IR_WAIT && peer_op(f, op)) {
+            f->ordinal[r][i] = waits[slot]++;
         } else if (op->kind == IR_SW_SIGNAL) {
             f->ordinal[r][i] = nsw_sig++;
         } else if (op->kind == IR_SW_WAIT) {
             f->ordinal[r][i] = nsw_wait++;
+        } else if (op->kind == IR_BARRIER) {
+            if (op->tb != tb) {
+                tb = op->tb;
+                memset(bar_uses, 0, (size_t)nbar_ops * sizeof *bar_uses);
+            }
+            int b = barrier_of(f, a, r, op);
+            f->partner[r][i] = b;
+            f->ordinal[r][i] = bar_uses[b - first_bar]++;
+            barrier_use(f, a, b, f->rank_unit[r] + op->tb, i);
         }
     }
     for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].peer >= 0 && s->ops[i].peer < f->n)
-            sigs[s->ops[i].peer] = waits[s->ops[i].peer] = 0;
+        if (peer_op(f, &s->ops[i]))
+            sigs[s->ops[i].peer * nchan + s->ops[i].chan] = waits[s->ops[i].peer * nchan + s->ops[i].chan] = 0;
     f->nsw_sig[r] = nsw_sig;
     f->nsw_wait[r] = nsw_wait;
 }
-
 static void list_switch_ops(HbFacts *f, Arena *a, int r)
 {
     const IrSeq *s = &f->p->ranks[r];
@@ -94,9 +184,9 @@ static void pair_waits(HbFacts *f, const MatchTable *t)
         const IrSeq *s = &f->p->ranks[r];
         for (int i = 0; i < s->nops; i++) {
             const IrOp *op = &s->ops[i];
-            if (op->kind != IR_WAIT || op->peer < 0 || op->peer >= f->n)
+            if (op->kind != IR_WAIT || !peer_op(f, op))
                 continue;
-            size_t slot = match_slot(t, match_key(op->peer, r, f->ordinal[r][i]));
+            size_t slot = match_slot(t, match_key(op->peer, r, op->chan, f->ordinal[r][i]));
             int sig = t->vals[slot];
             if (sig >= 0) {
                 f->partner[r][i] = sig;
@@ -106,27 +196,39 @@ static void pair_waits(HbFacts *f, const MatchTable *t)
     }
 }
 
+static int channels_used(const IrProgram *p)
+{
+    int nchan = 1;
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            if (p->ranks[r].ops[i].chan >= nchan && p->ranks[r].ops[i].kind != IR_BARRIER)
+                nchan = p->ranks[r].ops[i].chan + 1;
+    return nchan;
+}
+
 void hb_match(const IrProgram *p, HbFacts *f)
 {
     Arena *a = p->arena;
     memset(f, 0, sizeof *f);
     f->p = p;
     f->n = p->nranks;
+    find_units(f, a);
     f->partner = ARENA_ARRAY(a, int *, (size_t)f->n);
     f->ordinal = ARENA_ARRAY(a, int *, (size_t)f->n);
     f->sw_sig = ARENA_ARRAY(a, int *, (size_t)f->n);
     f->sw_wait = ARENA_ARRAY(a, int *, (size_t)f->n);
     f->nsw_sig = ARENA_ARRAY(a, int, (size_t)f->n);
     f->nsw_wait = ARENA_ARRAY(a, int, (size_t)f->n);
-    int *sigs = ARENA_ARRAY(a, int, (size_t)f->n);
-    int *waits = ARENA_ARRAY(a, int, (size_t)f->n);
+    int nchan = channels_used(p);
+    int *sigs = ARENA_ARRAY(a, int, (size_t)f->n * (size_t)nchan);
+    int *waits = ARENA_ARRAY(a, int, (size_t)f->n * (size_t)nchan);
     size_t nsignals = 0;
     for (int r = 0; r < f->n; r++) {
         int nops = p->ranks[r].nops;
         f->nops_total += (size_t)nops;
         f->partner[r] = ARENA_ARRAY(a, int, (size_t)nops + 1);
         f->ordinal[r] = ARENA_ARRAY(a, int, (size_t)nops + 1);
-        number_rank(f, r, sigs, waits, &nsignals);
+        number_rank(f, a, r, sigs, waits, nchan, &nsignals);
         list_switch_ops(f, a, r);
     }
     MatchTable t;
@@ -134,9 +236,10 @@ void hb_match(const IrProgram *p, HbFacts *f)
     for (int r = 0; r < f->n; r++) {
         const IrSeq *s = &p->ranks[r];
         for (int i = 0; i < s->nops; i++)
-            if (s->ops[i].kind == IR_SIGNAL && s->ops[i].peer >= 0 && s->ops[i].peer < f->n) {
-                size_t slot = match_slot(&t, match_key(r, s->ops[i].peer, f->ordinal[r][i]));
-                t.keys[slot] = match_key(r, s->ops[i].peer, f->ordinal[r][i]);
+            if (s->ops[i].kind == IR_SIGNAL && peer_op(f, &s->ops[i])) {
+                uint64_t key = match_key(r, s->ops[i].peer, s->ops[i].chan, f->ordinal[r][i]);
+                size_t slot = match_slot(&t, key);
+                t.keys[slot] = key;
                 t.vals[slot] = i;
             }
     }
@@ -224,17 +327,19 @@ void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a, CheckBudget *b)
     rp->at = f->p->loc;
     rp->f = f;
     rp->arena = a;
-    rp->n = f->n;
-    size_t n = (size_t)f->n;
-    rp->exec = ARENA_ARRAY(a, HbClock *, n);
-    rp->sync = ARENA_ARRAY(a, HbClock *, n);
-    rp->now = ARENA_ARRAY(a, uint32_t, n);
+    rp->n = f->nunits;
+    size_t n = (size_t)f->n, nu = (size_t)f->nunits;
+    rp->exec = ARENA_ARRAY(a, HbClock *, nu);
+    rp->sync = ARENA_ARRAY(a, HbClock *, nu);
+    rp->now = ARENA_ARRAY(a, uint32_t, nu);
+    for (int u = 0; u < f->nunits; u++) {
+        rp->exec[u] = clock_new(rp, NULL);
+        rp->sync[u] = clock_new(rp, NULL);
+        rp->now[u] = HB_START_TIME;
+    }
     rp->sig_exec = ARENA_ARRAY(a, HbClock **, n);
     rp->sig_sync = ARENA_ARRAY(a, HbClock **, n);
     for (int r = 0; r < f->n; r++) {
-        rp->exec[r] = clock_new(rp, NULL);
-        rp->sync[r] = clock_new(rp, NULL);
-        rp->now[r] = HB_START_TIME;
         size_t nops = (size_t)f->p->ranks[r].nops + 1;
         rp->sig_exec[r] = ARENA_ARRAY(a, HbClock *, nops);
         rp->sig_sync[r] = ARENA_ARRAY(a, HbClock *, nops);
@@ -243,83 +348,145 @@ void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a, CheckBudget *b)
     rp->rnd_exec = ARENA_ARRAY(a, HbClock *, k);
     rp->rnd_sync = ARENA_ARRAY(a, HbClock *, k);
     rp->rnd_waits = ARENA_ARRAY(a, int, k);
+    rp->bar_clock = ARENA_ARRAY(a, HbClock *, 2 * (size_t)f->nbars + 1);
+    rp->bar_left = ARENA_ARRAY(a, int, (size_t)f->nbars + 1);
 }
 
-static void step_signal(HbReplay *rp, int r, int i)
+static void step_signal(HbReplay *rp, int r, int i, int u)
 {
     if (rp->f->partner[r][i] < 0)
         return; /* nobody will read what it carries */
-    rp->sig_exec[r][i] = rp->exec[r];
-    rp->sig_sync[r][i] = rp->sync[r];
-    rp->exec[r]->u.refs++;
-    rp->sync[r]->u.refs++;
+    rp->sig_exec[r][i] = rp->exec[u];
+    rp->sig_sync[r][i] = rp->sync[u];
+    rp->exec[u]->u.refs++;
+    rp->sync[u]->u.refs++;
 }
 
-static void step_switch_signal(HbReplay *rp, int r, int i, const IrOp *op)
+static void step_switch_signal(HbReplay *rp, int r, int i, int u, const IrOp *op)
 {
     int k = rp->f->ordinal[r][i];
     uint32_t t = hb_time(i);
     if (!rp->rnd_exec[k])
         rp->rnd_exec[k] = clock_new(rp, NULL);
-    clock_join(rp, rp->rnd_exec[k], rp->exec[r], r, t);
+    clock_join(rp, rp->rnd_exec[k], rp->exec[u], u, t);
     if (op->relaxed)
         return;
     if (!rp->rnd_sync[k])
         rp->rnd_sync[k] = clock_new(rp, NULL);
-    clock_join(rp, rp->rnd_sync[k], rp->sync[r], r, t);
+    clock_join(rp, rp->rnd_sync[k], rp->sync[u], u, t);
 }
 
-static void step_wait(HbReplay *rp, int r, int i, const IrOp *op)
+static void step_wait(HbReplay *rp, int r, int i, int u, const IrOp *op)
 {
     int p = op->peer, s = rp->f->partner[r][i];
     if (s < 0 || !rp->sig_exec[p][s])
         return; /* cannot happen along a valid schedule */
     uint32_t t = hb_time(s);
-    clock_join(rp, clock_own(rp, &rp->exec[r]), rp->sig_exec[p][s], p, t);
+    int from = hb_unit(rp->f, p, s);
+    clock_join(rp, clock_own(rp, &rp->exec[u]), rp->sig_exec[p][s], from, t);
     if (hb_strong(&rp->f->p->ranks[p].ops[s], op))
-        clock_join(rp, clock_own(rp, &rp->sync[r]), rp->sig_sync[p][s], p, t);
+        clock_join(rp, clock_own(rp, &rp->sync[u]), rp->sig_sync[p][s], from, t);
     clock_unref(rp, rp->sig_exec[p][s]);
     clock_unref(rp, rp->sig_sync[p][s]);
     rp->sig_exec[p][s] = rp->sig_sync[p][s] = NULL;
 }
 
-static void step_switch_wait(HbReplay *rp, int r, int i, const IrOp *op)
+static void step_switch_wait(HbReplay *rp, int r, int i, int u, const IrOp *op)
 {
     int k = rp->f->ordinal[r][i];
     if (k >= rp->f->nrounds || !rp->rnd_exec[k])
         return;
-    clock_join(rp, clock_own(rp, &rp->exec[r]), rp->rnd_exec[k], -1, 0);
+    clock_join(rp, clock_own(rp, &rp->exec[u]), rp->rnd_exec[k], -1, 0);
     if (!op->relaxed && rp->rnd_sync[k])
-        clock_join(rp, clock_own(rp, &rp->sync[r]), rp->rnd_sync[k], -1, 0);
-    if (++rp->rnd_waits[k] == rp->n) {
+        clock_join(rp, clock_own(rp, &rp->sync[u]), rp->rnd_sync[k], -1, 0);
+    if (++rp->rnd_waits[k] == rp->f->n) {
         clock_unref(rp, rp->rnd_exec[k]);
         clock_unref(rp, rp->rnd_sync[k]);
         rp->rnd_exec[k] = rp->rnd_sync[k] = NULL;
     }
 }
 
+/* A barrier's meeting: its members' uses are consecutive in sync.c's schedule, so the first
+   of them joins every member's clocks as they stand at the barrier (each with the time of its
+   own use), and each member then takes the join: everything before the barrier in any member
+   is before everything after it in every member, for execution and for visibility. */
+static void step_barrier(HbReplay *rp, int r, int i, int u)
+{
+    const HbFacts *f = rp->f;
+    int b = f->partner[r][i], k = f->ordinal[r][i];
+    const HbBarrier *bar = &f->bars[b];
+    HbClock **mc = &rp->bar_clock[2 * b];
+    if (!mc[0]) {
+        mc[0] = clock_new(rp, NULL);
+        mc[1] = clock_new(rp, NULL);
+        for (int m = 0; m < bar->nunits; m++) {
+            int v = bar->units[m];
+            uint32_t t = k < bar->nuses[m] ? hb_time(bar->uses[m][k]) : rp->now[v];
+            clock_join(rp, mc[0], rp->exec[v], v, t);
+            clock_join(rp, mc[1], rp->sync[v], v, t);
+        }
+        rp->bar_left[b] = bar->nunits;
+    }
+    clock_join(rp, clock_own(rp, &rp->exec[u]), mc[0], -1, 0);
+    clock_join(rp, clock_own(rp, &rp->sync[u]), mc[1], -1, 0);
+    if (--rp->bar_left[b] == 0) {
+        clock_unref(rp, mc[0]);
+        clock_unref(rp, mc[1]);
+        mc[0] = mc[1] = NULL;
+    }
+}
+
 void hb_replay_step(HbReplay *rp, int r, int i)
 {
     const IrOp *op = &rp->f->p->ranks[r].ops[i];
+    int u = hb_unit(rp->f, r, i);
     rp->at = op->loc;
     switch (op->kind) {
-    case IR_SIGNAL: step_signal(rp, r, i); break;
-    case IR_SW_SIGNAL: step_switch_signal(rp, r, i, op); break;
-    case IR_WAIT: step_wait(rp, r, i, op); break;
-    case IR_SW_WAIT: step_switch_wait(rp, r, i, op); break;
+    case IR_SIGNAL: step_signal(rp, r, i, u); break;
+    case IR_SW_SIGNAL: step_switch_signal(rp, r, i, u, op); break;
+    case IR_WAIT: step_wait(rp, r, i, u, op); break;
+    case IR_SW_WAIT: step_switch_wait(rp, r, i, u, op); break;
+    case IR_BARRIER: step_barrier(rp, r, i, u); break;
     default: break;
     }
-    rp->now[r] = hb_time(i);
+    rp->now[u] = hb_time(i);
 }
 
-HbView hb_exec_view(const HbReplay *rp, int rank)
+HbView hb_exec_view(const HbReplay *rp, int unit)
 {
-    return (HbView){rp->exec[rank]->v, rank, rp->now[rank]};
+    return (HbView){rp->exec[unit]->v, unit, rp->now[unit]};
 }
 
-HbView hb_sync_view(const HbReplay *rp, int rank)
+HbView hb_sync_view(const HbReplay *rp, int unit)
 {
-    return (HbView){rp->sync[rank]->v, rank, rp->now[rank]};
+    return (HbView){rp->sync[unit]->v, unit, rp->now[unit]};
+}
+
+HbView hb_end_view(HbReplay *rp, int q, bool sync, HbClock **made)
+{
+    const HbFacts *f = rp->f;
+    int u0 = f->rank_unit[q], u1 = f->rank_unit[q + 1];
+    *made = NULL;
+    if (u1 - u0 == 1)
+        return sync ? hb_sync_view(rp, u0) : hb_exec_view(rp, u0);
+    HbClock *c = clock_new(rp, NULL);
+    for (int u = u0; u < u1; u++)
+        clock_join(rp, c, sync ? rp->sync[u] : rp->exec[u], u, rp->now[u]);
+    *made = c;
+    return (HbView){c->v, -1, 0};
+}
+
+void hb_end_view_done(HbReplay *rp, HbClock *made)
+{
+    clock_unref(rp, made);
+}
+
+bool hb_knows_start(const HbFacts *f, HbView v, int q)
+{
+    for (int u = f->rank_unit[q]; u < f->rank_unit[q + 1]; u++)
+        if (hb_get(v, u) >= HB_START_TIME)
+            return true;
+    return false;
 }
 
 /* ---- Explaining a missing order: 0-1 BFS over the event graph ---------------------------- */
@@ -454,13 +621,40 @@ static void relax_round(Search *sr, size_t from, const IrOp *op, int k)
         }
 }
 
+/* Program order: the start leads to each unit's first op, an op to the next of its unit or,
+   the last, to the rank's end. */
+static void relax_program_order(Search *sr, size_t node, HbEv e)
+{
+    CheckResult *r = sr->r;
+    const HbFacts *f = &r->hb;
+    int nops = r->p->ranks[e.rank].nops;
+    if (e.idx < 0) {
+        for (int u = f->rank_unit[e.rank]; u < f->rank_unit[e.rank + 1]; u++)
+            relax(sr, node, (HbEv){e.rank, f->unit_first[u] < f->unit_end[u] ? f->unit_first[u] : nops}, 0);
+        return;
+    }
+    int u = hb_unit(f, e.rank, e.idx);
+    relax(sr, node, (HbEv){e.rank, e.idx + 1 < f->unit_end[u] ? e.idx + 1 : nops}, 0);
+}
+
+/* A barrier's meeting: every member's use follows every member's arrival. */
+static void relax_meeting(Search *sr, size_t node, HbEv e)
+{
+    const HbFacts *f = &sr->r->hb;
+    const HbBarrier *bar = &f->bars[f->partner[e.rank][e.idx]];
+    int k = f->ordinal[e.rank][e.idx];
+    for (int m = 0; m < bar->nunits; m++)
+        if (k < bar->nuses[m])
+            relax(sr, node, (HbEv){e.rank, bar->uses[m][k]}, 0);
+}
+
 static void expand(Search *sr, size_t node)
 {
     CheckResult *r = sr->r;
     HbEv e = event_of(r, node);
     const IrSeq *s = &r->p->ranks[e.rank];
     if (e.idx < s->nops)
-        relax(sr, node, (HbEv){e.rank, e.idx + 1}, 0);
+        relax_program_order(sr, node, e);
     if (e.idx < 0 || e.idx >= s->nops)
         return;
     const IrOp *op = &s->ops[e.idx];
@@ -469,17 +663,20 @@ static void expand(Search *sr, size_t node)
         relax(sr, node, w, !hb_strong(op, &r->p->ranks[w.rank].ops[w.idx]));
     } else if (op->kind == IR_SW_SIGNAL) {
         relax_round(sr, node, op, r->hb.ordinal[e.rank][e.idx]);
+    } else if (op->kind == IR_BARRIER) {
+        relax_meeting(sr, node, e);
     }
 }
 
-/* Walks back from `to`; the last relaxed edge met is the first along the path. */
+/* Walks back from `to`; the last relaxed edge met is the first along the path. Program order
+   and barriers are never relaxed. */
 static void first_relaxed(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *wait)
 {
     size_t v = node_of(r, to), start = node_of(r, from);
     while (v != start) {
         size_t u = (size_t)r->bfs_parent[v];
         HbEv a = event_of(r, u), b = event_of(r, v);
-        bool program_order = a.rank == b.rank && b.idx == a.idx + 1;
+        bool program_order = a.rank == b.rank && (b.idx == a.idx + 1 || a.idx < 0 || b.idx >= r->p->ranks[b.rank].nops);
         if (!program_order && !hb_strong(&r->p->ranks[a.rank].ops[a.idx], &r->p->ranks[b.rank].ops[b.idx])) {
             *sig = a;
             *wait = b;

@@ -2,14 +2,19 @@
  * hb.h - happens-before facts shared by the checker's passes (hb.c, sync.c, race.c, post.c,
  * order.c, dot.c) and the CheckResult that check_program returns.
  *
- * Events: rank r's start (index -1), its ops 0..nops-1 in program order, its end (index nops).
- * hb_match pairs every wait with its signal (the k-th p.wait() on r with the k-th
- * peer(r).signal() on p; switch ops by round). sync.c simulates all ranks and records one
- * schedule consistent with those edges. hb.c replays that schedule with two vector clocks per
- * rank: EXEC (program order plus every edge) and SYNC (program order plus release -> acquire
- * edges). A clock component is a time: 0 = nothing of that rank known, 1 = its start,
- * op i = i + 2. Clocks only change at waits, so a rank shares one clock between waits and a
- * signal just points at it (copy on write, reference counted, recycled through a free list).
+ * Events: rank r's start (index -1), its ops 0..nops-1, its end (index nops). Program order
+ * is per unit (ir.h: a thread block of an imported plan; the whole rank in a .cdsl program,
+ * where units and ranks coincide): the rank's start precedes the first op of each of its
+ * units, each unit's ops follow one another, and each unit's last op precedes the rank's end.
+ * hb_match pairs every wait with its signal (the k-th wait on rank r's channel c from p with
+ * p's k-th signal to r on c; switch ops by round; a barrier's k-th uses by its blocks form
+ * one meeting). sync.c simulates all units and records one schedule consistent with those
+ * edges. hb.c replays that schedule with two vector clocks per unit: EXEC (program order
+ * plus every edge) and SYNC (program order plus release -> acquire edges; barriers are both).
+ * A clock component is a time: 0 = nothing of that unit known, 1 = its rank's start, op i of
+ * the rank's list = i + 2. Clocks only change at waits, so a unit shares one clock between
+ * waits and a signal just points at it (copy on write, reference counted, recycled through a
+ * free list).
  */
 #ifndef CDSL_HB_H
 #define CDSL_HB_H
@@ -38,26 +43,51 @@ static inline uint32_t hb_time(int idx) { return (uint32_t)(idx + 2); }
 enum { HB_START_TIME = 1, HB_MAX_REPORTS = 10 };
 enum { HB_JOIN_STEP = 16 }; /* clock entries joined per budget step (joins are vectorised) */
 
+/* A barrier of a rank: the thread blocks that use its id; their k-th uses meet. */
+typedef struct HbBarrier {
+    int rank, id;
+    int want;        /* blocks the plan says meet there (IrOp.arg) */
+    int *units, nunits; /* the units that use it */
+    int **uses, *nuses; /* [m][k]: the op (index in the rank's list) of member m's k-th use */
+} HbBarrier;
+
 typedef struct HbFacts {
     const IrProgram *p;
     int n;
+    int nunits;      /* units of program order over all ranks: n for a .cdsl program */
+    int *rank_unit;  /* [n + 1]: rank r's units are rank_unit[r] .. rank_unit[r + 1] - 1 */
+    int *unit_rank;  /* [nunits] */
+    int *unit_first, *unit_end; /* [nunits]: the unit's ops, [first, end) of its rank's list */
+    int *sw_unit;    /* [n]: the unit that makes the rank's switch arrivals and waits */
+    HbBarrier *bars; /* every (rank, barrier id) used */
+    int nbars;
     int **partner;  /* [r][i] SIGNAL: index of the matching WAIT on rank peer; WAIT: of the
-                       matching SIGNAL; -1 when there is none. Unused for other ops. */
-    int **ordinal;  /* [r][i] SIGNAL/WAIT: 0-based position among r's ops of that kind and
-                       peer; SW_SIGNAL/SW_WAIT: the switch round */
+                       matching SIGNAL; -1 when there is none. BARRIER: its HbBarrier. */
+    int **ordinal;  /* [r][i] SIGNAL/WAIT: 0-based position among r's ops of that kind, peer
+                       and channel; SW_SIGNAL/SW_WAIT: the switch round; BARRIER: the
+                       meeting (k-th use of the barrier by this unit) */
     int **sw_sig, *nsw_sig;   /* [r][k]: index of rank r's k-th switch signal */
     int **sw_wait, *nsw_wait; /* [r][k]: index of rank r's k-th switch wait */
     int nrounds;              /* the most switch signals any rank makes */
     size_t nops_total;
 } HbFacts;
 
+static inline int hb_unit(const HbFacts *f, int rank, int idx)
+{
+    return f->rank_unit[rank] + f->p->ranks[rank].ops[idx].tb;
+}
+
 /* sync.c's simulation: one schedule that respects every matched edge. */
 typedef struct HbRun {
     HbEv *sched;
     size_t nsched;
-    int *pc;         /* [r] ops of r that ran: nops when r ended, else r is blocked at ops[pc] */
+    int *pc;         /* [unit] the unit's next op in its rank's list: its end when the unit
+                        ended, else it is blocked at ops[pc] */
     bool all_ended;
 } HbRun;
+
+/* Rank r ran to its end: every one of its units did. */
+bool hb_rank_ended(const HbFacts *f, const HbRun *run, int r);
 
 /* A vector clock; `refs` while in use, `next` while on the free list. */
 typedef struct HbClock {
@@ -68,24 +98,26 @@ typedef struct HbClock {
     uint32_t v[];
 } HbClock;
 
-/* A rank's clock as seen at one moment: its own component is `now`. */
+/* A unit's clock as seen at one moment: its own component is `now` (unit -1: none). */
 typedef struct HbView {
     const uint32_t *v;
-    int rank;
+    int unit;
     uint32_t now;
 } HbView;
 
-static inline uint32_t hb_get(HbView w, int q) { return q == w.rank ? w.now : w.v[q]; }
+static inline uint32_t hb_get(HbView w, int q) { return q == w.unit ? w.now : w.v[q]; }
 
 typedef struct HbReplay {
     const HbFacts *f;
     Arena *arena;
-    int n;
-    HbClock **exec, **sync; /* [r] current clocks */
-    uint32_t *now;          /* [r] time of r's last event */
+    int n;                  /* clock components: the units */
+    HbClock **exec, **sync; /* [u] current clocks */
+    uint32_t *now;          /* [u] time of u's last event */
     HbClock ***sig_exec, ***sig_sync; /* [r][i] clocks carried by a peer signal until consumed */
     HbClock **rnd_exec, **rnd_sync;   /* [k] join over the round's signals (release ones) */
     int *rnd_waits;                   /* [k] waits done for round k, to recycle its clocks */
+    HbClock **bar_clock;              /* [b] the meeting of barrier b now being replayed */
+    int *bar_left;                    /* [b] its members still to replay it */
     HbClock *free_list;
     CheckBudget *budget;              /* clocks are charged to it */
     Loc at;                           /* the op being replayed, for the budget's message */
@@ -140,8 +172,14 @@ typedef struct CheckResult CheckResult;
 void hb_match(const IrProgram *p, HbFacts *f);
 void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a, CheckBudget *b);
 void hb_replay_step(HbReplay *rp, int rank, int idx); /* after op idx of rank ran */
-HbView hb_exec_view(const HbReplay *rp, int rank);
-HbView hb_sync_view(const HbReplay *rp, int rank);
+HbView hb_exec_view(const HbReplay *rp, int unit);
+HbView hb_sync_view(const HbReplay *rp, int unit);
+/* Rank q's end, as the join of its units' clocks (one unit: its own view). The clock, when
+   one is made, is released with hb_end_view_done. */
+HbView hb_end_view(HbReplay *rp, int q, bool sync, HbClock **made);
+void hb_end_view_done(HbReplay *rp, HbClock *made);
+/* Whether the view knows rank q's start (some unit of q is in it). */
+bool hb_knows_start(const HbFacts *f, HbView v, int q);
 /* Keeping a clock (race.c's read sets keep the reader's EXEC clock): the rank copies it
    before changing it while it is kept. NULL is ignored. */
 void hb_clock_retain(HbClock *c);
@@ -167,6 +205,9 @@ void post_check(CheckResult *r, Diag *d);
 /* order.c */
 void order_program(IrProgram *p, CheckBudget *b); /* b NULL: no limits */
 
+/* order.c, for imported plans: each thread block's ops can be taken in program order */
+void order_blocks_check(CheckResult *r, Diag *d);
+
 /* check.c: shared wording */
 const char *check_nth(Arena *a, int k);     /* 1 -> "1st", 2 -> "2nd", 11 -> "11th" */
 const char *check_times(Arena *a, int k);   /* 1 -> "once", 2 -> "twice", 3 -> "3 times" */
@@ -181,5 +222,7 @@ const char *check_access(const IrProgram *p, int rank, bool write, int owner, in
                          int count);
 /* "ranks 0, 1 and 2" for a list of ranks */
 const char *check_rank_list(Arena *a, const int *ranks, int n);
+/* "ranks 0 and 1", or for a plan's units "gpu 0 threadblock 1 and gpu 1 threadblock 0" */
+const char *check_unit_list(const HbFacts *f, Arena *a, const int *units, int n);
 
 #endif

@@ -20,6 +20,8 @@ const char *ir_kind_name(IrKind k)
     case IR_SW_REDUCE_STORE: return "switch.reduce_store";
     case IR_SW_SIGNAL: return "switch.signal";
     case IR_SW_WAIT: return "switch.wait";
+    case IR_NOP: return "nop";
+    case IR_BARRIER: return "barrier";
     }
     return "?";
 }
@@ -61,7 +63,7 @@ bool ir_is_data(IrKind k)
 
 bool ir_is_switch(IrKind k)
 {
-    return k >= IR_SW_STORE;
+    return k >= IR_SW_STORE && k <= IR_SW_WAIT;
 }
 
 void ir_append(IrProgram *p, int rank, IrOp op)
@@ -98,9 +100,16 @@ void ir_dump(const IrProgram *p, FILE *out)
         const IrSeq *s = &p->ranks[r];
         for (int i = 0; i < s->nops; i++) {
             const IrOp *op = &s->ops[i];
-            fprintf(out, "r%d %d:%d %s", r, op->loc.line, op->loc.col, ir_kind_name(op->kind));
+            fprintf(out, "r%d", r);
+            if (p->ntbs)
+                fprintf(out, " tb%d", op->tb);
+            fprintf(out, " %d:%d %s", op->loc.line, op->loc.col, ir_kind_name(op->kind));
             if (op->peer >= 0)
                 fprintf(out, " peer=%d", op->peer);
+            if (op->chan > 0 && (op->kind == IR_SIGNAL || op->kind == IR_WAIT))
+                fprintf(out, " chan=%d", op->chan);
+            if (op->kind == IR_BARRIER)
+                fprintf(out, " id=%d blocks=%d", op->chan, op->arg);
             if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
                 fputs(op->relaxed ? " relaxed" : " release", out);
             if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT)
@@ -116,6 +125,8 @@ void ir_dump(const IrProgram *p, FILE *out)
             if (op->src2.buf >= 0) {
                 fputs(" + ", out);
                 dump_range(p, op->src2, out);
+                if (op->kind == IR_REDUCE && op->peer >= 0) /* a plan's read-reduce */
+                    fprintf(out, "@%d", op->peer);
             }
             if (op->sync_before)
                 fputs(" [sync]", out);

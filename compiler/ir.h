@@ -12,16 +12,25 @@
  * Buffers are numbered: IR_INPUT (0), IR_OUTPUT (1), then the scratch buffers in declaration
  * order. Sizes and ranges are in chunks; a chunk's size in bytes is chosen at run time and is
  * the same for every buffer, so chunk ranges compare exactly.
+ *
+ * Units of program order. Each rank's list is made of units, a unit being one thread block
+ * with its own program order: op.tb names it, and a rank's ops are grouped by tb (tb 0's ops,
+ * then tb 1's, ...). A .cdsl program has one unit per rank (tb 0 everywhere, ntbs NULL),
+ * meaning "all the rank's blocks, converged as order.c says". An imported MSCCL++ plan
+ * (compiler/mscclpp_import.c) has one unit per plan thread block, each run by one CUDA block:
+ * ops of different units of a rank are unordered unless a barrier (IR_BARRIER) or a chain
+ * through other ranks orders them, and IR_NOP is the block's __syncthreads().
  */
 #ifndef CDSL_IR_H
 #define CDSL_IR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "arena.h"
 #include "diag.h"
 
-enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8 };
+enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8, IR_MAX_BARRIERS = 16 };
 
 typedef enum Collective {
     COLL_ALLGATHER,
@@ -43,6 +52,9 @@ typedef enum IrKind {
     IR_SW_REDUCE_STORE, /* dst on every rank = sum over every rank of src */
     IR_SW_SIGNAL,       /* one arrival of this rank on the switch barrier */
     IR_SW_WAIT,         /* wait for every rank's arrival with the same ordinal */
+    IR_NOP,             /* plan only: __syncthreads() in the op's thread block; nothing else */
+    IR_BARRIER,         /* plan only: barrier `chan` of the rank, where `arg` of its thread
+                           blocks meet (the k-th use by each forms the k-th barrier) */
 } IrKind;
 
 /* Chunks [first, first+count) of buffer buf; buf < 0 means "no operand". */
@@ -54,13 +66,21 @@ typedef struct IrOp {
     IrKind kind;
     bool relaxed;       /* SIGNAL/SW_SIGNAL: relaxed instead of release;
                            WAIT/SW_WAIT: relaxed instead of acquire */
-    int peer;           /* PUT/GET/SIGNAL/WAIT: the other rank; -1 otherwise */
+    /* Filled by the checker's intra-rank pass (order.c) for the code generator: */
+    bool sync_before;   /* all of this rank's thread blocks must converge before this op */
+    int16_t chan;       /* SIGNAL/WAIT: which channel between the two ranks (0 in .cdsl; the
+                           k-th wait on a channel matches the peer's k-th signal on it);
+                           BARRIER: the barrier's id */
+    int peer;           /* PUT/GET/SIGNAL/WAIT: the other rank; REDUCE: the rank whose src2 is
+                           read (a plan's read-reduce), -1 when src2 is local; -1 otherwise */
+    int tb;             /* the unit (thread block) of the rank that runs it; 0 in .cdsl */
     IrRange dst, src, src2;
+    int arg;            /* BARRIER: how many of the rank's thread blocks meet there;
+                           SIGNAL/WAIT/SW_SIGNAL/SW_WAIT of a plan: the block's thread that does
+                           it (the executor's thread j works on the op's j-th channel) */
     Loc loc;            /* the statement (the operation's name in it) */
     const char *ctx;    /* loop iterations and def calls around it, e.g. "step=2" or
                            "p=3, in gather() called at 12:5"; NULL when there are none */
-    /* Filled by the checker's intra-rank pass (order.c) for the code generator: */
-    bool sync_before;   /* all of this rank's thread blocks must converge before this op */
 } IrOp;
 
 typedef struct IrSeq {
@@ -83,10 +103,14 @@ typedef struct IrProgram {
     int chunks;         /* C: the `chunks` parameter, 1 when not declared */
     IrBuf bufs[IR_MAX_BUFS];
     int nbufs;
-    IrSeq *ranks;       /* [nranks] */
+    IrSeq *ranks;       /* [nranks], each rank's ops grouped by unit (op.tb) */
+    int *ntbs;          /* [nranks]: units (thread blocks) of each rank; NULL: one each */
+    int chunk_align;    /* a chunk is a multiple of this many bytes (0: 4) */
     Arena *arena;
     bool in_place;      /* compiled in place (ir_in_place): no operation names the aliased
-                           buffer; evaluation moved those operands into the holder */
+                           buffer; evaluation moved those operands into the holder (an
+                           in-place MSCCL++ plan's `i` operands are moved the same way by
+                           its importer: compiler/mscclpp_map.c) */
 } IrProgram;
 
 /* Upper bounds that keep evaluation and checking bounded on absurd inputs. */
@@ -105,6 +129,7 @@ bool ir_in_place(const IrProgram *p, int *aliased, int *holder);
 int ir_in_place_first(const IrProgram *p, int rank);
 
 const char *ir_kind_name(IrKind k);        /* "copy", "put", "switch.store", ... */
+static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->ntbs[rank] : 1; }
 const char *ir_coll_name(Collective c);
 bool ir_is_data(IrKind k);                 /* moves data: COPY..GET, SW_STORE..SW_REDUCE_STORE */
 bool ir_is_switch(IrKind k);

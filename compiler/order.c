@@ -66,8 +66,10 @@ static int op_touches(const IrOp *op, int rank, Touch out[3])
     Touch src = {rank, op->src.buf, {PATH_LOCAL, op->src.first, op->src.count}, false};
     switch (op->kind) {
     case IR_COPY: break;
-    case IR_REDUCE:
+    case IR_REDUCE: /* a plan's read-reduce takes src2 from rank `peer` */
         out[2] = (Touch){rank, op->src2.buf, {PATH_LOCAL, op->src2.first, op->src2.count}, false};
+        if (op->peer >= 0)
+            out[2].owner = out[2].sig.path = op->peer;
         break;
     case IR_PUT: dst.owner = dst.sig.path = op->peer; break;
     case IR_GET: src.owner = src.sig.path = op->peer; break;
@@ -187,6 +189,8 @@ static void remember(Order *o, const Touch *t)
     }
 }
 
+/* Each unit (ir.h) is ordered on its own: a new unit starts a new stretch, and so do a plan's
+   nop and barrier, where the thread block's threads all meet. */
 static void order_rank(Order *o, int rank)
 {
     IrSeq *s = &o->p->ranks[rank];
@@ -194,6 +198,8 @@ static void order_rank(Order *o, int rank)
     for (int i = 0; i < s->nops && !o->budget->over; i++) {
         IrOp *op = &s->ops[i];
         op->sync_before = false;
+        if ((i > 0 && op->tb != s->ops[i - 1].tb) || op->kind == IR_NOP || op->kind == IR_BARRIER)
+            new_stretch(o);
         if (!ir_is_data(op->kind))   /* a signal or wait: the blocks do not all meet there */
             continue;
         o->pool.at = op->loc;

@@ -547,7 +547,7 @@ static void run_op(Post *s, HbEv e)
     case IR_GET: n = read_range(s, op->peer, op->src, to, 0), res = s->piece[0]; break;
     case IR_REDUCE: {
         int na = read_range(s, r, op->src, to, 0);
-        int nb = read_range(s, r, op->src2, to, 1);
+        int nb = read_range(s, op->peer >= 0 ? op->peer : r, op->src2, to, 1);
         res = pieces(s, 2, (size_t)na + (size_t)nb);
         n = add_pieces(s, s->piece[0], na, s->piece[1], nb, res);
         break;
@@ -758,13 +758,16 @@ static void check_barrier(CheckResult *r, Diag *d)
 {
     const IrProgram *p = r->p;
     for (int q = 0; q < p->nranks; q++) {
-        HbView e = hb_exec_view(&r->replay, q);
+        HbClock *made;
+        HbView e = hb_end_view(&r->replay, q, false, &made);
         for (int s = 0; s < p->nranks; s++)
-            if (hb_get(e, s) < HB_START_TIME) {
+            if (!hb_knows_start(&r->hb, e, s)) {
                 diag_error(d, p->loc, "barrier postcondition fails: rank %d may leave before rank %d has entered: "
                            "there is no signal->wait path from rank %d's start to rank %d's end", q, s, s, q);
+                hb_end_view_done(&r->replay, made);
                 return;
             }
+        hb_end_view_done(&r->replay, made);
     }
 }
 

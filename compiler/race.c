@@ -33,7 +33,7 @@
 #include <string.h>
 
 typedef struct ReadEnt {
-    int rank, idx;
+    int unit, idx;   /* the reader: its unit (ir.h), and its op in the rank's list */
     uint64_t seq;    /* when it was read: reports keep this order; 0 for the set's first */
     HbClock *clock;  /* the reader's EXEC clock then (NULL for the first: it covers nothing) */
 } ReadEnt;
@@ -42,17 +42,24 @@ typedef struct ReadSet {
     int refs;        /* runs holding it */
     int n, cap;
     ReadEnt *e;
-    int *slot;       /* [nranks]: 1 + the rank's entry in e, 0: none; made once n is large */
+    int *slot;       /* [nunits]: 1 + the unit's entry in e, 0: none; made once n is large */
     uint64_t stamp;  /* the access that last copied (memo) or scanned it */
     struct ReadSet *memo; /* what that access made of it */
 } ReadSet;
 
 /* A run's history. Four ints and a pointer: no padding, so runs compare bytewise. */
 typedef struct Hist {
-    int w_rank, w_idx; /* the last write; w_rank -1: none since the start */
-    int r_rank, r_idx; /* the read epoch while rs is NULL; r_rank -1: no read */
+    int w_unit, w_idx; /* the last write; w_unit -1: none since the start */
+    int r_unit, r_idx; /* the read epoch while rs is NULL; r_unit -1: no read */
     ReadSet *rs;
 } Hist;
+
+/* The later side of a check: an access by a unit, or the end of a rank (unit -1). Accesses
+   by the same unit, or by the ending rank's own units, are ordered by program order. */
+typedef struct Side {
+    HbEv ev;
+    int unit, rank;
+} Side;
 
 /* One operand of an op as an access: owner -1 means "on every rank" (switch operations). */
 typedef struct Access {
@@ -71,7 +78,7 @@ typedef struct Race {
     RunMap *maps;       /* [owner * nbufs + buf]; nchunks 0 until first touched */
     void *free_blocks[32]; /* recycled arrays by power-of-two size */
     uint64_t seq, stamp;
-    ReadEnt *scratch;   /* entries not ordered before a write, [nranks] */
+    ReadEnt *scratch;   /* entries not ordered before a write, [nunits] */
     bool full;          /* enough distinct races found: stop looking */
 } Race;
 
@@ -93,7 +100,7 @@ static int op_accesses(const IrOp *op, int rank, Access out[3])
     out[n++] = (Access){dst_owner, op->dst.buf, op->dst.first, op->dst.count, true};
     out[n++] = (Access){src_owner, op->src.buf, op->src.first, op->src.count, false};
     if (op->kind == IR_REDUCE && op->src2.buf >= 0)
-        out[n++] = (Access){self, op->src2.buf, op->src2.first, op->src2.count, false};
+        out[n++] = (Access){peer >= 0 ? peer : self, op->src2.buf, op->src2.first, op->src2.count, false};
     return n;
 }
 
@@ -155,7 +162,7 @@ static void set_release(Race *x, ReadSet *s)
     for (int i = 0; i < s->n; i++)
         hb_clock_release(&x->r->replay, s->e[i].clock);
     block_put(x, s->e, (size_t)s->cap * sizeof *s->e);
-    block_put(x, s->slot, (size_t)x->p->nranks * sizeof *s->slot);
+    block_put(x, s->slot, (size_t)x->r->hb.nunits * sizeof *s->slot);
     block_put(x, s, sizeof *s);
 }
 
@@ -172,30 +179,30 @@ static void hist_release(void *ctx, void *val)
     set_release(ctx, ((Hist *)val)->rs);
 }
 
-static int set_find(const ReadSet *s, int rank)
+static int set_find(const ReadSet *s, int unit)
 {
     if (s->slot)
-        return s->slot[rank] - 1;
+        return s->slot[unit] - 1;
     for (int i = 0; i < s->n; i++)
-        if (s->e[i].rank == rank)
+        if (s->e[i].unit == unit)
             return i;
     return -1;
 }
 
 static bool set_index(Race *x, ReadSet *s)
 {
-    s->slot = block_get(x, (size_t)x->p->nranks * sizeof *s->slot);
+    s->slot = block_get(x, (size_t)x->r->hb.nunits * sizeof *s->slot);
     if (!s->slot)
         return false;
     for (int i = 0; i < s->n; i++)
-        s->slot[s->e[i].rank] = i + 1;
+        s->slot[s->e[i].unit] = i + 1;
     return true;
 }
 
-/* Puts the read in its rank's entry (an earlier read of that rank is covered by it). */
+/* Puts the read in its unit's entry (an earlier read of that unit is covered by it). */
 static bool set_put(Race *x, ReadSet *s, ReadEnt in)
 {
-    int i = set_find(s, in.rank);
+    int i = set_find(s, in.unit);
     if (i >= 0) {
         hb_clock_release(&x->r->replay, s->e[i].clock);
         s->e[i] = in;
@@ -212,7 +219,7 @@ static bool set_put(Race *x, ReadSet *s, ReadEnt in)
     }
     s->e[s->n++] = in;
     if (s->slot)
-        s->slot[in.rank] = s->n;
+        s->slot[in.unit] = s->n;
     else if (s->n > SMALL_SET)
         return set_index(x, s);
     return true;
@@ -287,19 +294,29 @@ static bool stop(const Race *x)
 /* A remote access must follow the owner's start. */
 static void check_start(Race *x, HbEv b, const Access *ac, int owner, HbView e)
 {
-    if (owner == b.rank || hb_get(e, owner) >= HB_START_TIME)
+    if (owner == b.rank || hb_knows_start(&x->r->hb, e, owner))
         return;
     found(x, (CheckRace){RACE_START, {owner, -1}, b, true, ac->write, owner, ac->buf, ac->first, ac->count, false});
 }
 
-/* The run's last write against a later access b (or the owner's end, when end). */
-static void check_write_of(Race *x, const Hist *h, HbEv b, bool b_write, RaceKind kind, int owner, int buf, int c,
-                           HbView e, HbView s)
+static bool same_side(const Race *x, int unit, const Side *b)
 {
-    if (h->w_rank < 0 || h->w_rank == b.rank || hb_get(s, h->w_rank) >= hb_time(h->w_idx))
+    return unit == b->unit || (b->unit < 0 && x->r->hb.unit_rank[unit] == b->rank);
+}
+
+static HbEv event_of_unit(const Race *x, int unit, int idx)
+{
+    return (HbEv){x->r->hb.unit_rank[unit], idx};
+}
+
+/* The run's last write against a later access b (or the owner's end, when end). */
+static void check_write_of(Race *x, const Hist *h, const Side *b, bool b_write, RaceKind kind, int owner, int buf,
+                           int c, HbView e, HbView s)
+{
+    if (h->w_unit < 0 || same_side(x, h->w_unit, b) || hb_get(s, h->w_unit) >= hb_time(h->w_idx))
         return;
-    bool exec = hb_get(e, h->w_rank) >= hb_time(h->w_idx);
-    found(x, (CheckRace){kind, {h->w_rank, h->w_idx}, b, true, b_write, owner, buf, c, 1, exec});
+    bool exec = hb_get(e, h->w_unit) >= hb_time(h->w_idx);
+    found(x, (CheckRace){kind, event_of_unit(x, h->w_unit, h->w_idx), b->ev, true, b_write, owner, buf, c, 1, exec});
 }
 
 static int by_seq(const void *l, const void *r)
@@ -314,20 +331,20 @@ static int by_seq(const void *l, const void *r)
 static bool covered(const ReadEnt *u, int n, int i)
 {
     for (int j = i + 1; j < n; j++)
-        if (u[j].clock && u[j].clock->v[u[i].rank] >= hb_time(u[i].idx))
+        if (u[j].clock && u[j].clock->v[u[i].unit] >= hb_time(u[i].idx))
             return true;
     return false;
 }
 
 /* Reports the reads of a run that an access b (a write, or the owner's end when kind is
    RACE_END_R) is not EXEC-ordered after, as the reads not covered by later ones. */
-static void check_reads(Race *x, const Hist *h, HbEv b, RaceKind kind, int owner, int buf, int c, HbView e)
+static void check_reads(Race *x, const Hist *h, const Side *b, RaceKind kind, int owner, int buf, int c, HbView e)
 {
     bool end = kind == RACE_END_R;
-    CheckRace f = {kind, {0, 0}, b, false, !end, owner, buf, c, 1, false};
+    CheckRace f = {kind, {0, 0}, b->ev, false, !end, owner, buf, c, 1, false};
     if (!h->rs) {
-        if (h->r_rank >= 0 && h->r_rank != b.rank && hb_get(e, h->r_rank) < hb_time(h->r_idx)) {
-            f.a = (HbEv){h->r_rank, h->r_idx};
+        if (h->r_unit >= 0 && !same_side(x, h->r_unit, b) && hb_get(e, h->r_unit) < hb_time(h->r_idx)) {
+            f.a = event_of_unit(x, h->r_unit, h->r_idx);
             found(x, f);
         }
         return;
@@ -341,12 +358,12 @@ static void check_reads(Race *x, const Hist *h, HbEv b, RaceKind kind, int owner
         return;
     int n = 0;
     for (int i = 0; i < s->n; i++)
-        if (s->e[i].rank != b.rank && hb_get(e, s->e[i].rank) < hb_time(s->e[i].idx))
+        if (!same_side(x, s->e[i].unit, b) && hb_get(e, s->e[i].unit) < hb_time(s->e[i].idx))
             x->scratch[n++] = s->e[i];
     if (n > 1)
         qsort(x->scratch, (size_t)n, sizeof *x->scratch, by_seq);
     for (int i = 0; i < n && !x->full; i++) {
-        f.a = (HbEv){x->scratch[i].rank, x->scratch[i].idx};
+        f.a = event_of_unit(x, x->scratch[i].unit, x->scratch[i].idx);
         if (!known(x, &f) && (n == 1 || !covered(x->scratch, n, i)))
             found(x, f);
     }
@@ -367,20 +384,20 @@ static RunMap *history(Race *x, int owner, int buf)
 
 /* The run's reads after reader b. The set is copied first while other runs share it (once per
    access: the runs that shared it share the copy). */
-static void add_read(Race *x, Hist *h, HbEv b, HbView e, HbClock *clock)
+static void add_read(Race *x, Hist *h, const Side *b, HbView e, HbClock *clock)
 {
     if (!h->rs) {
-        if (h->r_rank < 0 || h->r_rank == b.rank || hb_get(e, h->r_rank) >= hb_time(h->r_idx)) {
-            h->r_rank = b.rank; /* the epoch is covered by this read */
-            h->r_idx = b.idx;
+        if (h->r_unit < 0 || h->r_unit == b->unit || hb_get(e, h->r_unit) >= hb_time(h->r_idx)) {
+            h->r_unit = b->unit; /* the epoch is covered by this read */
+            h->r_idx = b->ev.idx;
             return;
         }
         ReadSet *s = set_new(x, 4);
         if (!s)
             return;
-        s->e[s->n++] = (ReadEnt){h->r_rank, h->r_idx, 0, NULL};
+        s->e[s->n++] = (ReadEnt){h->r_unit, h->r_idx, 0, NULL};
         h->rs = s;
-        h->r_rank = h->r_idx = -1;
+        h->r_unit = h->r_idx = -1;
     } else if (h->rs->refs > 1) {
         ReadSet *old = h->rs;
         if (old->stamp == x->stamp && old->memo) {
@@ -398,11 +415,11 @@ static void add_read(Race *x, Hist *h, HbEv b, HbView e, HbClock *clock)
         h->rs = s;
     }
     hb_clock_retain(clock);
-    if (!set_put(x, h->rs, (ReadEnt){b.rank, b.idx, x->seq, clock}))
+    if (!set_put(x, h->rs, (ReadEnt){b->unit, b->ev.idx, x->seq, clock}))
         hb_clock_release(&x->r->replay, clock);
 }
 
-static void access_range(Race *x, HbEv b, const Access *ac, int owner, HbView e, HbView s, HbClock *clock)
+static void access_range(Race *x, const Side *b, const Access *ac, int owner, HbView e, HbView s, HbClock *clock)
 {
     RunMap *m = history(x, owner, ac->buf);
     int lo = ac->first, hi = ac->first + ac->count;
@@ -424,7 +441,7 @@ static void access_range(Race *x, HbEv b, const Access *ac, int owner, HbView e,
     if (stop(x))
         return;
     if (ac->write)
-        runs_assign(m, &x->pool, lo, hi, &(Hist){b.rank, b.idx, -1, -1, NULL});
+        runs_assign(m, &x->pool, lo, hi, &(Hist){b->unit, b->ev.idx, -1, -1, NULL});
     else
         runs_coalesce(m, &x->pool, first, hi);
 }
@@ -435,7 +452,8 @@ static void race_op(Race *x, HbEv b)
     Access acc[3];
     int nacc = op_accesses(op, b.rank, acc);
     const HbReplay *rp = &x->r->replay;
-    HbView e = hb_exec_view(rp, b.rank), s = hb_sync_view(rp, b.rank);
+    Side side = {b, hb_unit(&x->r->hb, b.rank, b.idx), b.rank};
+    HbView e = hb_exec_view(rp, side.unit), s = hb_sync_view(rp, side.unit);
     x->pool.at = op->loc;
     for (int k = 0; k < nacc && !stop(x); k++) {
         const Access *ac = &acc[k];
@@ -443,7 +461,7 @@ static void race_op(Race *x, HbEv b)
         for (int q = from; q < to && !stop(x); q++) {
             check_start(x, b, ac, q, e);
             if (!stop(x))
-                access_range(x, b, ac, q, e, s, rp->exec[b.rank]);
+                access_range(x, &side, ac, q, e, s, rp->exec[side.unit]);
         }
     }
 }
@@ -451,8 +469,9 @@ static void race_op(Race *x, HbEv b)
 /* The owner's end reads and writes every chunk: what others did must be done (and visible). */
 static void check_ends(Race *x, int q)
 {
-    HbView e = hb_exec_view(&x->r->replay, q), s = hb_sync_view(&x->r->replay, q);
-    HbEv end = {q, x->p->ranks[q].nops};
+    HbClock *ce, *cs;
+    HbView e = hb_end_view(&x->r->replay, q, false, &ce), s = hb_end_view(&x->r->replay, q, true, &cs);
+    Side end = {{q, x->p->ranks[q].nops}, -1, q};
     x->pool.at = x->p->loc;
     for (int b = 0; b < x->p->nbufs; b++) {
         const RunMap *m = &x->maps[(size_t)q * (size_t)x->p->nbufs + (size_t)b];
@@ -461,10 +480,12 @@ static void check_ends(Race *x, int q)
             if (!budget_work(x->budget, 1, "access histories", x->pool.at))
                 return;
             const Hist *h = (const Hist *)r->val;
-            check_write_of(x, h, end, false, RACE_END_W, q, b, r->lo, e, s);
-            check_reads(x, h, end, RACE_END_R, q, b, r->lo, e);
+            check_write_of(x, h, &end, false, RACE_END_W, q, b, r->lo, e, s);
+            check_reads(x, h, &end, RACE_END_R, q, b, r->lo, e);
         }
     }
+    hb_end_view_done(&x->r->replay, ce);
+    hb_end_view_done(&x->r->replay, cs);
 }
 
 /* ---- Reporting ------------------------------------------------------------------------- */
@@ -615,7 +636,7 @@ void race_check(CheckResult *r, Diag *d)
     x.pool.release = hist_release;
     x.pool.ctx = &x;
     x.maps = ARENA_ARRAY(p->arena, RunMap, (size_t)p->nranks * (size_t)p->nbufs);
-    x.scratch = ARENA_ARRAY(p->arena, ReadEnt, (size_t)p->nranks);
+    x.scratch = ARENA_ARRAY(p->arena, ReadEnt, (size_t)r->hb.nunits);
     hb_replay_init(&r->replay, &r->hb, p->arena, x.budget);
     for (size_t i = 0; i < r->run.nsched && !x.budget->over; i++) {
         HbEv e = r->run.sched[i];
@@ -625,7 +646,7 @@ void race_check(CheckResult *r, Diag *d)
     }
     r->replayed = !x.budget->over;
     for (int q = 0; q < p->nranks && !stop(&x); q++)
-        if (r->run.pc[q] == p->ranks[q].nops)
+        if (hb_rank_ended(&r->hb, &r->run, q))
             check_ends(&x, q);
     report(r, d);
 }

@@ -30,7 +30,7 @@ static bool after_own_wait(const HbFacts *f, int q, int k)
 static bool after_some_wait(const HbFacts *f, HbView v, int k)
 {
     for (int p = 0; p < f->n; p++)
-        if (k - 1 < f->nsw_wait[p] && hb_get(v, p) >= hb_time(f->sw_wait[p][k - 1]))
+        if (k - 1 < f->nsw_wait[p] && hb_get(v, f->sw_unit[p]) >= hb_time(f->sw_wait[p][k - 1]))
             return true;
     return false;
 }
@@ -92,7 +92,7 @@ void rounds_check(CheckResult *r, Diag *d)
         HbEv e = r->run.sched[i];
         hb_replay_step(&rp, e.rank, e.idx);
         if (suspect[e.rank] && suspect[e.rank][e.idx] == 1 &&
-            !after_some_wait(f, hb_exec_view(&rp, e.rank), f->ordinal[e.rank][e.idx]))
+            !after_some_wait(f, hb_exec_view(&rp, hb_unit(f, e.rank, e.idx)), f->ordinal[e.rank][e.idx]))
             suspect[e.rank][e.idx] = 2;
     }
     /* Reported by rank, then program order, whatever order the schedule found them in. */

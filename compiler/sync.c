@@ -20,25 +20,26 @@
 typedef struct Sim {
     const HbFacts *f;
     HbRun *run;
-    int *queue, qhead, qlen; /* ready ranks, a ring of n */
+    int *queue, qhead, qlen; /* ready units, a ring of nunits */
     bool *queued;
     int *sw_made;            /* [r] switch signals made so far */
     int *round_count;        /* [k] ranks that made their k-th switch signal */
+    int *bar_arrived;        /* [b] members at the barrier's current meeting */
 } Sim;
 
-static void sim_ready(Sim *s, int r)
+static void sim_ready(Sim *s, int u)
 {
-    if (s->queued[r])
+    if (s->queued[u])
         return;
-    s->queued[r] = true;
-    s->queue[(s->qhead + s->qlen++) % s->f->n] = r;
+    s->queued[u] = true;
+    s->queue[(s->qhead + s->qlen++) % s->f->nunits] = u;
 }
 
 static bool wait_ready(const Sim *s, int r, const IrOp *op, int i)
 {
     if (op->kind == IR_WAIT) {
         int sig = s->f->partner[r][i];
-        return sig >= 0 && s->run->pc[op->peer] > sig;
+        return sig >= 0 && s->run->pc[hb_unit(s->f, op->peer, sig)] > sig;
     }
     int k = s->f->ordinal[r][i];
     return k < s->f->nrounds && s->round_count[k] == s->f->n;
@@ -50,8 +51,11 @@ static void wake(Sim *s, int r, const IrOp *op, int i)
     const HbFacts *f = s->f;
     if (op->kind == IR_SIGNAL) {
         int w = f->partner[r][i];
-        if (w >= 0 && s->run->pc[op->peer] == w)
-            sim_ready(s, op->peer);
+        if (w >= 0) {
+            int u = hb_unit(f, op->peer, w);
+            if (s->run->pc[u] == w)
+                sim_ready(s, u);
+        }
         return;
     }
     int k = f->ordinal[r][i];
@@ -59,20 +63,46 @@ static void wake(Sim *s, int r, const IrOp *op, int i)
     if (++s->round_count[k] < f->n)
         return;
     for (int q = 0; q < f->n; q++) {
-        int pc = s->run->pc[q];
-        if (pc < f->p->ranks[q].nops && f->p->ranks[q].ops[pc].kind == IR_SW_WAIT && f->ordinal[q][pc] == k)
-            sim_ready(s, q);
+        int u = f->sw_unit[q], pc = s->run->pc[u];
+        if (pc < f->unit_end[u] && f->p->ranks[q].ops[pc].kind == IR_SW_WAIT && f->ordinal[q][pc] == k)
+            sim_ready(s, u);
     }
 }
 
-static void sim_rank(Sim *s, int r)
+/* Unit u arrives at a barrier; the last member to arrive lets every member through, their
+   uses one after the other in the schedule (hb.c's replay relies on that). False: u waits. */
+static bool barrier_arrive(Sim *s, int r, int i)
 {
-    const IrSeq *seq = &s->f->p->ranks[r];
-    int *pc = &s->run->pc[r];
-    while (*pc < seq->nops) {
+    const HbFacts *f = s->f;
+    int b = f->partner[r][i], k = f->ordinal[r][i];
+    const HbBarrier *bar = &f->bars[b];
+    if (++s->bar_arrived[b] < bar->nunits)
+        return false;
+    s->bar_arrived[b] = 0;
+    for (int m = 0; m < bar->nunits; m++) {
+        int v = bar->units[m];
+        s->run->sched[s->run->nsched++] = (HbEv){r, bar->uses[m][k]};
+        s->run->pc[v] = bar->uses[m][k] + 1;
+        sim_ready(s, v);
+    }
+    return true;
+}
+
+static void sim_unit(Sim *s, int u)
+{
+    const HbFacts *f = s->f;
+    int r = f->unit_rank[u];
+    const IrSeq *seq = &f->p->ranks[r];
+    int *pc = &s->run->pc[u];
+    while (*pc < f->unit_end[u]) {
         const IrOp *op = &seq->ops[*pc];
         if ((op->kind == IR_WAIT || op->kind == IR_SW_WAIT) && !wait_ready(s, r, op, *pc))
             return;
+        if (op->kind == IR_BARRIER) {
+            if (!barrier_arrive(s, r, *pc))
+                return; /* blocked until the last member comes (it moved our pc on) */
+            continue;
+        }
         s->run->sched[s->run->nsched++] = (HbEv){r, *pc};
         ++*pc;
         if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
@@ -82,24 +112,26 @@ static void sim_rank(Sim *s, int r)
 
 void sync_simulate(const HbFacts *f, Arena *a, HbRun *run)
 {
-    size_t n = (size_t)f->n;
+    size_t n = (size_t)f->n, nu = (size_t)f->nunits;
     memset(run, 0, sizeof *run);
     run->sched = ARENA_ARRAY(a, HbEv, f->nops_total + 1);
-    run->pc = ARENA_ARRAY(a, int, n);
-    Sim s = {f, run, ARENA_ARRAY(a, int, n), 0, 0, ARENA_ARRAY(a, bool, n), ARENA_ARRAY(a, int, n),
-             ARENA_ARRAY(a, int, (size_t)f->nrounds + 1)};
-    for (int r = 0; r < f->n; r++)
-        sim_ready(&s, r);
+    run->pc = ARENA_ARRAY(a, int, nu);
+    Sim s = {f, run, ARENA_ARRAY(a, int, nu), 0, 0, ARENA_ARRAY(a, bool, nu), ARENA_ARRAY(a, int, n),
+             ARENA_ARRAY(a, int, (size_t)f->nrounds + 1), ARENA_ARRAY(a, int, (size_t)f->nbars + 1)};
+    for (int u = 0; u < f->nunits; u++) {
+        run->pc[u] = f->unit_first[u];
+        sim_ready(&s, u);
+    }
     while (s.qlen) {
-        int r = s.queue[s.qhead];
-        s.qhead = (s.qhead + 1) % f->n;
+        int u = s.queue[s.qhead];
+        s.qhead = (s.qhead + 1) % f->nunits;
         s.qlen--;
-        s.queued[r] = false;
-        sim_rank(&s, r);
+        s.queued[u] = false;
+        sim_unit(&s, u);
     }
     run->all_ended = true;
-    for (int r = 0; r < f->n; r++)
-        if (run->pc[r] < f->p->ranks[r].nops)
+    for (int u = 0; u < f->nunits; u++)
+        if (run->pc[u] < f->unit_end[u])
             run->all_ended = false;
 }
 
@@ -152,16 +184,26 @@ static int last_op(const IrProgram *p, int rank, IrKind kind, int peer)
     return -1;
 }
 
+/* Where rank `rank` is stuck (its first unit that did not end), or -1 when it ended. */
+static int stuck_at(const CheckResult *r, int rank)
+{
+    const HbFacts *f = &r->hb;
+    for (int u = f->rank_unit[rank]; u < f->rank_unit[rank + 1]; u++)
+        if (r->run.pc[u] < f->unit_end[u])
+            return r->run.pc[u];
+    return -1;
+}
+
 /* Points at the rank's last op of this kind; without one, at where the rank ends or is stuck:
    "rank 3 leaves here without ever <none>" / "rank 3 is stuck here itself, without ever <none>". */
 static void note_last(Reporter *rep, int rank, IrKind kind, int peer, const char *what, const char *none)
 {
     const CheckResult *r = rep->r;
-    int i = last_op(r->p, rank, kind, peer), pc = r->run.pc[rank];
+    int i = last_op(r->p, rank, kind, peer), pc = stuck_at(r, rank);
     if (i >= 0) {
         const IrOp *op = &r->p->ranks[rank].ops[i];
         diag_note(rep->d, op->loc, "%s is here%s", what, check_ctx(rep->a, op));
-    } else if (pc < r->p->ranks[rank].nops) {
+    } else if (pc >= 0) {
         const IrOp *op = &r->p->ranks[rank].ops[pc];
         diag_note(rep->d, op->loc, "rank %d is stuck here itself%s, without ever %s", rank, check_ctx(rep->a, op),
                   none);
@@ -209,15 +251,54 @@ static void report_switch_forever(Reporter *rep, HbEv w, int q)
               "signalling the switch");
 }
 
-/* A stuck rank's wait: the rank it waits for, or -1 when the wait can never be satisfied. */
-static int waits_for(Reporter *rep, int rank)
+/* A barrier that some member never reaches as often as this meeting needs. */
+static void report_barrier_forever(Reporter *rep, HbEv w, int m)
+{
+    const HbFacts *f = &rep->r->hb;
+    const IrOp *op = op_at(rep->r, w);
+    const HbBarrier *bar = &f->bars[f->partner[w.rank][w.idx]];
+    int k = f->ordinal[w.rank][w.idx], v = bar->units[m];
+    if (!first_report(rep, &op->loc))
+        return;
+    const IrOp *last = &rep->r->p->ranks[w.rank].ops[bar->uses[m][bar->nuses[m] - 1]];
+    diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s use of barrier %d, but its "
+               "threadblock %d uses that barrier only %s", w.rank, check_ctx(rep->a, op), check_nth(rep->a, k + 1), bar->id,
+               v - f->rank_unit[w.rank], check_times(rep->a, bar->nuses[m]));
+    diag_note(rep->d, last->loc, "threadblock %d's last use of barrier %d is here%s", v - f->rank_unit[w.rank],
+              bar->id, check_ctx(rep->a, last));
+}
+
+/* A member of the barrier that has not come to this meeting; -1 when one never will. */
+static int barrier_waits_for(Reporter *rep, int u, HbEv w)
+{
+    const HbFacts *f = &rep->r->hb;
+    const HbBarrier *bar = &f->bars[f->partner[w.rank][w.idx]];
+    int k = f->ordinal[w.rank][w.idx];
+    for (int m = 0; m < bar->nunits; m++)
+        if (bar->nuses[m] <= k) {
+            report_barrier_forever(rep, w, m);
+            return -1;
+        }
+    for (int m = 0; m < bar->nunits; m++)
+        if (bar->units[m] != u && rep->r->run.pc[bar->units[m]] != bar->uses[m][k])
+            return bar->units[m];
+    return u;
+}
+
+/* A stuck unit's wait: the unit it waits for, or -1 when the wait can never be satisfied. */
+static int waits_for(Reporter *rep, int u)
 {
     const CheckResult *r = rep->r;
-    HbEv w = {rank, r->run.pc[rank]};
+    const HbFacts *f = &r->hb;
+    int rank = f->unit_rank[u];
+    HbEv w = {rank, r->run.pc[u]};
     const IrOp *op = op_at(r, w);
+    if (op->kind == IR_BARRIER)
+        return barrier_waits_for(rep, u, w);
     if (op->kind == IR_WAIT) {
-        if (r->hb.partner[rank][w.idx] >= 0)
-            return op->peer;
+        int sig = r->hb.partner[rank][w.idx];
+        if (sig >= 0)
+            return hb_unit(f, op->peer, sig);
         report_peer_forever(rep, w);
         return -1;
     }
@@ -228,17 +309,23 @@ static int waits_for(Reporter *rep, int rank)
     }
     /* The first other rank that has not arrived yet; else the rank itself. */
     for (q = 0; q < r->hb.n; q++)
-        if (q != rank && r->hb.sw_sig[q][k] >= r->run.pc[q])
-            return q;
-    return rank;
+        if (q != rank && r->hb.sw_sig[q][k] >= r->run.pc[f->sw_unit[q]])
+            return f->sw_unit[q];
+    return u;
 }
 
 /* "rank 1's 1st signal to rank 0, which rank 1 sends at 9:5" */
-static const char *awaited(Reporter *rep, HbEv w, int target)
+static const char *awaited(Reporter *rep, HbEv w, int target_unit)
 {
     const CheckResult *r = rep->r;
     const IrOp *op = op_at(r, w);
-    int k = r->hb.ordinal[w.rank][w.idx];
+    int k = r->hb.ordinal[w.rank][w.idx], target = r->hb.unit_rank[target_unit];
+    if (op->kind == IR_BARRIER) {
+        int pc = r->run.pc[target_unit];
+        return arena_printf(rep->a, "threadblock %d of rank %d to come to barrier %d; it is stuck at %d:%d",
+                            target_unit - r->hb.rank_unit[target], target, op->chan,
+                            r->p->ranks[target].ops[pc].loc.line, r->p->ranks[target].ops[pc].loc.col);
+    }
     if (op->kind == IR_WAIT) {
         const IrOp *sig = &r->p->ranks[target].ops[r->hb.partner[w.rank][w.idx]];
         return arena_printf(rep->a, "rank %d's %s signal to rank %d, which rank %d sends at %d:%d", target,
@@ -249,44 +336,49 @@ static const char *awaited(Reporter *rep, HbEv w, int target)
                         check_nth(rep->a, k + 1), target, sig->loc.line, sig->loc.col);
 }
 
-static void record_cycle(Reporter *rep, const int *ranks, int len, CheckCycle *c)
+static void record_cycle(Reporter *rep, const int *units, int len, CheckCycle *c)
 {
     CheckResult *r = rep->r;
-    int start = 0; /* begin the story at the lowest rank */
+    int start = 0; /* begin the story at the lowest unit */
     for (int j = 1; j < len; j++)
-        if (ranks[j] < ranks[start])
+        if (units[j] < units[start])
             start = j;
     c->waits = ARENA_ARRAY(rep->a, HbEv, (size_t)len);
     c->len = len;
     for (int j = 0; j < len; j++) {
-        int q = ranks[(start + j) % len];
-        c->waits[j] = (HbEv){q, r->run.pc[q]};
+        int u = units[(start + j) % len];
+        c->waits[j] = (HbEv){r->hb.unit_rank[u], r->run.pc[u]};
     }
     r->cycles = arena_grow(rep->a, r->cycles, (size_t)r->ncycles, (size_t)r->ncycles + 1, sizeof *c);
     r->cycles[r->ncycles++] = *c;
 }
 
 /* One error at the first wait, then one note per step of the cycle. */
-static void report_cycle(Reporter *rep, const int *ranks, int len)
+static void report_cycle(Reporter *rep, const int *units, int len)
 {
     enum { MAX_STEPS = 16 };
     CheckCycle c;
-    record_cycle(rep, ranks, len, &c);
+    record_cycle(rep, units, len, &c);
     const IrOp *first = op_at(rep->r, c.waits[0]);
     if (!first_report(rep, &first->loc))
         return;
-    int *order = ARENA_ARRAY(rep->a, int, (size_t)len);
-    for (int j = 0; j < len; j++)
+    const HbFacts *f = &rep->r->hb;
+    int *order = ARENA_ARRAY(rep->a, int, (size_t)len), *ou = ARENA_ARRAY(rep->a, int, (size_t)len);
+    for (int j = 0; j < len; j++) {
         order[j] = c.waits[j].rank;
-    if (len == 1)
+        ou[j] = hb_unit(f, c.waits[j].rank, c.waits[j].idx);
+    }
+    if (len == 1 && first->kind == IR_SW_WAIT)
         diag_error(rep->d, first->loc, "deadlock: rank %d waits for its own switch arrival", order[0]);
+    else if (len == 1)
+        diag_error(rep->d, first->loc, "deadlock: rank %d waits for itself", order[0]);
     else
         diag_error(rep->d, first->loc, "deadlock: %s wait for each other in a cycle",
-                   check_rank_list(rep->a, order, len));
+                   check_unit_list(f, rep->a, ou, len));
     for (int j = 0; j < len && j < MAX_STEPS; j++) {
         HbEv w = c.waits[j];
         diag_note(rep->d, op_at(rep->r, w)->loc, "rank %d waits here%s for %s", w.rank,
-                  check_ctx(rep->a, op_at(rep->r, w)), awaited(rep, w, c.waits[(j + 1) % len].rank));
+                  check_ctx(rep->a, op_at(rep->r, w)), awaited(rep, w, ou[(j + 1) % len]));
     }
     if (len > MAX_STEPS)
         diag_note(rep->d, (Loc){0}, "... and %d more steps, back to rank %d", len - MAX_STEPS, order[0]);
@@ -296,7 +388,7 @@ static void report_cycle(Reporter *rep, const int *ranks, int len)
 static void find_cycles(Reporter *rep, const int *succ)
 {
     const CheckResult *r = rep->r;
-    int n = r->hb.n;
+    int n = r->hb.nunits;
     char *color = ARENA_ARRAY(rep->a, char, (size_t)n); /* 0 new, 1 on the path, 2 done */
     int *path = ARENA_ARRAY(rep->a, int, (size_t)n + 1);
     for (int s = 0; s < n; s++) {
@@ -320,10 +412,10 @@ static void find_cycles(Reporter *rep, const int *succ)
 static void report_stuck(Reporter *rep)
 {
     const CheckResult *r = rep->r;
-    int n = r->hb.n;
+    int n = r->hb.nunits;
     int *succ = ARENA_ARRAY(rep->a, int, (size_t)n);
-    for (int q = 0; q < n; q++)
-        succ[q] = r->run.pc[q] < r->p->ranks[q].nops ? waits_for(rep, q) : -1;
+    for (int u = 0; u < n; u++)
+        succ[u] = r->run.pc[u] < r->hb.unit_end[u] ? waits_for(rep, u) : -1;
     find_cycles(rep, succ);
 }
 

@@ -16,10 +16,15 @@
  *   sync words, on every rank, reachable by peers (peer_sync) and, for nvls, by multicast:
  *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
  *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
+ *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is
+ *                                   CDSL_SYNC_PEER + p), up to CDSL_PLAN_CHANNELS per pair
  *   state words, private to the rank:
  *     state[CDSL_STATE_SWITCH]      switch arrivals this rank has waited for so far
  *     state[CDSL_STATE_PEER + p]    arrivals from p this rank has consumed so far
  *     state[CDSL_STATE_GRID(n) + 0]  grid barrier arrival counter, [+1] its generation
+ *     state[CDSL_STATE_BARRIER(n) + id]  a plan's barrier id: its blocks' arrivals this launch
+ *     state[CDSL_STATE_CHAN(n, c, p)]  arrivals consumed on a plan's channel c >= 1 from p
+ * The plan words come after the others, so a .cdsl program's layout is what it always was.
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p).
  */
@@ -36,8 +41,14 @@ enum {
     CDSL_STATE_PEER = 1,         /* + p */
 };
 #define CDSL_STATE_GRID(nranks) (1 + (nranks))
-#define CDSL_SYNC_WORDS(nranks) (1 + (nranks))
-#define CDSL_STATE_WORDS(nranks) (3 + (nranks))
+#define CDSL_PLAN_CHANNELS 16      /* channels between two ranks an imported plan may use */
+#define CDSL_PLAN_BARRIERS 16      /* barrier ids of a rank (MSCCL++'s MAX_DEVICE_SYNCERS) */
+#define CDSL_SYNC_CHAN(nranks, c, p) ((c) ? 1 + (nranks) * (c) + (p) : CDSL_SYNC_PEER + (p))
+#define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
+#define CDSL_STATE_CHAN(nranks, c, p) \
+    ((c) ? 3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
+#define CDSL_SYNC_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
+#define CDSL_STATE_WORDS(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
 #define CDSL_ERROR_WORDS 4
 
 /* The argument block, by value. Pointers are device addresses valid on the rank's device. */

@@ -85,8 +85,8 @@ typedef enum cdsl_warning {
 typedef enum cdsl_diag_format { CDSL_DIAG_TEXT = 0, CDSL_DIAG_JSON = 1 } cdsl_diag_format;
 
 typedef struct cdsl_compile_opts {
-    const char *path;                  /* the .cdsl file */
-    int nranks;
+    const char *path;                  /* the .cdsl file, or an MSCCL++ plan (cdsl_is_plan) */
+    int nranks;                        /* a plan: 0 takes its gpu count, else it must agree */
     const char *program;               /* --program NAME, or NULL for the only one */
     const char *const *defines;        /* "name=value", overriding program parameters */
     int ndefines;
@@ -116,6 +116,10 @@ typedef struct cdsl_compile_opts {
 
 typedef struct cdsl_program cdsl_program;
 
+/* Whether cdsl_compile reads path as an MSCCL++ execution plan (JSON, either generation of
+ * the format; docs/mscclpp.md): its name ends in .json or its first non-blank byte is '{'. */
+int cdsl_is_plan(const char *path);
+
 /* Compile. *out is set whenever the file could be read, also when the program has errors,
  * so that --emit-dot can draw what the checker found; destroy it in every case. Returns
  * CDSL_OK, CDSL_ERR_PROGRAM (diagnostics printed) or CDSL_ERR_USAGE/CDSL_ERR_SYSTEM (out of
@@ -130,6 +134,11 @@ typedef enum cdsl_dump { CDSL_DUMP_AST, CDSL_DUMP_IR, CDSL_DUMP_DOT, CDSL_DUMP_C
  * Flushes out; CDSL_ERR_SYSTEM when writing failed (a full disk) or memory ran out (errno is
  * ENOMEM then), CDSL_ERR_PROGRAM when the stage it prints was not reached. */
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out);
+
+/* The checked program as an MSCCL++ execution plan (the current format; docs/mscclpp.md says
+ * how each operation is written). CDSL_ERR_PROGRAM, with a diagnostic, for a program that did
+ * not pass its checks or has what a plan cannot say; CDSL_ERR_SYSTEM when writing failed. */
+int cdsl_emit_mscclpp(cdsl_program *p, FILE *out);
 
 /* The program's name and collective as written: NULL when p is NULL or no program was chosen
  * (resolution failed). The rank count and C: 0 when p is NULL or was not evaluated. */
@@ -233,7 +242,8 @@ const char *cdsl_program_buf_name(const cdsl_program *p, int buf);  /* NULL when
  * larger of one rank's input and output buffers (allgather: the whole output; reducescatter:
  * the whole input; allreduce: either). A program without input or output chunks (barrier)
  * takes `size` as its chunk size. Returns CDSL_ERR_USAGE when size is not a positive multiple
- * of *granule = 4 bytes times that buffer's chunk count (granule may be NULL). */
+ * of *granule = 4 bytes (an MSCCL++ plan: its buffer_alignment) times that buffer's chunk
+ * count (granule may be NULL). */
 int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, size_t *granule);
 
 /* Symmetric buffers for p's layout on every rank, chunk_bytes (a multiple of 4) per chunk;

@@ -237,18 +237,38 @@ static void where(const IrOp *op, char *out, size_t len)
 }
 
 /* The first reduction, or an imbalance the checker should have refused. */
+/* What the copy engine can do: copies (a put, get or switch store is one or more) and the
+ * signals and waits between them, in one program order per rank. Anything else is refused by
+ * name, not skipped: reductions and packets need the SMs, and a plan's thread blocks are units
+ * that one stream per rank would put in an order the plan never promised. */
+static bool lowerable_kind(IrKind k)
+{
+    switch (k) {
+    case IR_COPY: case IR_PUT: case IR_GET: case IR_SW_STORE:
+    case IR_SIGNAL: case IR_WAIT: case IR_SW_SIGNAL: case IR_SW_WAIT:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static bool lowerable(const IrProgram *ir, char *why, size_t len)
 {
+    if (ir->ntbs) {
+        snprintf(why, len, "%s has thread blocks (an MSCCL++ plan): each is its own program order", ir->name);
+        return false;
+    }
     for (int r = 0; r < ir->nranks; r++)
         for (int i = 0; i < ir->ranks[r].nops; i++) {
             const IrOp *op = &ir->ranks[r].ops[i];
-            if (op->kind == IR_REDUCE || op->kind == IR_SW_REDUCE || op->kind == IR_SW_REDUCE_STORE) {
-                char at[300];
-                where(op, at, sizeof at);
-                snprintf(why, len, "rank %d's %s at %s is a reduction: reductions need the SMs", r,
-                         ir_kind_name(op->kind), at);
-                return false;
-            }
+            if (lowerable_kind(op->kind))
+                continue;
+            char at[300];
+            where(op, at, sizeof at);
+            bool reduction = op->kind == IR_REDUCE || op->kind == IR_SW_REDUCE || op->kind == IR_SW_REDUCE_STORE;
+            snprintf(why, len, "rank %d's %s at %s %s", r, ir_kind_name(op->kind), at,
+                     reduction ? "is a reduction: reductions need the SMs" : "is not a copy, signal or wait");
+            return false;
         }
     return true;
 }

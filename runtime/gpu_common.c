@@ -567,6 +567,8 @@ static int gpu_same_code(const GpuComm *g, const char *src)
     return g->ir && g->loaded_src && strcmp(g->loaded_src, src) == 0;
 }
 
+static long gpu_share(const GpuComm *g);
+
 int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 {
     GpuComm *g = state;
@@ -597,6 +599,11 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         rt_error(g->cfg.log, "out of memory");
         st = CDSL_ERR_SYSTEM;
     }
+    if (!st && gpu_plan_blocks(p->ir) > (unsigned long)gpu_share(g)) { /* they wait on each other */
+        rt_error(g->cfg.log, "%s has %u thread blocks on its busiest rank; only %ld per rank fit on the GPUs at once",
+                 p->ir->name, gpu_plan_blocks(p->ir), gpu_share(g));
+        st = CDSL_ERR_SYSTEM;
+    }
     if (!st) {
         g->ir = p->ir;
         st = ce_load(g, p->ir);
@@ -622,7 +629,15 @@ unsigned gpu_grid_for(long share, size_t chunk_bytes)
     return cap < 1 ? 1u : (unsigned)cap;
 }
 
-static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+unsigned gpu_plan_blocks(const IrProgram *ir)
+{
+    int most = 0;
+    for (int r = 0; ir && ir->ntbs && r < ir->nranks; r++)
+        most = ir->ntbs[r] > most ? ir->ntbs[r] : most;
+    return (unsigned)most;
+}
+
+static long gpu_share(const GpuComm *g)
 {
     long share = LONG_MAX;
     for (int d = 0; d < g->ndev; d++) {
@@ -631,7 +646,14 @@ static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
         if (s < share)
             share = s;
     }
-    return gpu_grid_for(share, chunk_bytes);
+    return share;
+}
+
+/* An imported plan runs one block per thread block of its busiest rank (emit_blocks.c). */
+static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
+{
+    unsigned plan = gpu_plan_blocks(g->ir);
+    return plan ? plan : gpu_grid_for(gpu_share(g), chunk_bytes);
 }
 
 static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
@@ -845,7 +867,7 @@ static void gpu_wait_site(const IrProgram *ir, int rank, int line, unsigned ctr,
     for (int i = 0; i < seq->nops; i++) {
         const IrOp *op = &seq->ops[i];
         int match = (op->kind == IR_SW_WAIT && ctr == CDSL_SYNC_SWITCH) ||
-                    (op->kind == IR_WAIT && ctr == (unsigned)(CDSL_SYNC_PEER + op->peer)) ||
+                    (op->kind == IR_WAIT && ctr == (unsigned)CDSL_SYNC_CHAN(ir->nranks, op->chan, op->peer)) ||
                     ctr == GPU_GRID_COUNTER;    /* a convergence before any operation */
         if (match && op->loc.line == line && op->loc.src) {
             snprintf(out, n, "%s:%d:%d", op->loc.src->path, line, op->loc.col);
@@ -864,6 +886,9 @@ void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const 
         snprintf(what, sizeof what, "the switch barrier");
     else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + nranks))
         snprintf(what, sizeof what, "peer %u's semaphore", ctr - CDSL_SYNC_PEER);
+    else if (ctr > (unsigned)nranks && ctr < (unsigned)CDSL_SYNC_WORDS(nranks)) /* a plan's channel c >= 1 */
+        snprintf(what, sizeof what, "peer %u's semaphore, channel %u", (ctr - 1) % (unsigned)nranks,
+                 (ctr - 1) / (unsigned)nranks);
     else if (ctr == GPU_GRID_COUNTER)
         snprintf(what, sizeof what, "its own thread blocks' grid barrier (were all blocks resident?)");
     else

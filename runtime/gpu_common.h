@@ -130,6 +130,8 @@ int gpu_reset_words(GpuComm *g);
  * overrides it), and at most `share`, the rank's part of its device (all ranks placed on a
  * device must be resident together: they spin on each other). */
 unsigned gpu_grid_for(long share, size_t chunk_bytes);
+/* An imported plan's blocks per rank: its busiest rank's thread blocks; 0 for a .cdsl program. */
+unsigned gpu_plan_blocks(const IrProgram *ir);
 /* A positive integer from the environment (CDSL_GPU_BLOCKS, ...), or def. */
 long gpu_env_long(const char *name, long def);
 /* Round n up to a multiple of a power of two. */

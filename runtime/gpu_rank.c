@@ -268,7 +268,8 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 
 static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
 {
-    return gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), chunk);
+    unsigned plan = gpu_plan_blocks(g->ir);
+    return plan ? plan : gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), chunk);
 }
 
 /* The caller's stream belongs to our context; the caller's buffer is memory of our GPU. */

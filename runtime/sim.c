@@ -1,13 +1,16 @@
 /*
  * sim.c - the sim backend: every rank a CPU thread, every buffer host memory.
  *
- * Each rank's thread executes exactly the operations the checker saw, p->ir->ranks[r], in
- * order ("what you check is what you run"): copy/reduce on its own buffers, put/get into and
- * from a peer's, signal/wait on per-pair arrival counters, and the switch operations as
+ * Each unit's thread executes exactly the operations the checker saw, in order ("what you
+ * check is what you run"): copy/reduce on its own buffers, put/get into and from a peer's,
+ * signal/wait on per-pair (and per-channel) arrival counters, and the switch operations as
  * loops over every rank's buffers (store to all, sum over all, both) and a counting barrier
  * that counts as the GPUs do: one counter per rank, which every rank's arrivals increment.
  * Counters follow abi.h: they only grow, across iterations and runs, and the k-th wait
- * completes once the k-th arrival is there.
+ * completes once the k-th arrival is there. A unit is a rank for a .cdsl program and one
+ * thread block of an imported plan (ir.h); a plan's barrier is a counter per rank and id that
+ * its blocks' k-th uses fill to k times their number. The rank's start (below) happens in
+ * its first unit before any of its units begins, and the rank's end after all have ended.
  *
  * Data operations proceed in blocks of SIM_BLOCK_BYTES; between blocks a rank checks whether
  * the run was stopped, counts progress, and (with a seed) may sleep or yield, which shakes the
@@ -69,6 +72,11 @@ enum {
 
 typedef struct SimRank {
     char *buf[IR_MAX_BUFS];
+    _Atomic uint64_t *chan_arrivals; /* [(c - 1) * n + p]: channels c >= 1 of a plan */
+    uint64_t *chan_consumed;         /* [(c - 1) * n + p] (private) */
+    _Atomic uint64_t bar[IR_MAX_BARRIERS];   /* a plan's barriers: arrivals of the rank's blocks */
+    _Atomic uint64_t started;        /* iterations whose start the rank has made */
+    _Atomic uint64_t units_done;     /* unit-iterations ended */
     /* The rank's words (SIM_RANK_WORDS(n) of them, in Sim.own_words or, for sim_mp.c, in
      * memory shared between processes): */
     _Atomic uint64_t *arrivals;     /* [n]: arrivals[p] = signals rank p made for this rank */
@@ -79,10 +87,16 @@ typedef struct SimRank {
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
-    int stuck_op;                   /* a wait this rank was stopped in, or -1 */
+} SimRank;
+
+/* A unit's thread: where it was stopped, if it was. */
+typedef struct SimUnit {
+    int rank, tb, first, end;       /* its ops, [first, end) of its rank's list */
+    int stuck_op;                   /* a wait this unit was stopped in, or -1 */
     int stuck_iter;
     uint64_t stuck_want;            /* the arrivals that wait needed */
-} SimRank;
+    uint64_t bar_uses[IR_MAX_BARRIERS];
+} SimUnit;
 
 typedef struct Sim {
     RtConfig cfg;
@@ -94,6 +108,8 @@ typedef struct Sim {
     char nothing[16];               /* the address of a registered buffer of no bytes */
     int pending;                    /* a cdsl_run_async failure, for cdsl_comm_status */
     const IrProgram *ir;            /* the loaded program (borrowed) */
+    SimUnit *units;                 /* [nunits] of the loaded program */
+    int nunits, nchan;              /* nchan: channels per pair the program uses */
     cdsl_dtype dtype;
     int jitter_us;                  /* 0: no jitter */
     /* The current run: */
@@ -113,7 +129,7 @@ typedef struct Sim {
 
 typedef struct SimWorker {
     Sim *s;
-    int rank;
+    int rank, unit;
     uint64_t rng;
     void *acc;                      /* a block of sums in f32 or u32 */
     char *out;                      /* the same block converted back to the dtype */
@@ -376,6 +392,17 @@ static void sim_switch_signal(SimWorker *w)
 
 /* ---- one operation ------------------------------------------------------------------------ */
 
+/* Arrivals rank `from` made on `at`'s semaphore for it, on channel c; and those `at` consumed. */
+static _Atomic uint64_t *sim_arrivals(Sim *s, int at, int from, int c)
+{
+    return c == 0 ? &s->ranks[at].arrivals[from] : &s->ranks[at].chan_arrivals[(size_t)(c - 1) * (size_t)s->n + (size_t)from];
+}
+
+static uint64_t *sim_consumed(Sim *s, int at, int from, int c)
+{
+    return c == 0 ? &s->ranks[at].consumed[from] : &s->ranks[at].chan_consumed[(size_t)(c - 1) * (size_t)s->n + (size_t)from];
+}
+
 static bool sim_switch_data(SimWorker *w, const IrOp *op, size_t len)
 {
     Sim *s = w->s;
@@ -408,17 +435,17 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
     case IR_GET:
         dst = sim_ptr(s, me, op->dst);
         return sim_move(w, &dst, 1, sim_ptr(s, op->peer, op->src), len);
-    case IR_REDUCE: {
-        const char *ab[2] = {sim_ptr(s, me, op->src), sim_ptr(s, me, op->src2)};
+    case IR_REDUCE: { /* a plan's read-reduce takes src2 from rank `peer` */
+        const char *ab[2] = {sim_ptr(s, me, op->src), sim_ptr(s, op->peer >= 0 ? op->peer : me, op->src2)};
         dst = sim_ptr(s, me, op->dst);
         return sim_combine(w, ab, 2, &dst, 1, len);
     }
     case IR_SIGNAL:
-        atomic_fetch_add_explicit(&s->ranks[op->peer].arrivals[me], 1, memory_order_release);
+        atomic_fetch_add_explicit(sim_arrivals(s, op->peer, me, op->chan), 1, memory_order_release);
         return true;
     case IR_WAIT:
-        w->want = ++self->consumed[op->peer];
-        return sim_wait(w, &self->arrivals[op->peer], w->want);
+        w->want = ++*sim_consumed(s, me, op->peer, op->chan);
+        return sim_wait(w, sim_arrivals(s, me, op->peer, op->chan), w->want);
     case IR_SW_SIGNAL:
         sim_switch_signal(w);
         return true;
@@ -428,6 +455,12 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
     case IR_SW_REDUCE:
     case IR_SW_REDUCE_STORE:
         return sim_switch_data(w, op, len);
+    case IR_NOP:       /* the block's threads meet: the sim's unit is one thread already */
+        return true;
+    case IR_BARRIER:
+        w->want = ++s->units[w->unit].bar_uses[op->chan] * (uint64_t)op->arg;
+        atomic_fetch_add_explicit(&self->bar[op->chan], 1, memory_order_acq_rel);
+        return sim_wait(w, &self->bar[op->chan], w->want);
     }
     return true;
 }
@@ -477,34 +510,56 @@ static void sim_gate_open(Sim *s)
     pthread_mutex_unlock(&s->gate_mu);
 }
 
+/* Iteration `it` of a unit begins after its rank's start: the rank's first unit makes the start,
+ * once every unit has ended the iteration before (the rank's end comes before its next start). */
+static bool sim_unit_begin(SimWorker *w, int it, int nunits)
+{
+    Sim *s = w->s;
+    SimRank *rk = &s->ranks[w->rank];
+    const SimUnit *u = &s->units[w->unit];
+    if (u->tb == 0) {
+        if (it > 0 && nunits > 1 && !sim_wait(w, &rk->units_done, (uint64_t)nunits * (uint64_t)it))
+            return false;
+        sim_start_rank(w);
+        atomic_store_explicit(&rk->started, (uint64_t)it + 1, memory_order_release);
+        return true;
+    }
+    return sim_wait(w, &rk->started, (uint64_t)it + 1);
+}
+
 static void *sim_rank_main(void *arg)
 {
     SimWorker *w = arg;
     Sim *s = w->s;
     SimRank *self = &s->ranks[w->rank];
+    SimUnit *u = &s->units[w->unit];
     const IrSeq *seq = &s->ir->ranks[w->rank];
+    int nunits = ir_ntbs(s->ir, w->rank);
     sim_gate_wait(s);
     for (int it = 0; it < s->iters; it++) {
-        sim_start_rank(w);
-        for (int i = 0; i < seq->nops; i++) {
+        if (!sim_unit_begin(w, it, nunits))
+            return NULL;
+        for (int i = u->first; i < u->end; i++) {
             if (sim_stopped(s))
                 return NULL;
             sim_jitter(w, 4);
             if (!sim_exec(w, &seq->ops[i])) {
                 IrKind k = seq->ops[i].kind;
-                if (k == IR_WAIT || k == IR_SW_WAIT) {
-                    self->stuck_op = i;
-                    self->stuck_iter = it;
-                    self->stuck_want = w->want;
+                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER) {
+                    u->stuck_op = i;
+                    u->stuck_iter = it;
+                    u->stuck_want = w->want;
                 }
                 return NULL;
             }
             atomic_fetch_add_explicit(s->progress, 1, memory_order_relaxed);
         }
-    }
-    if (self->final_out) {
-        memcpy(self->final_out, self->buf[IR_OUTPUT], s->bytes[IR_OUTPUT]);
-        self->final_valid = true;
+        /* the last unit of the rank out of the last iteration is the rank's end */
+        uint64_t done = atomic_fetch_add_explicit(&self->units_done, 1, memory_order_acq_rel) + 1;
+        if (it == s->iters - 1 && done == (uint64_t)nunits * (uint64_t)s->iters && self->final_out) {
+            memcpy(self->final_out, self->buf[IR_OUTPUT], s->bytes[IR_OUTPUT]);
+            self->final_valid = true;
+        }
     }
     return NULL;
 }
@@ -523,20 +578,30 @@ static void sim_where(const Sim *s, const IrOp *op, int iter, char *out, size_t 
         snprintf(out + n, len - (size_t)n, " in iteration %d", iter + 1);
 }
 
-/* Reports rank r if its wait is still unsatisfied now that every thread has stopped. */
-static bool sim_report_rank(const Sim *s, int r)
+/* Reports unit u if its wait is still unsatisfied now that every thread has stopped. */
+static bool sim_report_rank(Sim *s, int u)
 {
+    const SimUnit *un = &s->units[u];
+    int r = un->rank;
     const SimRank *rk = &s->ranks[r];
-    const IrOp *op = &s->ir->ranks[r].ops[rk->stuck_op];
+    const IrOp *op = &s->ir->ranks[r].ops[un->stuck_op];
     char where[512];
-    sim_where(s, op, rk->stuck_iter, where, sizeof where);
-    unsigned long long want = rk->stuck_want;
+    sim_where(s, op, un->stuck_iter, where, sizeof where);
+    unsigned long long want = un->stuck_want;
     if (op->kind == IR_WAIT) {
-        unsigned long long have = atomic_load(&rk->arrivals[op->peer]);
+        unsigned long long have = atomic_load(sim_arrivals(s, r, op->peer, op->chan));
         if (have >= want)
             return false;
         rt_error(s->cfg.log, "rank %d gave up waiting at %s for rank %d's signal (counter peer %d: %llu of %llu arrivals)",
                  r, where, op->peer, op->peer, have, want);
+        return true;
+    }
+    if (op->kind == IR_BARRIER) {
+        unsigned long long have = atomic_load(&rk->bar[op->chan]);
+        if (have >= want)
+            return false;
+        rt_error(s->cfg.log, "rank %d gave up waiting at %s for its barrier %d (%llu of %llu arrivals)", r, where,
+                 op->chan, have, want);
         return true;
     }
     unsigned long long have = atomic_load(rk->sw_counter);
@@ -558,12 +623,12 @@ static bool sim_report_rank(const Sim *s, int r)
     return true;
 }
 
-static void sim_report_stuck(const Sim *s)
+static void sim_report_stuck(Sim *s)
 {
     int reported = 0;
-    for (int r = 0; r < s->n; r++)
-        if (s->ranks[r].stuck_op >= 0)
-            reported += sim_report_rank(s, r);
+    for (int u = 0; u < s->nunits; u++)
+        if (s->units[u].stuck_op >= 0)
+            reported += sim_report_rank(s, u);
     if (!reported)
         rt_error(s->cfg.log, "a wait ran out of its bound, then was satisfied as the ranks stopped");
     char msg[160];
@@ -586,7 +651,15 @@ static void sim_reset_counters(Sim *s)
         atomic_store(rk->sw_counter, 0);
         atomic_store(rk->sw_made, 0);
         rk->sw_waited = 0;
+        for (size_t k = 0; rk->chan_arrivals && k < (size_t)(s->nchan - 1) * (size_t)s->n; k++) {
+            atomic_store(&rk->chan_arrivals[k], 0);
+            rk->chan_consumed[k] = 0;
+        }
+        for (int b = 0; b < IR_MAX_BARRIERS; b++)
+            atomic_store(&rk->bar[b], 0);
     }
+    for (int u = 0; u < s->nunits; u++)
+        memset(s->units[u].bar_uses, 0, sizeof s->units[u].bar_uses);
 }
 
 /* ---- the backend's entry points ------------------------------------------------------------ */
@@ -615,9 +688,13 @@ static void sim_destroy(void *state)
         return;
     if (s->ranks) {
         sim_free_bufs(s);
-        for (int r = 0; r < s->n; r++)
+        for (int r = 0; r < s->n; r++) {
             free(s->ranks[r].consumed);
+            free(s->ranks[r].chan_arrivals);
+            free(s->ranks[r].chan_consumed);
+        }
     }
+    free(s->units);
     free(s->own_words);
     free(s->ranks);
     pthread_cond_destroy(&s->gate_cv);
@@ -835,14 +912,14 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
         return sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) && op->dst.count == op->src.count;
     case IR_REDUCE:
         return sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) && sim_range_ok(ir, op->src2) &&
-               op->dst.count == op->src.count && op->dst.count == op->src2.count;
+               op->dst.count == op->src.count && op->dst.count == op->src2.count && (op->peer < 0 || peer_ok);
     case IR_PUT:
     case IR_GET:
         return peer_ok && sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) &&
                op->dst.count == op->src.count;
     case IR_SIGNAL:
     case IR_WAIT:
-        return peer_ok;
+        return peer_ok && op->chan >= 0 && op->chan < 4096;
     case IR_SW_STORE:
     case IR_SW_REDUCE:
     case IR_SW_REDUCE_STORE:
@@ -850,8 +927,71 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
     case IR_SW_SIGNAL:
     case IR_SW_WAIT:
         return true;
+    case IR_NOP:
+        return true;
+    case IR_BARRIER:
+        return op->chan >= 0 && op->chan < IR_MAX_BARRIERS && op->arg >= 1;
     }
     return false;
+}
+
+/* A rank's ops are grouped by unit, in order (ir.h). */
+static bool sim_units_ok(const IrProgram *ir, int rank)
+{
+    const IrSeq *s = &ir->ranks[rank];
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].tb < 0 || s->ops[i].tb >= ir_ntbs(ir, rank) || (i && s->ops[i].tb < s->ops[i - 1].tb))
+            return false;
+    return ir_ntbs(ir, rank) >= 1;
+}
+
+/* The program's units (ir.h: a plan's thread blocks; else one per rank) with their op ranges,
+ * and counters for the channels beyond the first that a plan's ranks use between them. */
+static int sim_load_units(Sim *s, const IrProgram *ir)
+{
+    int nunits = 0, nchan = 1;
+    for (int r = 0; r < ir->nranks; r++) {
+        nunits += ir_ntbs(ir, r);
+        for (int i = 0; i < ir->ranks[r].nops; i++)
+            if ((ir->ranks[r].ops[i].kind == IR_SIGNAL || ir->ranks[r].ops[i].kind == IR_WAIT) &&
+                ir->ranks[r].ops[i].chan >= nchan)
+                nchan = ir->ranks[r].ops[i].chan + 1;
+    }
+    SimUnit *units = calloc((size_t)nunits, sizeof *units);
+    bool ok = units != NULL;
+    for (int r = 0; ok && r < s->n; r++) {
+        SimRank *rk = &s->ranks[r];
+        free(rk->chan_arrivals);
+        free(rk->chan_consumed);
+        rk->chan_arrivals = NULL;
+        rk->chan_consumed = NULL;
+        if (nchan > 1) {
+            rk->chan_arrivals = calloc((size_t)(nchan - 1) * (size_t)s->n, sizeof *rk->chan_arrivals);
+            rk->chan_consumed = calloc((size_t)(nchan - 1) * (size_t)s->n, sizeof *rk->chan_consumed);
+            ok = rk->chan_arrivals && rk->chan_consumed;
+        }
+        for (int b = 0; b < IR_MAX_BARRIERS; b++)
+            atomic_store(&rk->bar[b], 0);
+    }
+    if (!ok) {
+        free(units);
+        rt_error(s->cfg.log, "out of memory loading %s into the sim", ir->name);
+        return CDSL_ERR_SYSTEM;
+    }
+    for (int r = 0, u = 0; r < ir->nranks; r++) {
+        const IrSeq *seq = &ir->ranks[r];
+        for (int t = 0, i = 0; t < ir_ntbs(ir, r); t++, u++) {
+            units[u] = (SimUnit){.rank = r, .tb = t, .first = i, .stuck_op = -1};
+            while (i < seq->nops && seq->ops[i].tb == t)
+                i++;
+            units[u].end = i;
+        }
+    }
+    free(s->units);
+    s->units = units;
+    s->nunits = nunits;
+    s->nchan = nchan;
+    return CDSL_OK;
 }
 
 static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
@@ -867,12 +1007,20 @@ static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         return CDSL_ERR_USAGE;
     }
     for (int r = 0; r < ir->nranks; r++)
+        if (!sim_units_ok(ir, r)) {
+            rt_error(s->cfg.log, "internal error: rank %d's operations are not grouped by thread block", r);
+            return CDSL_ERR_USAGE;
+        }
+    for (int r = 0; r < ir->nranks; r++)
         for (int i = 0; i < ir->ranks[r].nops; i++)
             if (!sim_op_ok(ir, r, &ir->ranks[r].ops[i])) {
                 rt_error(s->cfg.log, "internal error: rank %d's operation %d (%s) is malformed", r, i,
                          ir_kind_name(ir->ranks[r].ops[i].kind));
                 return CDSL_ERR_USAGE;
             }
+    int rc = sim_load_units(s, ir);
+    if (rc)
+        return rc;
     s->ir = ir;
     s->dtype = dtype;
     return CDSL_OK;
@@ -906,11 +1054,13 @@ static void sim_workers_free(SimWorker *ws, int n)
     free(ws);
 }
 
-static bool sim_worker_init(Sim *s, SimWorker *w, int r)
+/* The worker of unit u (for a .cdsl program, u is the rank). */
+static bool sim_worker_init(Sim *s, SimWorker *w, int u)
 {
     w->s = s;
-    w->rank = r;
-    w->rng = s->cfg.seed * 0x100000001B3ull + (uint64_t)r * 0x9E3779B97F4A7C15ull;
+    w->unit = u;
+    w->rank = s->units[u].rank;
+    w->rng = s->cfg.seed * 0x100000001B3ull + (uint64_t)u * 0x9E3779B97F4A7C15ull;
     w->acc = malloc(SIM_BLOCK_ELEMS * 4);
     w->out = malloc(SIM_BLOCK_ELEMS * 4);
     w->srcs = malloc((size_t)s->n * sizeof *w->srcs);
@@ -920,12 +1070,12 @@ static bool sim_worker_init(Sim *s, SimWorker *w, int r)
 
 static SimWorker *sim_workers_new(Sim *s)
 {
-    SimWorker *ws = calloc((size_t)s->n, sizeof *ws);
+    SimWorker *ws = calloc((size_t)s->nunits, sizeof *ws);
     bool ok = ws != NULL;
-    for (int r = 0; ok && r < s->n; r++)
-        ok = sim_worker_init(s, &ws[r], r);
+    for (int u = 0; ok && u < s->nunits; u++)
+        ok = sim_worker_init(s, &ws[u], u);
     if (!ok) {
-        sim_workers_free(ws, ws ? s->n : 0);
+        sim_workers_free(ws, ws ? s->nunits : 0);
         return NULL;
     }
     return ws;
@@ -939,12 +1089,15 @@ static void sim_run_reset(Sim *s, size_t chunk, int iters)
     atomic_store(s->stop, 0);
     atomic_store(s->progress, 0);
     for (int r = 0; r < s->n; r++) {
-        s->ranks[r].stuck_op = -1;
         s->ranks[r].final_valid = false;
+        atomic_store(&s->ranks[r].started, 0);
+        atomic_store(&s->ranks[r].units_done, 0);
     }
+    for (int u = 0; u < s->nunits; u++)
+        s->units[u].stuck_op = -1;
 }
 
-/* Starts every rank's thread, opens the gate, joins them. Returns the threads started. */
+/* Starts every unit's thread, opens the gate, joins them. Returns the threads started. */
 static int sim_run_threads(Sim *s, SimWorker *ws, int *err, double *elapsed_us)
 {
     pthread_attr_t attr;
@@ -952,7 +1105,8 @@ static int sim_run_threads(Sim *s, SimWorker *ws, int *err, double *elapsed_us)
     pthread_attr_setstacksize(&attr, SIM_STACK_BYTES);
     int started = 0;
     *err = 0;
-    while (started < s->n && !(*err = pthread_create(&ws[started].thread, &attr, sim_rank_main, &ws[started])))
+    while (started < s->nunits &&
+           !(*err = pthread_create(&ws[started].thread, &attr, sim_rank_main, &ws[started])))
         started++;
     pthread_attr_destroy(&attr);
     if (*err)
@@ -988,9 +1142,9 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
     int err;
     double us;
     int started = sim_run_threads(s, ws, &err, &us);
-    sim_workers_free(ws, s->n);
+    sim_workers_free(ws, s->nunits);
     if (err) {
-        rt_error(s->cfg.log, "cannot start the sim's %d rank threads (started %d): %s", s->n, started, strerror(err));
+        rt_error(s->cfg.log, "cannot start the sim's %d threads (started %d): %s", s->nunits, started, strerror(err));
         sim_reset_counters(s);
         return CDSL_ERR_SYSTEM;
     }
@@ -1065,9 +1219,9 @@ void sim_view_buffers(Sim *s, int rank, char *const *bufs, const size_t *bytes, 
 }
 
 /* Why this rank stopped, when its own wait is not what ran out. */
-static void sim_report_view(const Sim *s, int rank)
+static void sim_report_view(Sim *s, int rank)
 {
-    const SimRank *rk = &s->ranks[rank];
+    const SimUnit *rk = &s->units[rank]; /* one unit per rank: sim_run_rank takes no plans */
     char where[512] = "";
     int dead = (int)atomic_load(s->dead_word) - 1;
     if (rk->stuck_op >= 0) {
@@ -1090,6 +1244,11 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
 {
     if (!sim_run_ready(s, chunk_bytes, 1) || rank < 0 || rank >= s->n)
         return CDSL_ERR_USAGE;
+    if (s->ir->ntbs) {
+        rt_error(s->cfg.log, "%s is an MSCCL++ plan; one process per rank runs .cdsl programs only (the threaded "
+                 "sim runs plans)", s->ir->name);
+        return CDSL_ERR_USAGE;
+    }
     SimWorker w = {0};
     if (!sim_worker_init(s, &w, rank)) {
         sim_worker_free(&w);
@@ -1099,8 +1258,10 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
     s->chunk = chunk_bytes;
     s->iters = 1;
     s->gate_open = true;
-    s->ranks[rank].stuck_op = -1;
+    s->units[rank].stuck_op = -1;
     s->ranks[rank].final_valid = false;
+    atomic_store(&s->ranks[rank].started, 0);
+    atomic_store(&s->ranks[rank].units_done, 0);
     double t0 = sim_now_us();
     sim_rank_main(&w);
     if (us)

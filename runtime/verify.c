@@ -212,9 +212,10 @@ int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, si
     int in = cdsl_program_buf_chunks(p, CDSL_BUF_INPUT), out = cdsl_program_buf_chunks(p, CDSL_BUF_OUTPUT);
     int most = in > out ? in : out;
     size_t chunks = most > 0 ? (size_t)most : 1;
+    size_t align = p && p->ir && p->ir->chunk_align > 4 ? (size_t)p->ir->chunk_align : 4; /* a plan's alignment */
     if (granule)
-        *granule = 4 * chunks;
-    if (!p || !p->ir || !chunk_bytes || size == 0 || size % (4 * chunks))
+        *granule = align * chunks;
+    if (!p || !p->ir || !chunk_bytes || size == 0 || size % (align * chunks))
         return CDSL_ERR_USAGE;
     *chunk_bytes = size / chunks;
     return CDSL_OK;

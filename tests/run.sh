@@ -7,6 +7,8 @@
 #                                 // exit: N                   (default: 1 if a .err exists, else 0)
 #                               expected output beside it: <name>.err (stderr), and one of
 #                               <name>.out/.ast/.ir/.cu/.dot (stdout). UPDATE=1 rewrites them.
+#   tests/<suite>/<name>.json   golden test of an MSCCL++ plan: the same, with its header lines
+#                               in <name>.args beside it (JSON has no comments); default args none.
 #   tests/<suite>/*.sh          script test, run from the repository root; it prints
 #                               "[PASS] x" / "[FAIL] x" lines (each counts) or is judged by its exit.
 #   tests/spec/                 the spec's programs with their verdict lines, checked by
@@ -35,13 +37,17 @@ pass=0 fail=0 failed=()
 ok()  { pass=$((pass + 1)); [ -n "${VERBOSE:-}" ] && echo "[PASS] $1"; }
 bad() { fail=$((fail + 1)); failed+=("$1"); echo "[FAIL] $1${2:+: $2}"; }
 
-header() { sed -n "1,5s|^// $2: *||p" "$1" | head -1; }
+header() {
+    local f=$1
+    case "$f" in *.json) f=${f%.json}.args; [ -f "$f" ] || return 0 ;; esac
+    sed -n "1,5s|^// $2: *||p" "$f" | head -1
+}
 
 # One golden test with the given cdslc/cdslrun binaries; label says which build.
 golden() {
     local f=$1 cdslc=$2 cdslrun=$3 label=$4
-    local base=${f%.cdsl} args tool want out err rc
-    args=$(header "$f" args); [ -n "$args" ] || args="-n 2"
+    local base=${f%.*} args tool want out err rc
+    args=$(header "$f" args); [ -n "$args" ] || { [ "${f%.json}" = "$f" ] && args="-n 2"; }
     tool=$(header "$f" tool); want=$(header "$f" exit)
     [ -n "$want" ] || { [ -f "$base.err" ] && want=1 || want=0; }
     local bin=$cdslc; [ "$tool" = cdslrun ] && bin=$cdslrun
@@ -98,7 +104,7 @@ spec() {
 }
 
 goldens=()
-for f in tests/*/*.cdsl; do case $f in tests/spec/*) ;; *) goldens+=("$f") ;; esac; done
+for f in tests/*/*.cdsl tests/*/*.json; do [ -e "$f" ] || continue; case $f in tests/spec/*) ;; *) goldens+=("$f") ;; esac; done
 for f in "${goldens[@]}"; do golden "$f" "$CDSLC" "$CDSLRUN" ""; done
 for s in tests/*/*.sh; do script "$s"; done
 have_shared_spec=""

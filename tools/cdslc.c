@@ -24,7 +24,7 @@
 
 enum { EXIT_PROGRAM = 1, EXIT_USAGE = 2, EXIT_SYSTEM = 3 };
 
-typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CE, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
+typedef enum Emit { EMIT_NONE, EMIT_AST, EMIT_IR, EMIT_DOT, EMIT_CE, EMIT_MSCCLPP, EMIT_CUDA, EMIT_PTX, EMIT_CUBIN } Emit;
 
 typedef struct Args {
     CliCompile c;
@@ -40,14 +40,17 @@ typedef struct Args {
 
 static const char usage_text[] =
     "usage: cdslc PROGRAM -n NRANKS [options]\n"
+    "       cdslc PLAN.json [-n NRANKS] [options]\n"
     "\n"
-    "Parse a .cdsl collective program, check it for cross-rank races, deadlocks and a wrong\n"
-    "result on every rank, and optionally emit device code. Silent when the program is clean.\n"
+    "Parse a .cdsl collective program, or read an MSCCL++ execution plan (JSON), check it for\n"
+    "races across ranks and thread blocks, deadlocks and a wrong result on every rank, and\n"
+    "optionally emit device code or the program as a plan. Silent when the program is clean.\n"
     "PROGRAM is a .cdsl file, - for standard input (imports are then looked up from the\n"
     "current folder), or the name of a stdlib program (cdslc --list shows them).\n"
     "\n"
     "options:\n"
-    "  -n, --nranks N       number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
+    "  -n, --nranks N       number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "); required for a .cdsl\n"
+    "                       program, optional for a plan (then it must be the plan's gpu count)\n"
     "  --program NAME       the program to compile when the file holds several\n"
     "  -D, --define NAME=VALUE  set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR               search DIR for imports (after the importing file's folder)\n"
@@ -59,6 +62,7 @@ static const char usage_text[] =
     "  --emit-dot           print the happens-before graph for Graphviz (races in red)\n"
     "  --dump-ce            print the copy-engine plan: the stream operations p2p runs for\n"
     "                       bulk sizes (or why the program has none)\n"
+    "  --emit-mscclpp       print the checked program as an MSCCL++ execution plan (JSON)\n"
     "  --emit-cuda          print the CUDA source\n"
     "  --emit-ptx           compile it with NVRTC and print the PTX\n"
     "  --emit-cubin         compile it with NVRTC to a cubin (needs -o)\n"
@@ -89,7 +93,7 @@ static int usage(const char *fmt, const char *arg)
 }
 
 /* The emit options in Emit's order (EMIT_AST ...): an option's code maps onto its Emit. */
-enum { OPT_DUMP_AST = CLI_TOOL_FIRST, OPT_DUMP_IR, OPT_EMIT_DOT, OPT_DUMP_CE, OPT_EMIT_CUDA, OPT_EMIT_PTX, OPT_EMIT_CUBIN,
+enum { OPT_DUMP_AST = CLI_TOOL_FIRST, OPT_DUMP_IR, OPT_EMIT_DOT, OPT_DUMP_CE, OPT_EMIT_MSCCLPP, OPT_EMIT_CUDA, OPT_EMIT_PTX, OPT_EMIT_CUBIN,
        OPT_BACKEND, OPT_DTYPE, OPT_ARCH, OPT_RANK, OPT_CACHE_CLEAN };
 
 static const struct option long_options[] = {
@@ -98,6 +102,7 @@ static const struct option long_options[] = {
     {"dump-ir", no_argument, NULL, OPT_DUMP_IR},
     {"emit-dot", no_argument, NULL, OPT_EMIT_DOT},
     {"dump-ce", no_argument, NULL, OPT_DUMP_CE},
+    {"emit-mscclpp", no_argument, NULL, OPT_EMIT_MSCCLPP},
     {"emit-cuda", no_argument, NULL, OPT_EMIT_CUDA},
     {"emit-ptx", no_argument, NULL, OPT_EMIT_PTX},
     {"emit-cubin", no_argument, NULL, OPT_EMIT_CUBIN},
@@ -149,14 +154,15 @@ static int finish_args(Args *a, int argc)
         return usage("--cache-clean takes no other arguments%s", "");
     if (!c->input)
         return usage("no input file%s", "");
-    if (!c->have_n)
+    bool plan = cdsl_is_plan(c->input);   /* an MSCCL++ plan says its own rank count */
+    if (!c->have_n && !plan)
         return usage("missing -n NRANKS (the number of ranks to compile for)%s", "");
-    if (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS)
+    if (c->have_n && (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS))
         return usage("-n %s: the number of ranks must be between 1 and " CLI_NUMBER_TEXT(CDSL_MAX_RANKS), c->n_text);
     if (a->rank_text && a->emit < EMIT_CUDA)
         return usage("--rank %s selects one rank's device code: it needs --emit-cuda, --emit-ptx or --emit-cubin",
                      a->rank_text);
-    if (a->rank_text && (a->rank < 0 || a->rank >= c->opts.nranks)) {
+    if (a->rank_text && c->have_n && (a->rank < 0 || a->rank >= c->opts.nranks)) {
         fprintf(stderr, "cdslc: error: --rank %s: there is no such rank at -n %s (ranks are 0 to %d)\n"
                 "(see cdslc --help)\n", a->rank_text, c->n_text, c->opts.nranks - 1);
         return EXIT_USAGE;
@@ -328,6 +334,23 @@ static int emit_device(cdsl_program *p, const Args *a)
     return rc;
 }
 
+static int emit_plan(cdsl_program *p, const char *path)
+{
+    Output o;
+    int rc = output_open(&o, path);
+    if (rc)
+        return rc;
+    errno = 0;
+    rc = cdsl_emit_mscclpp(p, o.f);
+    int err = errno;
+    int closed = output_close(&o, rc == CDSL_OK);
+    if (rc == CDSL_ERR_SYSTEM && err != ENOMEM) {
+        errno = err;
+        return write_error(path);
+    }
+    return rc ? status_of(rc) : closed;
+}
+
 /* -o naming the input (by device and inode, as gcc compares): writing would destroy it. */
 static bool output_is_input(const Args *a)
 {
@@ -347,6 +370,8 @@ static int emit(cdsl_program *p, const Args *a, int rc)
         status = emit_dump(p, a->emit == EMIT_AST ? CDSL_DUMP_AST : CDSL_DUMP_IR, a->output);
     } else if (!rc && a->emit == EMIT_CE) {
         status = emit_dump(p, CDSL_DUMP_CE, a->output);
+    } else if (!rc && a->emit == EMIT_MSCCLPP) {
+        status = emit_plan(p, a->output);
     } else if (!rc && a->emit >= EMIT_CUDA) {
         status = emit_device(p, a);
     }
@@ -368,7 +393,11 @@ int main(int argc, char **argv)
             cli_input_advice(&a.c, "cdslc");
         if (rc == CDSL_ERR_USAGE || rc == CDSL_ERR_SYSTEM || !p)
             rc = rc == CDSL_ERR_SYSTEM ? EXIT_SYSTEM : EXIT_USAGE;
-        else
+        else if (!rc && a.rank_text && a.rank >= cdsl_program_nranks(p)) { /* a plan without -n: now known */
+            fprintf(stderr, "cdslc: error: --rank %s: there is no such rank in the plan (ranks are 0 to %d)\n"
+                    "(see cdslc --help)\n", a.rank_text, cdsl_program_nranks(p) - 1);
+            rc = EXIT_USAGE;
+        } else
             rc = emit(p, &a, rc);
     }
     cdsl_program_destroy(p);

@@ -64,13 +64,16 @@ typedef struct Run {
 
 static const char usage_text[] =
     "usage: cdslrun PROGRAM -n NRANKS [options]\n"
+    "       cdslrun PLAN.json [-n NRANKS] [options]\n"
     "\n"
-    "Compile and check a .cdsl collective, run it, and verify its result on every rank.\n"
-    "PROGRAM is a .cdsl file, - for standard input (imports are then looked up from the\n"
-    "current folder), or the name of a stdlib program (cdslrun --list shows them).\n"
+    "Compile and check a .cdsl collective (or read an MSCCL++ execution plan), run it, and\n"
+    "verify its result on every rank. PROGRAM is a .cdsl file, - for standard input (imports\n"
+    "are then looked up from the current folder), or the name of a stdlib program (cdslrun\n"
+    "--list shows them).\n"
     "\n"
     "options:\n"
-    "  -n, --nranks N        number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), required\n"
+    "  -n, --nranks N        number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "); required for a .cdsl\n"
+    "                        program, optional for a plan (then it must be the plan's gpu count)\n"
     "  --program NAME        the program to run when the file holds several\n"
     "  -D, --define NAME=VALUE  set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR                search DIR for imports\n"
@@ -321,9 +324,9 @@ static int finish_args(Args *a)
     CliCompile *c = &a->c;
     if (!c->input)
         return usage("no input file%s", "");
-    if (!c->have_n)
+    if (!c->have_n && !cdsl_is_plan(c->input))
         return usage("missing -n NRANKS (the number of ranks to run)%s", "");
-    if (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS)
+    if (c->have_n && (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS))
         return usage("-n expects a number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", c->n_text);
     if (a->iters < 0)
         a->iters = a->bench ? 20 : 1;
@@ -666,6 +669,8 @@ static int compile(Run *R, Args *a)
         cli_input_advice(&a->c, "cdslrun");
         return rc;
     }
+    if (!a->comm.nranks) /* a plan says how many */
+        a->c.opts.nranks = a->comm.nranks = cdsl_program_nranks(R->prog);
     if (a->unchecked)
         fputs("cdslrun: warning: --unchecked: the program was not checked; races and deadlocks show up, "
               "if at all, at run time\n",

@@ -35,7 +35,7 @@ build() {
     if [ "$2" = asan ]; then lib=build/asan/libcdsl.a flags=$ASAN_FLAGS; fi
     [ -f "$lib" ] || { echo "[SKIP] $1 ($2): no $lib"; return 1; }
     # shellcheck disable=SC2086
-    cc $CFLAGS $flags -o "$out" "tests/api/$1.c" "$lib" -ldl -lm 2>"$tmp/cc.log" && return 0
+    cc $CFLAGS $flags -o "$out" "tests/api/$1.c" "$lib" -ljansson -ldl -lm 2>"$tmp/cc.log" && return 0
     fail "tests/api/$1.c builds ($2)" "$(head -3 "$tmp/cc.log" | tr '\n' ' ')"
     return 1
 }

@@ -31,6 +31,7 @@ static const char *const functions[] = {
     "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
     "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
     "cdsl_check_detail", "cdsl_comm_device_info", "cdsl_find_program", "cdsl_stdlib_dir",
+    "cdsl_is_plan", "cdsl_emit_mscclpp",
 };
 
 static int failures;
@@ -120,6 +121,11 @@ static void program(cdsl_program *p, FILE *quiet)
     done("cdsl_program_chunks");
     EXPECT(cdsl_emit_cuda(NULL, CDSL_BACKEND_P2P, CDSL_F32) == NULL);
     done("cdsl_emit_cuda");
+    EXPECT(cdsl_is_plan(NULL) == 0);
+    done("cdsl_is_plan");
+    EXPECT(cdsl_emit_mscclpp(NULL, quiet) == CDSL_ERR_USAGE);
+    EXPECT(cdsl_emit_mscclpp(p, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_emit_mscclpp");
     void *data = (void *)1;
     size_t len = 1;
     EXPECT(cdsl_compile_device(NULL, CDSL_BACKEND_P2P, CDSL_F32, "sm_90", CDSL_PTX, &data, &len) == CDSL_ERR_USAGE);

@@ -8,7 +8,7 @@ run() {
     local label=$1 lib=$2; shift 2
     if [ ! -f "$lib" ]; then echo "[SKIP] runs_unit ($label): no $lib"; return; fi
     if ! cc -std=c11 -g -Wall -Wextra -Werror "$@" -Icompiler -Iruntime -o "$tmp/$label" tests/unit/runs_unit.c \
-            "$lib" -ldl -lpthread -lm 2>"$tmp/$label.log"; then
+            "$lib" -ljansson -ldl -lpthread -lm 2>"$tmp/$label.log"; then
         echo "[FAIL] runs_unit ($label): does not build"; cat "$tmp/$label.log"; return
     fi
     "$tmp/$label" | sed "s/^\[\(PASS\|FAIL\)\] /[\1] ($label) /"

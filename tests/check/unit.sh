@@ -8,7 +8,7 @@ run() {
     local label=$1 lib=$2; shift 2
     if [ ! -f "$lib" ]; then echo "[SKIP] check_unit ($label): no $lib"; return; fi
     if ! cc -std=c11 -g "$@" -Icompiler -Iruntime -o "$tmp/$label" tests/unit/check_unit.c "$lib" \
-            -ldl -lpthread -lm 2>"$tmp/$label.log"; then
+            -ljansson -ldl -lpthread -lm 2>"$tmp/$label.log"; then
         echo "[FAIL] check_unit ($label): does not build"; cat "$tmp/$label.log"; return
     fi
     if "$tmp/$label" >"$tmp/$label.out" 2>&1; then echo "[PASS] check_unit ($label)"

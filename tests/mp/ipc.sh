@@ -33,7 +33,7 @@ eval "$(sed -n '/^driver_present() {/,/^}/p' tests/run/gpu_refusals.sh)"
 type driver_present >/dev/null 2>&1 || { fail "driver_present from tests/run/gpu_refusals.sh"; exit 1; }
 
 if ! ${CC:-cc} -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g -Iruntime -o "$tmp/probe" tests/mp/mp_probe.c \
-        build/libcdsl.a -ldl -lpthread -lm 2>"$tmp/cc.log"; then
+        build/libcdsl.a -ljansson -ldl -lpthread -lm 2>"$tmp/cc.log"; then
     fail "mp_probe builds" "$(head -3 "$tmp/cc.log")"; exit 1
 fi
 

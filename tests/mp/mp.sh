@@ -27,7 +27,7 @@ fail() { echo "[FAIL] $1${2:+: $2}"; }
 build() {
     local lib=$1 out=$2; shift 2
     ${CC:-cc} -std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -g "$@" -Iruntime -o "$out" tests/mp/mp_probe.c "$lib" \
-        -ldl -lpthread -lm 2>"$tmp/cc.log"
+        -ljansson -ldl -lpthread -lm 2>"$tmp/cc.log"
 }
 if ! build build/libcdsl.a "$tmp/probe"; then
     fail "mp_probe builds" "$(head -3 "$tmp/cc.log")"

@@ -180,7 +180,7 @@ EOF
 
 build_probe() {   # build_probe OUT LIB [CFLAGS...]
     local out=$1 lib=$2; shift 2
-    cc -std=c11 -D_GNU_SOURCE -Iruntime "$@" -o "$out" "$tmp/probe.c" "$lib" -ldl -lpthread -lm 2>"$tmp/cc.log"
+    cc -std=c11 -D_GNU_SOURCE -Iruntime "$@" -o "$out" "$tmp/probe.c" "$lib" -ljansson -ldl -lpthread -lm 2>"$tmp/cc.log"
 }
 
 # ---- programs ---------------------------------------------------------------------------------------

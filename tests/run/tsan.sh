@@ -43,7 +43,7 @@ clean "allreduce_twoshot -n 8 f16, 2 MiB" stdlib/allreduce_twoshot.cdsl -n 8 --b
 if [ -f "$TSAN_LIB" ]; then
     tmp=$(mktemp -d)
     if cc -std=c11 -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE -Icompiler -Iruntime -o "$tmp/sim_unit" \
-        tests/unit/sim_unit.c "$TSAN_LIB" -ldl -lm 2>"$tmp/cc.log"; then
+        tests/unit/sim_unit.c "$TSAN_LIB" -ljansson -ldl -lm 2>"$tmp/cc.log"; then
         out=$("$tmp/sim_unit" 2>&1); rc=$?
         if [ $rc = 0 ] && ! echo "$out" | grep -q ThreadSanitizer; then pass "tsan: sim_unit"
         else fail "tsan: sim_unit" "exit $rc: $(echo "$out" | grep -m3 -E 'ThreadSanitizer|FAIL' | tr '\n' ' ')"; fi

@@ -8,7 +8,7 @@
  * cover, so the checker can be tested before and independently of the parser. With --scale
  * it also times the big cases (ring at 64 ranks, mesh at 256).
  *
- * Build: cc -std=c11 -Icompiler -Iruntime tests/unit/check_unit.c build/libcdsl.a -ldl -lpthread -lm
+ * Build: cc -std=c11 -Icompiler -Iruntime tests/unit/check_unit.c build/libcdsl.a -ljansson -ldl -lpthread -lm
  *   (or against the objects of compiler/ for the checker, arena, diag and ir alone).
  */
 #ifndef _GNU_SOURCE
@@ -439,9 +439,147 @@ static void time_one(Prog g)
     arena_destroy(g.a);
 }
 
+/* ---- Thread blocks as units (ir.h) -------------------------------------------------------- */
+
+/* A program whose ranks have `ntbs` thread blocks each; ops are appended with tb_op. */
+static Prog mk_blocks(const char *name, Collective coll, int n, int chunks, int ntbs)
+{
+    Prog g = mk(name, coll, n, chunks);
+    g.p->ntbs = ARENA_ARRAY(g.a, int, (size_t)n);
+    for (int r = 0; r < n; r++)
+        g.p->ntbs[r] = ntbs;
+    return g;
+}
+
+static void tb_op(Prog *g, int r, int tb, IrKind k, int peer, int chan, IrRange dst, IrRange src, int line)
+{
+    IrOp o = {0};
+    o.kind = k;
+    o.peer = peer;
+    o.tb = tb;
+    o.chan = chan;
+    o.dst = dst;
+    o.src = src;
+    o.src2 = NONE;
+    o.loc = (Loc){g->src, line, 5};
+    o.ctx = arena_printf(g->a, "threadblock %d", tb);
+    if (k == IR_BARRIER)
+        o.arg = 2;
+    ir_append(g->p, r, o);
+}
+
+static void test_units(void)
+{
+    /* Two blocks of one rank write one chunk: nothing orders them. */
+    Prog g = mk_blocks("blocks_race", COLL_CUSTOM, 1, 1, 2);
+    add_scratch(&g, "tmp", 1);
+    tb_op(&g, 0, 0, IR_COPY, -1, 0, R(2, 0, 1), R(0, 0, 1), 3);
+    tb_op(&g, 0, 1, IR_COPY, -1, 0, R(2, 0, 1), R(0, 0, 1), 4);
+    verdict(&g, false, "blocks_race.cdsl:4:5: error: data race: rank 0 writes its tmp[0] (copy, threadblock 1) "
+            "while rank 0 may be writing it too", "note: rank 0 writes its tmp[0] here (copy, threadblock 0)", NULL);
+
+    /* The same with a barrier between the blocks: the second write follows the first. */
+    g = mk_blocks("blocks_barrier", COLL_CUSTOM, 1, 1, 2);
+    add_scratch(&g, "tmp", 1);
+    tb_op(&g, 0, 0, IR_COPY, -1, 0, R(2, 0, 1), R(0, 0, 1), 3);
+    tb_op(&g, 0, 0, IR_BARRIER, -1, 0, NONE, NONE, 4);
+    tb_op(&g, 0, 1, IR_BARRIER, -1, 0, NONE, NONE, 5);
+    tb_op(&g, 0, 1, IR_COPY, -1, 0, R(1, 0, 1), R(2, 0, 1), 6);
+    verdict(&g, true, NULL);
+
+    /* Channels: block t of rank 0 waits on channel t, which rank 1's block t signals after its
+       put; each block then reads what its own channel published. */
+    g = mk_blocks("blocks_channels", COLL_CUSTOM, 2, 2, 2);
+    for (int t = 0; t < 2; t++) {
+        tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 3);
+        tb_op(&g, 0, t, IR_WAIT, 1, t, NONE, NONE, 4);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 4);
+        tb_op(&g, 0, t, IR_COPY, -1, 0, R(1, t, 1), R(1, 2 + t, 1), 5);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 5);
+        tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 6);
+    }
+    add_scratch(&g, "unused", 1);
+    g.p->bufs[1].nchunks = 4;
+    for (int t = 0; t < 2; t++) {
+        tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 7);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 7);
+        tb_op(&g, 1, t, IR_PUT, 0, 0, R(1, 2 + t, 1), R(0, t, 1), 8);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 8);
+        tb_op(&g, 1, t, IR_SIGNAL, 0, t, NONE, NONE, 9);
+        tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 10);
+    }
+    verdict(&g, true, NULL);
+
+    /* The same with the channels crossed on rank 0: block 0 reads what channel 1 published. */
+    g = mk_blocks("blocks_crossed", COLL_CUSTOM, 2, 2, 2);
+    g.p->bufs[1].nchunks = 4;
+    for (int t = 0; t < 2; t++) {
+        tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 3);
+        tb_op(&g, 0, t, IR_WAIT, 1, t, NONE, NONE, 4);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 4);
+        tb_op(&g, 0, t, IR_COPY, -1, 0, R(1, t, 1), R(1, 3 - t, 1), 5);
+        tb_op(&g, 0, t, IR_NOP, -1, 0, NONE, NONE, 5);
+        tb_op(&g, 0, t, IR_SIGNAL, 1, t, NONE, NONE, 6);
+    }
+    for (int t = 0; t < 2; t++) {
+        tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 7);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 7);
+        tb_op(&g, 1, t, IR_PUT, 0, 0, R(1, 2 + t, 1), R(0, t, 1), 8);
+        tb_op(&g, 1, t, IR_NOP, -1, 0, NONE, NONE, 8);
+        tb_op(&g, 1, t, IR_SIGNAL, 0, t, NONE, NONE, 9);
+        tb_op(&g, 1, t, IR_WAIT, 0, t, NONE, NONE, 10);
+    }
+    verdict(&g, false, "blocks_crossed.cdsl:5:5: error: data race: rank 0 reads its output[3] (copy, threadblock 0)",
+            "note: rank 1 writes output[3] of rank 0 here (put, threadblock 1)", NULL);
+
+    /* A barrier that one block uses twice and the other once never completes its 2nd time. */
+    g = mk_blocks("blocks_uneven_barrier", COLL_CUSTOM, 1, 1, 2);
+    tb_op(&g, 0, 0, IR_BARRIER, -1, 3, NONE, NONE, 3);
+    tb_op(&g, 0, 0, IR_BARRIER, -1, 3, NONE, NONE, 4);
+    tb_op(&g, 0, 1, IR_BARRIER, -1, 3, NONE, NONE, 5);
+    verdict(&g, false, "blocks_uneven_barrier.cdsl:4:5: error: rank 0 waits forever here (threadblock 0): this is "
+            "its 2nd use of barrier 3, but its threadblock 1 uses that barrier only once", NULL);
+
+    /* A cycle through a barrier: rank 0's block 1 waits for rank 1, which waits for rank 0's
+       block 0, which waits at the barrier for block 1. */
+    g = mk_blocks("blocks_cycle", COLL_CUSTOM, 2, 1, 2);
+    tb_op(&g, 0, 0, IR_BARRIER, -1, 0, NONE, NONE, 3);
+    tb_op(&g, 0, 0, IR_SIGNAL, 1, 0, NONE, NONE, 4);
+    tb_op(&g, 0, 1, IR_WAIT, 1, 0, NONE, NONE, 5);
+    tb_op(&g, 0, 1, IR_BARRIER, -1, 0, NONE, NONE, 6);
+    tb_op(&g, 1, 0, IR_WAIT, 0, 0, NONE, NONE, 7);
+    tb_op(&g, 1, 0, IR_SIGNAL, 0, 0, NONE, NONE, 8);
+    g.p->ntbs[1] = 1;
+    verdict(&g, false, "error: deadlock: rank 0 threadblock 0, rank 0 threadblock 1 and rank 1 threadblock 0 wait for "
+            "each other in a cycle", "rank 0 waits here (threadblock 0) for threadblock 1 of rank 0 to come to barrier 0",
+            NULL);
+
+    /* blocks.c: a signal right after a put publishes only thread 0's share of it. */
+    g = mk_blocks("blocks_put_signal", COLL_CUSTOM, 2, 1, 1);
+    tb_op(&g, 0, 0, IR_PUT, 1, 0, R(1, 0, 1), R(0, 0, 1), 3);
+    tb_op(&g, 0, 0, IR_SIGNAL, 1, 0, NONE, NONE, 4);
+    tb_op(&g, 1, 0, IR_WAIT, 0, 0, NONE, NONE, 5);
+    verdict(&g, false, "blocks_put_signal.cdsl:4:5: error: signal (threadblock 0) follows the put at 3:5 with no nop "
+            "between them", "so it publishes only thread 0's share of it", NULL);
+
+    /* A block's write into a peer that only another block of the peer's rank orders: the end
+       of the peer's rank joins all its blocks. */
+    g = mk_blocks("blocks_end", COLL_CUSTOM, 2, 1, 2);
+    g.p->ntbs[1] = 1;
+    tb_op(&g, 0, 0, IR_SIGNAL, 1, 0, NONE, NONE, 3);
+    tb_op(&g, 0, 1, IR_WAIT, 1, 0, NONE, NONE, 4);
+    tb_op(&g, 1, 0, IR_WAIT, 0, 0, NONE, NONE, 5);
+    tb_op(&g, 1, 0, IR_NOP, -1, 0, NONE, NONE, 5);
+    tb_op(&g, 1, 0, IR_PUT, 0, 0, R(1, 0, 1), R(0, 0, 1), 6);
+    tb_op(&g, 1, 0, IR_NOP, -1, 0, NONE, NONE, 6);
+    tb_op(&g, 1, 0, IR_SIGNAL, 0, 0, NONE, NONE, 7);
+    verdict(&g, true, NULL);
+}
+
 int main(int argc, char **argv)
 {
     test_spec_programs();
+    test_units();
     test_races();
     test_sync();
     test_post();

@@ -8,7 +8,7 @@
  * release hooks must balance: every payload copy made is dropped by the end. The budget must
  * refuse the node that crosses its limit and count what is given back.
  *
- * Build: cc -std=c11 -Icompiler -Iruntime tests/unit/runs_unit.c build/libcdsl.a -ldl -lpthread -lm
+ * Build: cc -std=c11 -Icompiler -Iruntime tests/unit/runs_unit.c build/libcdsl.a -ljansson -ldl -lpthread -lm
  */
 #include <stdio.h>
 #include <stdlib.h>

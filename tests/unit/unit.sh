@@ -14,7 +14,7 @@ unit() {
     local label=$1 lib=$2 flags=$3 t out rc
     for t in sim_unit verify_unit limits_unit escape_unit ce_plan_unit; do
         # shellcheck disable=SC2086
-        if ! cc $CFLAGS $flags -o "$tmp/$t" "tests/unit/$t.c" "$lib" -ldl -lm 2>"$tmp/cc.log"; then
+        if ! cc $CFLAGS $flags -o "$tmp/$t" "tests/unit/$t.c" "$lib" -ljansson -ldl -lm 2>"$tmp/cc.log"; then
             echo "[FAIL] $label$t builds: $(head -3 "$tmp/cc.log" | tr '\n' ' ')"
             failures=$((failures + 1))
             continue

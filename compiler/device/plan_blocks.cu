@@ -1,0 +1,186 @@
+/*
+ * plan_blocks.cu - device helpers for an imported MSCCL++ plan, whose ranks run one op list
+ * per thread block (ir.h's units). Appended by compiler/emit_blocks.c after the prelude that
+ * every emitted source has (emit_prelude.c: the argument block, orders, bounded spins, waits,
+ * the element type's sums, CdslLoad/CdslStore and the switch's load and store forms of the
+ * flavour). Not compiled on its own.
+ *
+ * A plan block's data op is spread over the block's own threads: element i of a range goes
+ * to thread i mod blockDim.x, whatever the op, as in MSCCL++'s executor, so two ops of a
+ * block on the same place of the same range meet in one thread (compiler/blocks.c relies on
+ * that). A signal or wait is thread 0's; a nop is __syncthreads(); a barrier is a count in
+ * the rank's state words that the k-th use by each of its n blocks brings to k * n.
+ */
+
+/* ---- Data movement inside one block ------------------------------------------------------ */
+
+template <typename W, typename S, typename D>
+__device__ __forceinline__ void cdsl_tb_stream(const S &src, const D &dst, u64 first, u64 n)
+{
+    const u64 step = blockDim.x;
+    u64 i = threadIdx.x;
+    for (; i + 3 * step < n; i += 4 * step) {
+        W v0 = src.template load<W>(first + i * sizeof(W));
+        W v1 = src.template load<W>(first + (i + step) * sizeof(W));
+        W v2 = src.template load<W>(first + (i + 2 * step) * sizeof(W));
+        W v3 = src.template load<W>(first + (i + 3 * step) * sizeof(W));
+        dst.template store<W>(first + i * sizeof(W), v0);
+        dst.template store<W>(first + (i + step) * sizeof(W), v1);
+        dst.template store<W>(first + (i + 2 * step) * sizeof(W), v2);
+        dst.template store<W>(first + (i + 3 * step) * sizeof(W), v3);
+    }
+    for (; i < n; i += step)
+        dst.template store<W>(first + i * sizeof(W), src.template load<W>(first + i * sizeof(W)));
+}
+
+/* A plan's chunks are multiples of its buffer alignment (16 bytes or more): 16-byte packs. */
+template <typename S, typename D>
+__device__ __forceinline__ void cdsl_tb_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
+{
+    u64 bytes = cdsl_at(a, chunks);
+    u64 packs = (a.chunk_bytes & 15) == 0 ? bytes / 16 : 0;
+    cdsl_tb_stream<uint4>(src, dst, 0, packs);
+    cdsl_tb_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4);
+}
+
+/* copy: both local. */
+__device__ __noinline__ void cdsl_tb_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+/* dst = x + y, x local, y on rank yq (this rank's own: local). */
+__device__ __noinline__ void cdsl_tb_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yq, int yb, int yc,
+                                            int n)
+{
+    CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), cdsl_rank_buf(a, yq, yb) + cdsl_at(a, yc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+/* put: local src into dst on rank p. */
+__device__ __noinline__ void cdsl_tb_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslStore dst = {cdsl_rank_buf(a, p, db) + cdsl_at(a, dc)};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+/* get: src on rank p into local dst. */
+__device__ __noinline__ void cdsl_tb_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {cdsl_rank_buf(a, p, sb) + cdsl_at(a, sc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+/* ---- The switch, inside one block ------------------------------------------------------------ */
+
+#ifdef CDSL_PLAN_NVLS
+/* multimem accesses through the multicast mappings; fence.proxy.alias around them, by every
+   thread, since the plan says nothing about where unicast accesses meet them. */
+__device__ __noinline__ void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
+    cdsl_fence_alias();
+    cdsl_tb_apply(a, src, dst, n);
+    cdsl_fence_alias();
+}
+
+__device__ __noinline__ void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_fence_alias();
+    cdsl_tb_apply(a, src, dst, n);
+    cdsl_fence_alias();
+}
+
+__device__ __noinline__ void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
+    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
+    cdsl_fence_alias();
+    cdsl_tb_apply(a, src, dst, n);
+    cdsl_fence_alias();
+}
+
+/* One arrival of the rank on the switch barrier, made by this block's thread 0. */
+__device__ __forceinline__ void cdsl_tb_switch_signal(const CdslArgs &a, CdslOrder order)
+{
+    if (threadIdx.x != 0)
+        return;
+    u64 *mc = &a.mc_sync[CDSL_SYNC_SWITCH];
+    if (order == CDSL_RELEASE)
+        asm volatile("multimem.red.release.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+    else
+        asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+}
+
+__device__ __forceinline__ void cdsl_tb_after_wait()
+{
+    cdsl_fence_alias();
+}
+#else
+__device__ __noinline__ void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+__device__ __noinline__ void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+__device__ __noinline__ void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
+    CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
+    cdsl_tb_apply(a, src, dst, n);
+}
+
+/* One arrival of the rank on the switch barrier, made by this block's thread 0: one
+   system-scope add on every rank's switch counter. */
+__device__ __forceinline__ void cdsl_tb_switch_signal(const CdslArgs &a, CdslOrder order)
+{
+    if (threadIdx.x != 0)
+        return;
+    for (int q = 0; q < CDSL_NRANKS; q++)
+        cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &a.peer_sync[q][CDSL_SYNC_SWITCH], order);
+}
+
+__device__ __forceinline__ void cdsl_tb_after_wait()
+{
+}
+#endif
+
+/* ---- Signals and barriers of one block ---------------------------------------------------- */
+
+/* One arrival on rank p's word `w` (the counter of this rank's channel to p), by thread 0. */
+__device__ __forceinline__ void cdsl_tb_signal(const CdslArgs &a, int p, int w, CdslOrder order)
+{
+    if (threadIdx.x == 0)
+        cdsl_red_sys(&a.peer_sync[p][w], order);
+}
+
+/* The k-th use of a barrier by each of its n blocks: thread 0 arrives and waits for k * n
+   arrivals (this launch's, in state word s; the last block out zeroes it), the block meets
+   before and after. */
+__device__ __noinline__ bool cdsl_tb_barrier(const CdslArgs &a, u32 s, u64 want, u32 line)
+{
+    int bad = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        atomicAdd(&a.state[s], 1ull);
+        bad = !cdsl_spin(a, &a.state[s], want, CDSL_POLL_ACQUIRE_GPU, line, CDSL_GRID_COUNTER);
+    }
+    return !__syncthreads_or(bad);
+}

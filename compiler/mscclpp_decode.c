@@ -1,0 +1,489 @@
+/*
+ * mscclpp_decode.c - one op of an MSCCL++ plan, of either format generation, to an MscOp: its
+ * current-generation name, its channels as rank-level ids, and its operands as (where, rank,
+ * buffer type, index, size), with every index checked against what the plan declares.
+ *
+ * The ops the format defines but cdsl does not run are refused here, each with its reason
+ * (docs/mscclpp.md §3.3): packet (LL) ops, semaphores, pipelines, glre, and everything on port
+ * channels. A packet op is refused by one entry of the table below, so that mapping packets
+ * once the IR has them (branch ll) is a change to that entry and to mscclpp_map.c.
+ *
+ * Current generation (MSCCL++ 1f5f065d, execution_plan.cc setupOperation): channel_ids index
+ * the block's channel list of the op's channel_type; an operand is {type, index, size} (local),
+ * {buffer_id, ...} (the block's remote buffer list of the channel type) or {switch_channel_id,
+ * ...}. Old generation (1cc1b827): i_cids/o_cids index the block's channels of the key
+ * (i_buff/o_buff src, dst, ctype), and operands come from srcbuff/srcoff, dstbuff/dstoff, srcs,
+ * dsts and the channels' own buffers, all of `cnt` chunks.
+ */
+#include "mscclpp.h"
+
+#include <string.h>
+
+typedef enum Refusal { OK, PACKETS, SEMAPHORES, PIPELINE, GLRE, PROXY } Refusal;
+
+typedef struct OpName {
+    const char *name;   /* as the generation writes it */
+    const char *kind;   /* the current generation's name */
+    bool old;           /* the old generation's name (else the current one's) */
+    Refusal refusal;
+} OpName;
+
+static const OpName OPS[] = {
+    {"nop", "nop", false, OK},           {"barrier", "barrier", false, OK},
+    {"signal", "signal", false, OK},     {"rlxsignal", "rlxsignal", false, OK},
+    {"wait", "wait", false, OK},         {"rlxwait", "rlxwait", false, OK},
+    {"flush", "flush", false, PROXY},    {"put", "put", false, OK},
+    {"pws", "pws", false, OK},           {"pwsf", "pwsf", false, OK},
+    {"get", "get", false, OK},           {"copy", "copy", false, OK},
+    {"re", "re", false, OK},             {"res", "res", false, OK},
+    {"rre", "rre", false, OK},           {"rres", "rres", false, OK},
+    {"glres", "glres", false, OK},       {"gstore", "gstore", false, OK},
+    {"gsignal", "gsignal", false, OK},   {"grlxsignal", "grlxsignal", false, OK},
+    {"gwait", "gwait", false, OK},       {"grlxwait", "grlxwait", false, OK},
+    {"ppkt", "ppkt", false, PACKETS},    {"rppkt", "rppkt", false, PACKETS},
+    {"cpkt", "cpkt", false, PACKETS},    {"upkt", "upkt", false, PACKETS},
+    {"repkt", "repkt", false, PACKETS},  {"respkt", "respkt", false, PACKETS},
+    {"recpkt", "recpkt", false, PACKETS}, {"recspkt", "recspkt", false, PACKETS},
+    {"gstorepkt", "gstorepkt", false, PACKETS},
+    {"sem_acquire", "sem_acquire", false, SEMAPHORES}, {"sem_release", "sem_release", false, SEMAPHORES},
+    {"pipeline", "pipeline", false, PIPELINE}, {"glre", "glre", false, GLRE},
+    /* old generation */
+    {"nop", "nop", true, OK},            {"barrier", "barrier", true, OK},
+    {"signal", "signal", true, OK},      {"wait", "wait", true, OK},
+    {"flush", "flush", true, PROXY},     {"put", "put", true, OK},
+    {"pws", "pws", true, OK},            {"pwsf", "pwsf", true, OK},
+    {"get", "get", true, OK},            {"copy", "copy", true, OK},
+    {"re", "re", true, OK},              {"rs", "res", true, OK},
+    {"rrc", "rre", true, OK},            {"rrcs", "rres", true, OK},
+    {"glres", "glres", true, OK},
+    {"ppkt", "ppkt", true, PACKETS},     {"rppkt", "rppkt", true, PACKETS},
+    {"rspkt", "respkt", true, PACKETS},  {"rpkt", "repkt", true, PACKETS},
+    {"cpkt", "upkt", true, PACKETS},     {"tpkt", "cpkt", true, PACKETS},
+};
+
+static const char *refusal_text(Refusal r)
+{
+    switch (r) {
+    case PACKETS:
+        return "packet (LL) operations are not in cdsl's IR yet (packets come to the language on branch ll)";
+    case SEMAPHORES:
+        return "semaphores between thread blocks are not modelled yet (barriers are)";
+    case PIPELINE:
+        return "a pipeline runs its ops a number of times that depends on the run-time size, and cdsl checks one "
+               "program for every size";
+    case GLRE:
+        return "the executor rejects it too: it runs a switch load-reduce only fused with a store, as glres";
+    case PROXY:
+        return "port channels go through MSCCL++'s CPU proxy, which cdsl neither models nor runs";
+    case OK:
+        break;
+    }
+    return "";
+}
+
+static const OpName *op_name(const char *s, bool old)
+{
+    for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
+        if (OPS[i].old == old && !strcmp(OPS[i].name, s))
+            return &OPS[i];
+    return NULL;
+}
+
+/* ---- Operands ------------------------------------------------------------------------------- */
+
+static bool chunks_of(Msc *m, const json_t *obj, const char *ki, const char *ks, MscOperand *o, const char *what)
+{
+    return msc_int(m, obj, ki, 0, MSC_MAX_CHUNKS, true, 0, &o->index, what) &&
+           msc_int(m, obj, ks, 1, MSC_MAX_CHUNKS, true, 0, &o->size, what);
+}
+
+static bool type_of(Msc *m, const json_t *v, char *out)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) != 1 || !strchr("ios", s[0])) {
+        msc_error(m, v, "a buffer type must be \"i\", \"o\" or \"s\" (input, output, scratch)");
+        return false;
+    }
+    *out = s[0];
+    return true;
+}
+
+/* A current-generation operand: {type | buffer_id | switch_channel_id, index, size}. */
+static bool operand(Msc *m, const json_t *e, const MscOp *op, const MscBlock *blk, MscOperand *o)
+{
+    memset(o, 0, sizeof *o);
+    o->at = e;
+    if (!json_is_object(e)) {
+        msc_error(m, e, "an operand must be an object");
+        return false;
+    }
+    const MscGpu *g = &m->gpu[m->rank];
+    const json_t *tv = json_object_get(e, "type"), *bv = json_object_get(e, "buffer_id");
+    const json_t *sv = json_object_get(e, "switch_channel_id");
+    long long id;
+    if ((tv != NULL) + (bv != NULL) + (sv != NULL) != 1) {
+        msc_error(m, e, "an operand has exactly one of \"type\" (local), \"buffer_id\" (remote) and "
+                  "\"switch_channel_id\" (multicast)");
+        return false;
+    }
+    if (tv) {
+        o->where = MSC_LOCAL;
+        o->rank = m->rank;
+        if (!type_of(m, tv, &o->type))
+            return false;
+    } else if (bv) {
+        int t = op->chan == MSC_PORT ? 1 : 0;
+        if (op->chan != MSC_MEMORY && op->chan != MSC_PORT) {
+            msc_error(m, bv, "a remote operand needs the op's \"channel_type\" to be memory or port");
+            return false;
+        }
+        if (!json_pos_int(bv, 0, blk->nremote[t] - 1, &id)) {
+            msc_error(m, bv, "buffer_id must index threadblock %d's %s remote buffers (it has %d)", m->tb,
+                      msc_chan_name(op->chan), blk->nremote[t]);
+            return false;
+        }
+        const MscRemote *r = &g->remote[blk->remote[t][id]];
+        if (!(op->chan == MSC_MEMORY ? r->memory : r->port) || r->rank == m->rank) {
+            msc_error(m, bv, "remote buffer %d of gpu %d is %s", blk->remote[t][id], m->rank,
+                      r->rank == m->rank ? "the gpu's own" : "not accessible through this channel type");
+            return false;
+        }
+        o->where = MSC_REMOTE;
+        o->rank = r->rank;
+        o->type = r->type;
+    } else {
+        if (!json_pos_int(sv, 0, blk->nch[MSC_SWITCH] - 1, &id)) {
+            msc_error(m, sv, "switch_channel_id must index threadblock %d's switch channels (it has %d)", m->tb,
+                      blk->nch[MSC_SWITCH]);
+            return false;
+        }
+        o->where = MSC_MULTICAST;
+        o->rank = -1;
+        o->type = g->ch[MSC_SWITCH][blk->ch[MSC_SWITCH][id]].buf;
+    }
+    return chunks_of(m, e, "index", "size", o, "an operand");
+}
+
+static bool operands(Msc *m, const json_t *ov, const char *key, MscOp *op, const MscBlock *blk, MscOperand *out,
+                     int *n)
+{
+    const json_t *list;
+    if (!msc_optional_list(m, ov, key, "an op", &list) || !list)
+        return list || !json_object_get(ov, key);
+    if (json_array_size(list) > MSC_MAX_OPERANDS) {
+        msc_error(m, list, "an op has at most %d operands on a side (the executor's limit)", MSC_MAX_OPERANDS);
+        return false;
+    }
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e)
+        if (!operand(m, e, op, blk, &out[(*n)++]))
+            return false;
+    return true;
+}
+
+/* ---- The current generation ------------------------------------------------------------------ */
+
+static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
+{
+    const json_t *ct = msc_field(m, ov, "channel_type", JSON_STRING, false, "an op");
+    if (!ct && json_object_get(ov, "channel_type"))
+        return false;
+    op->chan = ct ? msc_chan_parse(json_string_value(ct), false) : MSC_NONE;
+    if (op->chan == MSC_NCHAN) {
+        msc_error(m, ct, "unknown channel type \"%s\" (memory, port, switch or none)", json_string_value(ct));
+        return false;
+    }
+    const json_t *ids;
+    if (!msc_optional_list(m, ov, "channel_ids", "an op", &ids))
+        return false;
+    if (json_array_size(ids) > MSC_MAX_OP_CHANNELS) {
+        msc_error(m, ids, "an op names at most %d channels (the executor's limit)", MSC_MAX_OP_CHANNELS);
+        return false;
+    }
+    size_t i;
+    const json_t *v;
+    json_array_foreach(ids, i, v) {
+        long long id;
+        int have = op->chan < MSC_NONE ? blk->nch[op->chan] : 0;
+        if (!json_pos_int(v, 0, have - 1, &id)) {
+            msc_error(m, v, "channel id %s: threadblock %d has %d %s channel%s", json_is_number(v) ?
+                      arena_printf(m->a, "%g", json_number_value(v)) : "(not a number)", m->tb, have,
+                      msc_chan_name(op->chan), have == 1 ? "" : "s");
+            return false;
+        }
+        op->chans[op->nchans++] = blk->ch[op->chan][id];
+    }
+    if (!strcmp(op->kind, "gsignal") || !strcmp(op->kind, "gwait") || !strcmp(op->kind, "grlxsignal") ||
+        !strcmp(op->kind, "grlxwait")) {
+        long long id; /* PR #843: {"name": "gsignal", "switch_channel_id": k} */
+        if (!msc_int(m, ov, "switch_channel_id", 0, blk->nch[MSC_SWITCH] - 1, true, 0, &id, "a switch signal or wait"))
+            return false;
+        op->chan = MSC_SWITCH;
+        op->chans[op->nchans++] = blk->ch[MSC_SWITCH][id];
+    }
+    long long bid, nb;
+    if (!strcmp(op->kind, "barrier")) {
+        if (!msc_int(m, ov, "barrier_id", 0, MSC_MAX_BARRIERS - 1, true, 0, &bid, "a barrier") ||
+            !msc_int(m, ov, "num_threadblocks", 1, MSC_MAX_BLOCKS, true, 0, &nb, "a barrier"))
+            return false;
+        op->barrier_id = (int)bid, op->nblocks = (int)nb;
+    }
+    return operands(m, ov, "src_buff", op, blk, op->src, &op->nsrc) &&
+           operands(m, ov, "dst_buff", op, blk, op->dst, &op->ndst);
+}
+
+/* ---- The old generation ---------------------------------------------------------------------- */
+
+/* The block's channels of the key (src, dst, ctype), in order, as the ids of `cids` pick them. */
+static bool old_cids_key(Msc *m, const json_t *ov, const char *cids_key, char src, char dst, const MscBlock *blk,
+                         MscOp *op, long long *offs)
+{
+    const json_t *cids = msc_field(m, ov, cids_key, JSON_ARRAY, true, arena_printf(m->a, "a %s", op->name));
+    if (!cids)
+        return false;
+    if (json_array_size(cids) > MSC_MAX_OP_CHANNELS) {
+        msc_error(m, cids, "an op names at most %d channels (the executor's limit)", MSC_MAX_OP_CHANNELS);
+        return false;
+    }
+    int nkey = 0;
+    for (int e = 0; e < blk->nold; e++)
+        if (blk->old[e].type == op->chan && blk->old[e].src == src && blk->old[e].dst == dst)
+            nkey += blk->old[e].nids;
+    size_t i;
+    const json_t *c;
+    json_array_foreach(cids, i, c) {
+        long long id;
+        if (!json_is_object(c)) {
+            msc_error(m, c, "a channel reference must be an object {\"id\", \"off\"}");
+            return false;
+        }
+        if (!nkey) {
+            msc_error(m, c, "threadblock %d has no %s channel for (%c, %c)", m->tb, msc_chan_name(op->chan), src, dst);
+            return false;
+        }
+        if (!msc_int(m, c, "id", 0, nkey - 1, true, 0, &id, "a channel reference"))
+            return false;
+        if (offs && !msc_int(m, c, "off", 0, MSC_MAX_CHUNKS, true, 0, &offs[i], "a channel reference"))
+            return false;
+        for (int e = 0; e < blk->nold; e++) {
+            const MscOldEntry *o = &blk->old[e];
+            if (o->type != op->chan || o->src != src || o->dst != dst)
+                continue;
+            if (id < o->nids) {
+                op->chans[op->nchans++] = o->ids[id];
+                break;
+            }
+            id -= o->nids;
+        }
+    }
+    return true;
+}
+
+/* The same, with the key's buffers from the op's buff_key object {src, dst}. */
+static bool old_cids(Msc *m, const json_t *ov, const char *buff_key, const char *cids_key, const MscBlock *blk,
+                     MscOp *op, long long *offs)
+{
+    const json_t *buff = msc_field(m, ov, buff_key, JSON_OBJECT, true, arena_printf(m->a, "a %s", op->name));
+    const json_t *sv = buff ? msc_field(m, buff, "src", JSON_STRING, true, buff_key) : NULL;
+    const json_t *dv = sv ? msc_field(m, buff, "dst", JSON_STRING, true, buff_key) : NULL;
+    char src, dst;
+    return dv && type_of(m, sv, &src) && type_of(m, dv, &dst) && old_cids_key(m, ov, cids_key, src, dst, blk, op, offs);
+}
+
+static bool old_local(Msc *m, const json_t *ov, const char *bk, const char *ok, long long cnt, MscOperand *o)
+{
+    memset(o, 0, sizeof *o);
+    const json_t *bv = msc_field(m, ov, bk, JSON_STRING, true, "an op");
+    o->at = bv;
+    o->where = MSC_LOCAL;
+    o->rank = m->rank;
+    o->size = cnt;
+    return bv && type_of(m, bv, &o->type) && msc_int(m, ov, ok, 0, MSC_MAX_CHUNKS, true, 0, &o->index, "an op");
+}
+
+/* Operands reached through channels: the channel's peer and the peer's buffer (dstbuff) or,
+   local, the channel's own buffer (srcbuff), at each reference's offset. */
+static void old_through(Msc *m, MscOp *op, int first, const long long *offs, bool remote, const json_t *at,
+                        long long cnt, MscOperand *out, int *n)
+{
+    for (int j = first; j < op->nchans; j++) {
+        const MscChannel *c = &m->gpu[m->rank].ch[op->chan][op->chans[j]];
+        MscOperand *o = &out[(*n)++];
+        memset(o, 0, sizeof *o);
+        o->at = at;
+        o->where = remote ? MSC_REMOTE : MSC_LOCAL;
+        o->rank = remote ? c->peer : m->rank;
+        o->type = remote ? c->peer_buf : c->buf;
+        o->index = offs[j - first];
+        o->size = cnt;
+    }
+}
+
+/* A list like srcs/dsts: [{buff, off}], local. */
+static bool old_list(Msc *m, const json_t *ov, const char *key, long long cnt, MscOperand *out, int *n, bool need)
+{
+    const json_t *list = msc_field(m, ov, key, JSON_ARRAY, need, "an op");
+    if (!list)
+        return !need && !json_object_get(ov, key);
+    size_t i;
+    const json_t *e;
+    json_array_foreach(list, i, e) {
+        if (*n == MSC_MAX_OPERANDS) {
+            msc_error(m, e, "an op has at most %d operands on a side (the executor's limit)", MSC_MAX_OPERANDS);
+            return false;
+        }
+        if (!json_is_object(e)) {
+            msc_error(m, e, "an entry of \"%s\" must be an object {\"buff\", \"off\"}", key);
+            return false;
+        }
+        if (!old_local(m, e, "buff", "off", cnt, &out[(*n)++]))
+            return false;
+    }
+    return true;
+}
+
+static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
+{
+    const json_t *ct = msc_field(m, ov, "ctype", JSON_STRING, false, "an op");
+    if (!ct && json_object_get(ov, "ctype"))
+        return false;
+    op->chan = ct ? msc_chan_parse(json_string_value(ct), true) : MSC_NONE;
+    if (op->chan == MSC_NCHAN) {
+        msc_error(m, ct, "unknown channel type \"%s\" (sm, memory, proxy, port, nvls or none)", json_string_value(ct));
+        return false;
+    }
+    const char *k = op->kind;
+    long long cnt = 1, offs[MSC_MAX_OP_CHANNELS];
+    if (!strcmp(k, "nop"))
+        return true;
+    if (!strcmp(k, "barrier")) {
+        long long bid, nb;
+        if (!msc_int(m, ov, "barrier_id", 0, MSC_MAX_BARRIERS - 1, true, 0, &bid, "a barrier") ||
+            !msc_int(m, ov, "nthread_blocks", 1, MSC_MAX_BLOCKS, true, 0, &nb, "a barrier"))
+            return false;
+        op->barrier_id = (int)bid, op->nblocks = (int)nb;
+        return true;
+    }
+    if (!strcmp(k, "signal"))
+        return old_cids(m, ov, "o_buff", "o_cids", blk, op, NULL);
+    if (!strcmp(k, "wait"))
+        return old_cids(m, ov, "i_buff", "i_cids", blk, op, NULL);
+    if (!msc_int(m, ov, "cnt", 1, MSC_MAX_CHUNKS, true, 0, &cnt, "an op"))
+        return false;
+    if (!strcmp(k, "glres")) { /* nvls channels i_cids[0] of key (srcbuff, srcbuff), o_cids[0] of dstbuff's */
+        if (op->chan != MSC_SWITCH) {
+            msc_error(m, ct ? ct : ov, "a glres goes through nvls channels (ctype \"nvls\")");
+            return false;
+        }
+        for (int s = 0; s < 2; s++) {
+            MscOperand *o = s ? &op->dst[op->ndst++] : &op->src[op->nsrc++];
+            if (!old_local(m, ov, s ? "dstbuff" : "srcbuff", s ? "dstoff" : "srcoff", cnt, o) ||
+                !old_cids_key(m, ov, s ? "o_cids" : "i_cids", o->type, o->type, blk, op, NULL))
+                return false;
+            if (op->nchans != s + 1) {
+                msc_error(m, json_object_get(ov, s ? "o_cids" : "i_cids"), "a glres names one nvls channel in "
+                          "i_cids and one in o_cids");
+                return false;
+            }
+            o->where = MSC_MULTICAST;
+            o->rank = -1;
+            o->type = m->gpu[m->rank].ch[MSC_SWITCH][op->chans[s]].buf;
+        }
+        op->nchans = 0;
+        return true;
+    }
+    if (!strcmp(k, "copy"))
+        return old_local(m, ov, "srcbuff", "srcoff", cnt, &op->src[op->nsrc++]) &&
+               old_local(m, ov, "dstbuff", "dstoff", cnt, &op->dst[op->ndst++]);
+    if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf")) {
+        /* the channel's own srcbuff at srcs[i].off, to the peer's dstbuff at o_cids[i].off */
+        MscOperand srcs[MSC_MAX_OPERANDS];
+        int nsrcs = 0;
+        if (!old_cids(m, ov, "o_buff", "o_cids", blk, op, offs) || !old_list(m, ov, "srcs", cnt, srcs, &nsrcs, true))
+            return false;
+        old_through(m, op, 0, offs, true, json_object_get(ov, "o_cids"), cnt, op->dst, &op->ndst);
+        for (int i = 0; i < op->nchans && i < nsrcs; i++) {
+            op->src[op->nsrc] = srcs[i];
+            op->src[op->nsrc++].type = m->gpu[m->rank].ch[op->chan][op->chans[i]].buf;
+        }
+        return true;
+    }
+    if (!strcmp(k, "get")) {
+        /* the peer's dstbuff at i_cids[i].off, into the channel's srcbuff at dsts[i].off */
+        MscOperand dsts[MSC_MAX_OPERANDS];
+        int ndsts = 0;
+        if (!old_cids(m, ov, "i_buff", "i_cids", blk, op, offs) || !old_list(m, ov, "dsts", cnt, dsts, &ndsts, true))
+            return false;
+        old_through(m, op, 0, offs, true, json_object_get(ov, "i_cids"), cnt, op->src, &op->nsrc);
+        for (int i = 0; i < op->nchans && i < ndsts; i++) {
+            op->dst[op->ndst] = dsts[i];
+            op->dst[op->ndst++].type = m->gpu[m->rank].ch[op->chan][op->chans[i]].buf;
+        }
+        return true;
+    }
+    /* reductions: srcbuff/srcoff, then local srcs (re, rs) or peers at i_cids (rrc, rrcs); the
+       sum into dstbuff/dstoff, and for rs/rrcs into the peers at o_cids */
+    bool remote_src = !strcmp(k, "rre") || !strcmp(k, "rres"), send = !strcmp(k, "res") || !strcmp(k, "rres");
+    if (!old_local(m, ov, "srcbuff", "srcoff", cnt, &op->src[op->nsrc++]) ||
+        !old_local(m, ov, "dstbuff", "dstoff", cnt, &op->dst[op->ndst++]))
+        return false;
+    if (remote_src) {
+        if (!old_cids(m, ov, "i_buff", "i_cids", blk, op, offs))
+            return false;
+        old_through(m, op, 0, offs, true, json_object_get(ov, "i_cids"), cnt, op->src, &op->nsrc);
+    } else if (!old_list(m, ov, "srcs", cnt, op->src, &op->nsrc, false)) {
+        return false;
+    }
+    if (send) {
+        int first = op->nchans;
+        if (!old_cids(m, ov, "o_buff", "o_cids", blk, op, offs))
+            return false;
+        old_through(m, op, first, offs, true, json_object_get(ov, "o_cids"), cnt, op->dst, &op->ndst);
+    }
+    op->nchans = 0; /* data ops of this generation use channels for their peers only */
+    return true;
+}
+
+bool msc_decode(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
+{
+    memset(op, 0, sizeof *op);
+    op->at = ov;
+    op->tbg_size = 1;
+    if (!json_is_object(ov)) {
+        msc_error(m, ov, "an op must be an object");
+        return false;
+    }
+    const json_t *nv = msc_field(m, ov, "name", JSON_STRING, true, "an op");
+    if (!nv)
+        return false;
+    op->name = json_string_value(nv);
+    op->name_at = nv;
+    const OpName *on = op_name(op->name, m->old);
+    if (!on) {
+        msc_error(m, nv, "unknown operation \"%s\" at gpu %d, threadblock %d, op %d (the %s format has no such op)",
+                  op->name, m->rank, m->tb, m->k, m->old ? "old" : "current");
+        return false;
+    }
+    op->kind = on->kind;
+    if (on->refusal != OK) {
+        msc_unsupported(m, op, "%s", refusal_text(on->refusal));
+        return false;
+    }
+    const json_t *tbg = msc_field(m, ov, "tbg_info", JSON_OBJECT, false, "an op");
+    if (tbg) {
+        long long id, size;
+        if (!msc_int(m, tbg, "tbg_size", 1, MSC_MAX_SCALE, true, 1, &size, "tbg_info") ||
+            !msc_int(m, tbg, "tb_id", 0, size - 1, true, 0, &id, "tbg_info"))
+            return false;
+        op->tbg_id = (int)id, op->tbg_size = (int)size;
+    } else if (json_object_get(ov, "tbg_info")) {
+        return false;
+    }
+    bool ok = m->old ? decode_old(m, ov, blk, op) : decode_current(m, ov, blk, op);
+    if (ok && op->chan == MSC_PORT) {
+        msc_unsupported(m, op, "%s", refusal_text(PROXY));
+        return false;
+    }
+    return ok;
+}

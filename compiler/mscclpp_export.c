@@ -1,0 +1,509 @@
+/*
+ * mscclpp_export.c - a checked program as an MSCCL++ execution plan, in the current format
+ * (MSCCL++ 1f5f065d, plus the switch signal and wait of PR #843); docs/mscclpp.md §3.4.
+ *
+ * First the program is lowered, in the IR, to what the plan will say (lower()): one thread
+ * block per rank, its ops in IR order, with a nop wherever the block's threads must meet for
+ * the block to be a sequence (compiler/blocks.c's rules: before a data op that order.c marked
+ * sync_before or that follows a wait, before a signal that follows a data op). A
+ * switch.reduce (a multimem load-reduce into local memory, which the executor has no op for)
+ * becomes, when its result is only stored on by the next op, one glres with that store; else
+ * a glres into this rank's slot of a scratch region every rank has (the multimem store lands
+ * in every rank's slot), a nop, and a local copy out of the slot; and since those stores land
+ * in the other ranks, every switch signal and wait after one is made release and acquire. The
+ * lowered program is checked again, and only a clean one is written: re-importing the file
+ * gives back exactly the lowered IR (tests/mscclpp/export.sh holds every stdlib program to
+ * that).
+ *
+ * Then the plan's text is printed from the lowered IR (write_plan()): buffers i, o and s (the
+ * scratch buffers end to end, then the slot region), one memory channel to each rank a rank
+ * signals or waits for, a remote buffer for each (rank, buffer) a put or get reaches, a
+ * switch channel per buffer the switch ops reach (and one for the barrier). A get whose
+ * offsets differ cannot be written (the executor swaps them) and stops the export.
+ */
+#include "mscclpp.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "check.h"
+
+typedef struct Export {
+    const IrProgram *p;
+    IrProgram *q;           /* the lowered program */
+    Diag *d;
+    Arena *a;
+    int slot_base;          /* first chunk of the switch.reduce slots in q's scratch buffer, -1 none */
+    int slot_size;          /* chunks per rank's slot */
+    int scratch_at[IR_MAX_BUFS]; /* where each of p's scratch buffers starts in s */
+    int nscratch;           /* chunks of s before the slots */
+} Export;
+
+static IrOp nop_like(const IrOp *op)
+{
+    IrOp n = *op;
+    n.kind = IR_NOP;
+    n.peer = -1;
+    n.relaxed = false;
+    n.dst.buf = n.src.buf = n.src2.buf = -1;
+    n.sync_before = false;
+    return n;
+}
+
+static bool same_range(IrRange a, IrRange b)
+{
+    return a.buf == b.buf && a.first == b.first && a.count == b.count;
+}
+
+/* Any op of any rank other than ops[i] and ops[i+1] of rank r touching `r` on rank r's copy. */
+static bool touched_elsewhere(const IrProgram *p, int r, int i, IrRange x)
+{
+    for (int q = 0; q < p->nranks; q++)
+        for (int k = 0; k < p->ranks[q].nops; k++) {
+            const IrOp *op = &p->ranks[q].ops[k];
+            if (q == r && (k == i || k == i + 1))
+                continue;
+            const IrRange rs[3] = {op->dst, op->src, op->src2};
+            for (int j = 0; j < 3; j++)
+                if (rs[j].buf == x.buf && rs[j].first < x.first + x.count && x.first < rs[j].first + rs[j].count &&
+                    (q == r || ir_is_switch(op->kind) || op->peer == r))
+                    return true;
+        }
+    return false;
+}
+
+/* ---- Lowering -------------------------------------------------------------------------------- */
+
+typedef struct Lower {
+    Export *x;
+    int r;
+    bool data, waited;      /* since the block's threads last met */
+    bool strong;            /* a lowered switch.reduce came before: switch sync made strong */
+    bool bad;               /* an op the plan cannot say was reported */
+} Lower;
+
+static void put(Lower *l, IrOp op)
+{
+    IrSeq *s = &l->x->q->ranks[l->r];
+    if (op.kind == IR_NOP) {
+        if (s->nops && s->ops[s->nops - 1].kind == IR_NOP)
+            return;
+        l->data = l->waited = false;
+    }
+    op.tb = 0;
+    op.sync_before = false;
+    ir_append(l->x->q, l->r, op);
+}
+
+/* The nops blocks.c wants before op (and op itself). */
+static void put_op(Lower *l, const IrOp *op)
+{
+    if (op->kind == IR_GET && op->src.first != op->dst.first && !l->bad) {
+        diag_error(l->x->d, op->loc, "this get reads chunk %d of rank %d into chunk %d; MSCCL++'s executor swaps a "
+                   "get's two offsets, so a plan can say it only where they are equal", op->src.first, op->peer,
+                   op->dst.first);
+        l->bad = true;
+    }
+    bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL, wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
+    if (ir_is_data(op->kind) && (l->waited || op->sync_before))
+        put(l, nop_like(op));
+    if (signal && l->data)
+        put(l, nop_like(op));
+    IrOp o = *op;
+    if ((op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT) && l->strong)
+        o.relaxed = false;
+    put(l, o);
+    l->data |= ir_is_data(op->kind);
+    l->waited |= wait;
+}
+
+/* switch.reduce(dst, src): fused with a following switch.store of dst, or through a slot. */
+static int lower_switch_reduce(Lower *l, const IrSeq *s, int i)
+{
+    const IrOp *op = &s->ops[i];
+    Export *x = l->x;
+    if (i + 1 < s->nops && s->ops[i + 1].kind == IR_SW_STORE && same_range(s->ops[i + 1].src, op->dst) &&
+        op->dst.buf >= 2 && !touched_elsewhere(x->p, l->r, i, x->p->ranks[l->r].ops[i].dst)) {
+        IrOp f = s->ops[i + 1];  /* the sum lands where the store put it; the scratch is never read */
+        f.kind = IR_SW_REDUCE_STORE;
+        f.src = op->src;
+        f.sync_before = f.sync_before || op->sync_before;
+        put_op(l, &f);
+        return i + 2;
+    }
+    IrOp g = *op, c = *op;
+    IrRange slot = {2, x->slot_base + l->r * op->dst.count, op->dst.count};
+    g.kind = IR_SW_REDUCE_STORE;
+    g.dst = slot;
+    put_op(l, &g);
+    c.kind = IR_COPY;
+    c.src = slot;
+    c.sync_before = true; /* the slot was written through the multicast address */
+    put_op(l, &c);
+    l->strong = true;
+    return i + 1;
+}
+
+/* Where a range of p lands in q: scratch buffers end to end in one. */
+static IrRange moved(const Export *x, IrRange r)
+{
+    if (r.buf >= 2) {
+        r.first += x->scratch_at[r.buf];
+        r.buf = 2;
+    }
+    return r;
+}
+
+static void move_op(const Export *x, IrOp *op)
+{
+    op->dst = op->dst.buf >= 0 ? moved(x, op->dst) : op->dst;
+    op->src = op->src.buf >= 0 ? moved(x, op->src) : op->src;
+    op->src2 = op->src2.buf >= 0 ? moved(x, op->src2) : op->src2;
+}
+
+static bool lower(Export *x)
+{
+    const IrProgram *p = x->p;
+    IrProgram *q = ARENA_NEW(x->a, IrProgram);
+    *q = *p;
+    q->ranks = ARENA_ARRAY(x->a, IrSeq, (size_t)p->nranks);
+    q->ntbs = ARENA_ARRAY(x->a, int, (size_t)p->nranks);
+    x->q = q;
+    for (int b = 2; b < p->nbufs; b++) {
+        x->scratch_at[b] = x->nscratch;
+        x->nscratch += p->bufs[b].nchunks;
+    }
+    x->slot_base = -1;
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            if (p->ranks[r].ops[i].kind == IR_SW_REDUCE && p->ranks[r].ops[i].dst.count > x->slot_size)
+                x->slot_size = p->ranks[r].ops[i].dst.count;
+    if (x->slot_size)
+        x->slot_base = x->nscratch;
+    int total = x->nscratch + x->slot_size * p->nranks;
+    q->nbufs = total ? 3 : 2;
+    q->bufs[2] = (IrBuf){"scratch", total, p->loc};
+    for (int r = 0; r < p->nranks; r++) {
+        IrSeq s = {ARENA_ARRAY(x->a, IrOp, (size_t)p->ranks[r].nops + 1), p->ranks[r].nops, 0};
+        Lower l = {x, r, false, false, false, false};
+        q->ntbs[r] = 1;
+        for (int i = 0; i < s.nops; i++) {
+            s.ops[i] = p->ranks[r].ops[i];
+            move_op(x, &s.ops[i]);
+            if (s.ops[i].tb != 0) {
+                diag_error(x->d, s.ops[i].loc, "a plan of several thread blocks per rank is written back only as it "
+                           "was read: export the .cdsl program instead");
+                return false;
+            }
+        }
+        for (int i = 0; i < s.nops;) {
+            if (s.ops[i].kind == IR_SW_REDUCE) {
+                i = lower_switch_reduce(&l, &s, i);
+                continue;
+            }
+            put_op(&l, &s.ops[i++]);
+        }
+        if (l.bad)
+            return false;
+    }
+    return true;
+}
+
+/* ---- The plan's text --------------------------------------------------------------------------- */
+
+typedef struct Plan {
+    Export *x;
+    FILE *out;
+    int r;
+    int *peers, npeers;          /* memory channels of this rank, by peer */
+    int *rb_rank, *rb_type, nrb; /* remote buffers */
+    int sw_type[4], nsw;         /* switch channels: the buffer type each binds ('i', 'o', 's') */
+} Plan;
+
+static char type_of(int buf)
+{
+    return buf == IR_INPUT ? 'i' : buf == IR_OUTPUT ? 'o' : 's';
+}
+
+static int peer_channel(const Plan *pl, int peer)
+{
+    for (int k = 0; k < pl->npeers; k++)
+        if (pl->peers[k] == peer)
+            return k;
+    return -1;
+}
+
+static int remote_buffer(Plan *pl, int rank, char t)
+{
+    for (int k = 0; k < pl->nrb; k++)
+        if (pl->rb_rank[k] == rank && pl->rb_type[k] == t)
+            return k;
+    pl->rb_rank[pl->nrb] = rank;
+    pl->rb_type[pl->nrb] = t;
+    return pl->nrb++;
+}
+
+static int switch_channel(Plan *pl, char t)
+{
+    for (int k = 0; k < pl->nsw; k++)
+        if (pl->sw_type[k] == t)
+            return k;
+    pl->sw_type[pl->nsw] = t;
+    return pl->nsw++;
+}
+
+/* The channels and buffers every rank declares: the same switch channels on every rank (in
+   one order: the multicast objects are made in it), memory channels to the ranks it syncs
+   with (each pair has one on each side), remote buffers for its puts and gets. */
+static void collect(Plan *pl, const IrProgram *q, int r)
+{
+    bool barrier = false;
+    pl->npeers = pl->nrb = pl->nsw = 0;
+    for (int s = 0; s < q->nranks; s++)
+        for (int i = 0; i < q->ranks[s].nops; i++) {
+            const IrOp *op = &q->ranks[s].ops[i];
+            if ((op->kind == IR_SIGNAL || op->kind == IR_WAIT) && (s == r || op->peer == r)) {
+                int other = s == r ? op->peer : s;
+                if (peer_channel(pl, other) < 0)
+                    pl->peers[pl->npeers++] = other;
+            }
+            if (op->kind == IR_SW_REDUCE_STORE)
+                switch_channel(pl, type_of(op->src.buf));
+            if (op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE)
+                switch_channel(pl, type_of(op->dst.buf));
+            barrier |= op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT;
+        }
+    if (barrier && !pl->nsw) /* the barrier's counter comes with a switch channel: switch channel 0 */
+        switch_channel(pl, 'o');
+    for (int a = 0; a < pl->npeers; a++) /* in rank order: both sides then pair channel 0 with 0 */
+        for (int b = a + 1; b < pl->npeers; b++)
+            if (pl->peers[b] < pl->peers[a]) {
+                int t = pl->peers[a];
+                pl->peers[a] = pl->peers[b];
+                pl->peers[b] = t;
+            }
+    const IrSeq *s = &q->ranks[r];
+    for (int i = 0; i < s->nops; i++) {
+        const IrOp *op = &s->ops[i];
+        if (op->kind == IR_PUT)
+            remote_buffer(pl, op->peer, type_of(op->dst.buf));
+        if (op->kind == IR_GET)
+            remote_buffer(pl, op->peer, type_of(op->src.buf));
+        if (op->kind == IR_REDUCE && op->peer >= 0)
+            remote_buffer(pl, op->peer, type_of(op->src2.buf));
+    }
+}
+
+static void range_json(FILE *out, IrRange r)
+{
+    fprintf(out, "{\"type\": \"%c\", \"index\": %d, \"size\": %d}", type_of(r.buf), r.first, r.count);
+}
+
+static void remote_json(Plan *pl, IrRange r, int peer)
+{
+    fprintf(pl->out, "{\"buffer_id\": %d, \"index\": %d, \"size\": %d}", remote_buffer(pl, peer, type_of(r.buf)),
+            r.first, r.count);
+}
+
+static void switch_json(Plan *pl, IrRange r)
+{
+    fprintf(pl->out, "{\"switch_channel_id\": %d, \"index\": %d, \"size\": %d}", switch_channel(pl, type_of(r.buf)),
+            r.first, r.count);
+}
+
+static bool op_json(Plan *pl, const IrOp *op)
+{
+    FILE *o = pl->out;
+    switch (op->kind) {
+    case IR_NOP:
+        fputs("{\"name\": \"nop\"}", o);
+        break;
+    case IR_COPY:
+        fputs("{\"name\": \"copy\", \"src_buff\": [", o);
+        range_json(o, op->src);
+        fputs("], \"dst_buff\": [", o);
+        range_json(o, op->dst);
+        fputs("], \"channel_type\": \"none\"}", o);
+        break;
+    case IR_REDUCE:
+        fprintf(o, "{\"name\": \"%s\", \"src_buff\": [", op->peer >= 0 ? "rre" : "re");
+        range_json(o, op->src);
+        fputs(", ", o);
+        if (op->peer >= 0)
+            remote_json(pl, op->src2, op->peer);
+        else
+            range_json(o, op->src2);
+        fputs("], \"dst_buff\": [", o);
+        range_json(o, op->dst);
+        fprintf(o, "], \"channel_type\": \"%s\", \"reduce_op\": \"sum\"}", op->peer >= 0 ? "memory" : "none");
+        break;
+    case IR_PUT:
+        fputs("{\"name\": \"put\", \"src_buff\": [", o);
+        range_json(o, op->src);
+        fputs("], \"dst_buff\": [", o);
+        remote_json(pl, op->dst, op->peer);
+        fprintf(o, "], \"channel_ids\": [%d], \"channel_type\": \"memory\"}", peer_channel(pl, op->peer) < 0 ? 0 :
+                peer_channel(pl, op->peer));
+        break;
+    case IR_GET: /* lower() made sure the two offsets are equal */
+        fputs("{\"name\": \"get\", \"src_buff\": [", o);
+        remote_json(pl, op->src, op->peer);
+        fputs("], \"dst_buff\": [", o);
+        range_json(o, op->dst);
+        fprintf(o, "], \"channel_ids\": [%d], \"channel_type\": \"memory\"}", peer_channel(pl, op->peer) < 0 ? 0 :
+                peer_channel(pl, op->peer));
+        break;
+    case IR_SIGNAL:
+    case IR_WAIT:
+        fprintf(o, "{\"name\": \"%s%s\", \"channel_ids\": [%d], \"channel_type\": \"memory\"}",
+                op->relaxed ? "rlx" : "", op->kind == IR_SIGNAL ? "signal" : "wait", peer_channel(pl, op->peer));
+        break;
+    case IR_SW_STORE:
+        fputs("{\"name\": \"gstore\", \"src_buff\": [", o);
+        range_json(o, op->src);
+        fputs("], \"dst_buff\": [", o);
+        switch_json(pl, op->dst);
+        fputs("], \"channel_type\": \"switch\"}", o);
+        break;
+    case IR_SW_REDUCE_STORE:
+        fputs("{\"name\": \"glres\", \"src_buff\": [", o);
+        switch_json(pl, op->src);
+        fputs("], \"dst_buff\": [", o);
+        switch_json(pl, op->dst);
+        fputs("], \"channel_type\": \"switch\", \"reduce_op\": \"sum\"}", o);
+        break;
+    case IR_SW_SIGNAL:
+    case IR_SW_WAIT:
+        fprintf(o, "{\"name\": \"g%s%s\", \"switch_channel_id\": 0}", op->relaxed ? "rlx" : "",
+                op->kind == IR_SW_SIGNAL ? "signal" : "wait");
+        break;
+    case IR_BARRIER:
+    case IR_SW_REDUCE: /* lowered away */
+        diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));
+        return false;
+    }
+    return true;
+}
+
+static void ids(FILE *o, int n)
+{
+    for (int k = 0; k < n; k++)
+        fprintf(o, "%s%d", k ? ", " : "", k);
+}
+
+static bool gpu_json(Plan *pl, const IrProgram *q, int r)
+{
+    FILE *o = pl->out;
+    int C = q->bufs[IR_INPUT].nchunks, O = q->bufs[IR_OUTPUT].nchunks;
+    collect(pl, q, r);
+    fprintf(o, "    {\n      \"id\": %d,\n      \"input_chunks\": %d,\n      \"output_chunks\": %d,\n"
+               "      \"scratch_chunks\": %d,\n      \"threadblocks\": [\n        {\n          \"id\": 0,\n"
+               "          \"ops\": [",
+            r, C ? C : 1, O ? O : 1, q->nbufs > 2 ? q->bufs[2].nchunks : 0);
+    const IrSeq *s = &q->ranks[r];
+    for (int i = 0; i < s->nops; i++) {
+        fputs(i ? ",\n            " : "\n            ", o);
+        if (!op_json(pl, &s->ops[i]))
+            return false;
+    }
+    fputs(s->nops ? "\n          ],\n" : "],\n", o);
+    fputs("          \"channels\": [", o);
+    bool any = false;
+    if (pl->npeers) {
+        fputs("{\"channel_type\": \"memory\", \"channel_ids\": [", o);
+        ids(o, pl->npeers);
+        fputs("]}", o);
+        any = true;
+    }
+    if (pl->nsw) {
+        fprintf(o, "%s{\"channel_type\": \"switch\", \"channel_ids\": [", any ? ", " : "");
+        ids(o, pl->nsw);
+        fputs("]}", o);
+    }
+    fputs("],\n          \"remote_buffer_refs\": [", o);
+    if (pl->nrb) {
+        fputs("{\"access_channel_type\": \"memory\", \"remote_buffer_ids\": [", o);
+        ids(o, pl->nrb);
+        fputs("]}", o);
+    }
+    fputs("]\n        }\n      ],\n      \"channels\": [", o);
+    if (pl->npeers) {
+        fputs("\n        {\"channel_type\": \"memory\", \"connected_to\": [", o);
+        for (int k = 0; k < pl->npeers; k++)
+            fprintf(o, "%s%d", k ? ", " : "", pl->peers[k]);
+        fputs("]}", o);
+    }
+    for (int k = 0; k < pl->nsw; k++) {
+        fprintf(o, "%s\n        {\"channel_type\": \"switch\", \"buffer_type\": \"%c\", \"rank_groups\": "
+                   "[{\"size\": %d, \"ranks\": [", pl->npeers || k ? "," : "",
+                pl->sw_type[k], q->nranks);
+        for (int t = 0; t < q->nranks; t++)
+            fprintf(o, "%s%d", t ? ", " : "", t);
+        fputs("]}]}", o);
+    }
+    fputs(pl->npeers || pl->nsw ? "\n      ],\n" : "],\n", o);
+    fputs("      \"remote_buffers\": [", o);
+    for (int k = 0; k < pl->nrb; k++)
+        fprintf(o, "%s\n        {\"rank\": %d, \"type\": \"%c\", \"access_channel_types\": [\"memory\"]}",
+                k ? "," : "", pl->rb_rank[k], pl->rb_type[k]);
+    fputs(pl->nrb ? "\n      ],\n" : "],\n", o);
+    fputs("      \"semaphores\": []\n    }", o);
+    return true;
+}
+
+static bool write_plan(Export *x, FILE *out)
+{
+    const IrProgram *q = x->q;
+    const char *coll = q->coll == COLL_BARRIER || q->coll == COLL_CUSTOM ? "custom" : q->coll_name;
+    fprintf(out, "{\n  \"name\": \"%s\",\n  \"collective\": \"%s\",\n  \"protocol\": \"Simple\",\n"
+                 "  \"inplace\": false,\n  \"reuse_resources\": false,\n  \"num_threads_per_block\": 1024,\n"
+                 "  \"use_double_scratch_buffer\": false,\n  \"buffer_alignment\": 16,\n"
+                 "  \"min_message_size\": 0,\n  \"max_message_size\": %" PRIu64 ",\n  \"gpus\": [\n",
+            q->name, coll, UINT64_MAX);
+    Plan pl = {x, out, 0, NULL, 0, NULL, NULL, 0, {0}, 0};
+    pl.peers = ARENA_ARRAY(x->a, int, (size_t)q->nranks + 1);
+    size_t most = 1;
+    for (int r = 0; r < q->nranks; r++)
+        most += (size_t)q->ranks[r].nops;
+    pl.rb_rank = ARENA_ARRAY(x->a, int, most);
+    pl.rb_type = ARENA_ARRAY(x->a, int, most);
+    for (int r = 0; r < q->nranks; r++) {
+        if (!gpu_json(&pl, q, r))
+            return false;
+        fputs(r + 1 < q->nranks ? ",\n" : "\n", out);
+    }
+    fputs("  ]\n}\n", out);
+    return true;
+}
+
+/* The lowered program, checked; NULL after errors. */
+static IrProgram *lower_checked(Export *x)
+{
+    const IrProgram *p = x->p;
+    int before = x->d->nerrors;
+    if (p->in_place) {
+        diag_error(x->d, p->loc, "an in-place plan is written back only as it was read: export the .cdsl program "
+                   "instead");
+        return NULL;
+    }
+    if (!lower(x))
+        return NULL;
+    check_program(x->q, x->d, NULL); /* the plan as it will be read back */
+    if (x->d->nerrors != before) {
+        diag_note(x->d, p->loc, "so %s is not written as a plan: the plan it would become does not check", p->name);
+        return NULL;
+    }
+    return x->q;
+}
+
+IrProgram *mscclpp_lower(const IrProgram *p, Diag *d)
+{
+    Export x = {.p = p, .d = d, .a = p->arena};
+    return lower_checked(&x);
+}
+
+bool mscclpp_export(const IrProgram *p, FILE *out, Diag *d)
+{
+    Export x = {.p = p, .d = d, .a = p->arena};
+    return lower_checked(&x) && write_plan(&x, out);
+}

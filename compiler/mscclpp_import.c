@@ -1,0 +1,865 @@
+/*
+ * mscclpp_import.c - an MSCCL++ execution plan (JSON) to an IrProgram: the file, the plan's
+ * top level, its gpus, channels and remote buffers, and each thread block's op list.
+ *
+ * The two format generations (docs/mscclpp.md §1: the current one of MSCCL++ 1f5f065d, the
+ * older one of 1cc1b827) differ in names and in how channels are numbered; this file reads
+ * both layouts into MscGpu/MscBlock, mscclpp_decode.c reads each op into an MscOp, and
+ * mscclpp_map.c turns that into IR ops. One IR unit per plan thread block (ir.h), in order,
+ * so that a rank's list is grouped by block. Buffers: `i` is IR_INPUT and `o` IR_OUTPUT, `s`
+ * the scratch buffer; an in-place plan (inplace: true) reads and writes the caller's one
+ * buffer, which the IR calls output: IrProgram.in_place, the aliasing `cdslc --in-place` gives a
+ * .cdsl program (ir.h). Chunk counts are scaled by the lcm of the thread-block-group sizes, so that a
+ * group's slices are whole IR chunks (IrProgram.chunk_align makes cdslrun pick sizes for
+ * which that is exact).
+ *
+ * Errors are compiler errors at the JSON value they are about: a missing field at its object,
+ * a wrong type or range at the value. After the plan is read, what must hold across thread
+ * blocks is checked: a channel signalled (or waited on) from one block only, the switch
+ * barrier from one block per rank, and a barrier met by as many blocks as it says.
+ */
+#include "mscclpp.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- Messages and fields ------------------------------------------------------------------- */
+
+void msc_error(Msc *m, const json_t *at, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_error(m->d, json_pos_loc(m->jp, at), "%s", msg);
+}
+
+void msc_unsupported(Msc *m, const MscOp *op, const char *why, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, why);
+    vsnprintf(msg, sizeof msg, why, ap);
+    va_end(ap);
+    diag_error(m->d, json_pos_loc(m->jp, op->name_at ? op->name_at : op->at),
+               "not supported: %s at gpu %d, threadblock %d, op %d: %s", op->name, m->rank, m->tb, m->k, msg);
+}
+
+static const char *type_name(json_type t)
+{
+    switch (t) {
+    case JSON_OBJECT: return "an object";
+    case JSON_ARRAY: return "an array";
+    case JSON_STRING: return "a string";
+    case JSON_INTEGER:
+    case JSON_REAL: return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE: return "true or false";
+    case JSON_NULL: return "null";
+    }
+    return "?";
+}
+
+static bool type_is(const json_t *v, json_type t)
+{
+    if (t == JSON_TRUE || t == JSON_FALSE)
+        return json_is_boolean(v);
+    if (t == JSON_REAL || t == JSON_INTEGER)
+        return json_is_number(v);
+    return json_typeof(v) == t;
+}
+
+const json_t *msc_field(Msc *m, const json_t *obj, const char *key, json_type type, bool required, const char *what)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v) {
+        if (required)
+            msc_error(m, obj, "%s has no \"%s\"", what, key);
+        return NULL;
+    }
+    if (!type_is(v, type)) {
+        msc_error(m, v, "\"%s\" of %s must be %s, not %s", key, what, type_name(type), type_name(json_typeof(v)));
+        return NULL;
+    }
+    return v;
+}
+
+bool msc_int(Msc *m, const json_t *obj, const char *key, long long lo, long long hi, bool required, long long dflt,
+             long long *out, const char *what)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = dflt;
+    if (!v) {
+        if (required)
+            msc_error(m, obj, "%s has no \"%s\"", what, key);
+        return !required;
+    }
+    if (!json_pos_int(v, lo, hi, out)) {
+        msc_error(m, v, "\"%s\" of %s must be a whole number from %lld to %lld", key, what, lo, hi);
+        return false;
+    }
+    return true;
+}
+
+bool msc_optional_list(Msc *m, const json_t *obj, const char *key, const char *what, const json_t **out)
+{
+    *out = msc_field(m, obj, key, JSON_ARRAY, false, what);
+    return *out || !json_object_get(obj, key);
+}
+
+/* An entry {type_key: "...", ids_key: [...]} of a list: false after an error. */
+static bool typed_entry(Msc *m, const json_t *e, const char *type_key, const char *ids_key, const char *what,
+                        const json_t **type, const json_t **ids)
+{
+    if (!json_is_object(e)) {
+        msc_error(m, e, "%s must be an object", what);
+        return false;
+    }
+    *type = msc_field(m, e, type_key, JSON_STRING, true, what);
+    *ids = *type ? msc_field(m, e, ids_key, JSON_ARRAY, true, what) : NULL;
+    return *ids != NULL;
+}
+
+int msc_buf_chunks(const Msc *m, char type)
+{
+    const MscGpu *g = &m->gpu[0];
+    return type == 'i' ? g->in : type == 'o' ? g->out : g->scratch;
+}
+
+static bool buf_type(Msc *m, const json_t *v, char *out, const char *what)
+{
+    const char *s = json_string_value(v);
+    if (!s || strlen(s) != 1 || !strchr("ios", s[0])) {
+        msc_error(m, v, "%s must be \"i\", \"o\" or \"s\" (input, output, scratch)", what);
+        return false;
+    }
+    *out = s[0];
+    return true;
+}
+
+/* ---- The file ------------------------------------------------------------------------------ */
+
+bool mscclpp_is_plan(const char *path)
+{
+    size_t n = path ? strlen(path) : 0;
+    if (n >= 5 && !strcmp(path + n - 5, ".json"))
+        return true;
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    if (!f)
+        return false;
+    int c;
+    while ((c = fgetc(f)) == ' ' || c == '\t' || c == '\n' || c == '\r') {
+    }
+    fclose(f);
+    return c == '{';
+}
+
+/* The plan's text, or NULL after an error; a file over the cap is refused before it is read
+   (only its first line is read, to show it). */
+static Source *read_plan(Arena *a, Diag *d, const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+        diag_fatal(d, "cannot read '%s': %s", path, stat(path, &st) != 0 ? strerror(errno) : "not a regular file");
+        return NULL;
+    }
+    bool too_big = st.st_size > JSON_POS_MAX_BYTES;
+    size_t want = too_big ? 4096 : (size_t)st.st_size;
+    Source *src = ARENA_NEW(a, Source);
+    char *text = arena_alloc(a, want + 1);
+    src->path = arena_strdup(a, path);
+    src->arena = a;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        diag_fatal(d, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t got = fread(text, 1, want, f);
+    fclose(f);
+    src->text = text;
+    src->len = got;
+    if (too_big) {
+        char *nl = memchr(text, '\n', got);
+        src->len = nl ? (size_t)(nl - text) : got;
+        text[src->len] = 0;
+        diag_error(d, (Loc){src, 1, 1}, "the plan is %lld bytes; plans are read up to %d MiB", (long long)st.st_size,
+                   JSON_POS_MAX_BYTES >> 20);
+        return NULL;
+    }
+    return src;
+}
+
+/* ---- Channels ------------------------------------------------------------------------------ */
+
+const char *msc_chan_name(MscChan c)
+{
+    static const char *const names[] = {"memory", "port", "switch", "none"};
+    return c < MSC_NCHAN ? names[c] : "?";
+}
+
+MscChan msc_chan_parse(const char *s, bool old)
+{
+    if (!s)
+        return MSC_NCHAN;
+    if (!strcmp(s, "memory") || (old && !strcmp(s, "sm")))
+        return MSC_MEMORY;
+    if (!strcmp(s, "port") || (old && !strcmp(s, "proxy")))
+        return MSC_PORT;
+    if ((!old && !strcmp(s, "switch")) || (old && !strcmp(s, "nvls")))
+        return MSC_SWITCH;
+    if (!strcmp(s, "none"))
+        return MSC_NONE;
+    return MSC_NCHAN;
+}
+
+static MscChannel *add_channel(Msc *m, MscGpu *g, MscChan t, const json_t *at)
+{
+    if (g->nch[t] == MSC_MAX_CHANNELS) {
+        msc_error(m, at, "gpu %d has more than %d %s channels", m->rank, MSC_MAX_CHANNELS, msc_chan_name(t));
+        return NULL;
+    }
+    g->ch[t] = arena_grow(m->a, g->ch[t], (size_t)g->nch[t], (size_t)g->nch[t] + 1, sizeof(MscChannel));
+    MscChannel *c = &g->ch[t][g->nch[t]++];
+    c->at = at;
+    c->sig_tb = c->wait_tb = -1;
+    c->peer = -1;
+    return c;
+}
+
+/* A memory or port channel to `peer`: its pairing ordinal counts this rank's earlier channels
+   of the type to that peer (docs/mscclpp.md §1.7). */
+static bool peer_channel(Msc *m, MscGpu *g, MscChan t, const json_t *peer_v, char src, char dst)
+{
+    long long peer;
+    if (!json_pos_int(peer_v, 0, m->n - 1, &peer) || peer == m->rank) {
+        msc_error(m, peer_v, "a channel's peer must be another gpu, 0 to %d other than %d", m->n - 1, m->rank);
+        return false;
+    }
+    MscChannel *c = add_channel(m, g, t, peer_v);
+    if (!c)
+        return false;
+    c->peer = (int)peer;
+    c->buf = src;
+    c->peer_buf = dst;
+    for (int i = 0; i < g->nch[t] - 1; i++)
+        c->pair += g->ch[t][i].peer == c->peer;
+    return true;
+}
+
+/* A switch channel: its rank groups must be every rank (cdsl's switch spans them all). */
+static bool switch_channel(Msc *m, MscGpu *g, const json_t *ch, char buf, const char *groups_key)
+{
+    const json_t *groups = msc_field(m, ch, groups_key, JSON_ARRAY, true, "a switch channel");
+    if (!groups)
+        return false;
+    size_t k;
+    const json_t *grp;
+    json_array_foreach(groups, k, grp) {
+        const json_t *ranks = json_is_object(grp) ? msc_field(m, grp, "ranks", JSON_ARRAY, true, "a rank group")
+                                                  : NULL;
+        if (!json_is_object(grp)) {
+            msc_error(m, grp, "a rank group must be an object");
+            return false;
+        }
+        if (!ranks)
+            return false;
+        bool all = (int)json_array_size(ranks) == m->n;
+        for (size_t i = 0; all && i < json_array_size(ranks); i++) {
+            long long q;
+            all = json_pos_int(json_array_get(ranks, i), 0, m->n - 1, &q) && q == (long long)i;
+        }
+        if (!all) {
+            msc_error(m, ranks, "not supported: a switch channel over these ranks: cdsl's switch spans every rank "
+                      "(0 to %d, in order)", m->n - 1);
+            return false;
+        }
+        MscChannel *c = add_channel(m, g, MSC_SWITCH, grp);
+        if (!c)
+            return false;
+        c->buf = buf;
+        c->group = g->nch[MSC_SWITCH] - 1;
+    }
+    return true;
+}
+
+static bool read_channel(Msc *m, MscGpu *g, const json_t *ch)
+{
+    if (!json_is_object(ch)) {
+        msc_error(m, ch, "a channel must be an object");
+        return false;
+    }
+    const json_t *tv = msc_field(m, ch, m->old ? "type" : "channel_type", JSON_STRING, true, "a channel");
+    if (!tv)
+        return false;
+    MscChan t = msc_chan_parse(json_string_value(tv), m->old);
+    if (t == MSC_NCHAN || t == MSC_NONE) {
+        msc_error(m, tv, "unknown channel type \"%s\"%s", json_string_value(tv),
+                  m->old ? " (sm, memory, proxy, port or nvls)" : " (memory, port or switch)");
+        return false;
+    }
+    char src = 0, dst = 0;
+    if (t == MSC_SWITCH) {
+        const json_t *bv = msc_field(m, ch, m->old ? "buff" : "buffer_type", JSON_STRING, true, "a switch channel");
+        return bv && buf_type(m, bv, &src, "a switch channel's buffer") &&
+               switch_channel(m, g, ch, src, m->old ? "rankGroups" : "rank_groups");
+    }
+    if (m->old) {
+        const json_t *sv = msc_field(m, ch, "srcbuff", JSON_STRING, true, "a channel");
+        const json_t *dv = sv ? msc_field(m, ch, "dstbuff", JSON_STRING, true, "a channel") : NULL;
+        if (!dv || !buf_type(m, sv, &src, "srcbuff") || !buf_type(m, dv, &dst, "dstbuff"))
+            return false;
+    }
+    const json_t *peers = msc_field(m, ch, m->old ? "connectedTo" : "connected_to", JSON_ARRAY, true, "a channel");
+    if (!peers)
+        return false;
+    size_t i;
+    const json_t *pv;
+    json_array_foreach(peers, i, pv)
+        if (!peer_channel(m, g, t, pv, src, dst))
+            return false;
+    return true;
+}
+
+static bool read_remote(Msc *m, MscGpu *g, const json_t *rb)
+{
+    if (!json_is_object(rb)) {
+        msc_error(m, rb, "a remote buffer must be an object");
+        return false;
+    }
+    long long rank;
+    const json_t *tv = msc_field(m, rb, "type", JSON_STRING, true, "a remote buffer");
+    const json_t *acc = tv ? msc_field(m, rb, "access_channel_types", JSON_ARRAY, true, "a remote buffer") : NULL;
+    if (!acc || !msc_int(m, rb, "rank", 0, m->n - 1, true, 0, &rank, "a remote buffer"))
+        return false;
+    MscRemote r = {(int)rank, 0, false, false};
+    if (!buf_type(m, tv, &r.type, "a remote buffer's type"))
+        return false;
+    size_t i;
+    const json_t *av;
+    json_array_foreach(acc, i, av) {
+        MscChan t = msc_chan_parse(json_string_value(av), false);
+        if (t != MSC_MEMORY && t != MSC_PORT) {
+            msc_error(m, av, "an access channel type must be \"memory\" or \"port\"");
+            return false;
+        }
+        r.memory |= t == MSC_MEMORY;
+        r.port |= t == MSC_PORT;
+    }
+    g->remote = arena_grow(m->a, g->remote, (size_t)g->nremote, (size_t)g->nremote + 1, sizeof r);
+    g->remote[g->nremote++] = r;
+    return true;
+}
+
+/* ---- Gpus ---------------------------------------------------------------------------------- */
+
+static bool read_gpu(Msc *m, const json_t *gv, int r)
+{
+    MscGpu *g = &m->gpu[r];
+    m->rank = r;
+    if (!json_is_object(gv)) {
+        msc_error(m, gv, "gpus[%d] must be an object", r);
+        return false;
+    }
+    long long id, in, out, scratch;
+    const char *what = arena_printf(m->a, "gpus[%d]", r);
+    if (!msc_int(m, gv, "id", 0, m->n - 1, true, 0, &id, what))
+        return false;
+    if (id != r) {
+        msc_error(m, json_object_get(gv, "id"), "gpus[%d] has id %lld: the executor needs gpus[r].id == r", r, id);
+        return false;
+    }
+    const char *ki = m->old ? "inputChunks" : "input_chunks", *ko = m->old ? "outputChunks" : "output_chunks";
+    const char *ks = m->old ? "scratchChunks" : "scratch_chunks";
+    if (!msc_int(m, gv, ki, 0, MSC_MAX_CHUNKS, true, 0, &in, what) ||
+        !msc_int(m, gv, ko, 0, MSC_MAX_CHUNKS, true, 0, &out, what) ||
+        !msc_int(m, gv, ks, 0, MSC_MAX_CHUNKS, true, 0, &scratch, what))
+        return false;
+    g->in = (int)in, g->out = (int)out, g->scratch = (int)scratch;
+    if (r > 0 && (g->in != m->gpu[0].in || g->out != m->gpu[0].out)) {
+        msc_error(m, gv, "not supported: gpus[%d] has %d input and %d output chunks, gpus[0] %d and %d: cdsl's "
+                  "buffers are the same size on every rank", r, g->in, g->out, m->gpu[0].in, m->gpu[0].out);
+        return false;
+    }
+    if (g->scratch > m->gpu[0].scratch)
+        m->gpu[0].scratch = g->scratch; /* scratch is symmetric: the largest */
+    const json_t *chans = msc_field(m, gv, "channels", JSON_ARRAY, true, what);
+    g->tbs = chans ? msc_field(m, gv, "threadblocks", JSON_ARRAY, true, what) : NULL;
+    if (!g->tbs)
+        return false;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(chans, i, v)
+        if (!read_channel(m, g, v))
+            return false;
+    if (!m->old) {
+        const json_t *rbs, *sems;
+        if (!msc_optional_list(m, gv, "remote_buffers", what, &rbs) ||
+            !msc_optional_list(m, gv, "semaphores", what, &sems))
+            return false;
+        json_array_foreach(rbs, i, v)
+            if (!read_remote(m, g, v))
+                return false;
+    }
+    if (json_array_size(g->tbs) > MSC_MAX_BLOCKS) {
+        msc_error(m, g->tbs, "gpu %d has %zu thread blocks; at most %d are read", r, json_array_size(g->tbs),
+                  MSC_MAX_BLOCKS);
+        return false;
+    }
+    return true;
+}
+
+/* Every rank's k-th switch channel must bind the same buffer type (the multicast object of a
+   group binds each rank's own entry). */
+static bool switch_channels_agree(Msc *m)
+{
+    for (int r = 1; r < m->n; r++) {
+        const MscGpu *g = &m->gpu[r], *g0 = &m->gpu[0];
+        for (int k = 0; k < g->nch[MSC_SWITCH] || k < g0->nch[MSC_SWITCH]; k++)
+            if (k >= g->nch[MSC_SWITCH] || k >= g0->nch[MSC_SWITCH] ||
+                g->ch[MSC_SWITCH][k].buf != g0->ch[MSC_SWITCH][k].buf) {
+                const MscChannel *c = k < g->nch[MSC_SWITCH] ? &g->ch[MSC_SWITCH][k] : &g0->ch[MSC_SWITCH][k];
+                msc_error(m, c->at, "not supported: switch channel %d differs between gpu 0 and gpu %d: cdsl's "
+                          "switch operations address one buffer on every rank", k, r);
+                return false;
+            }
+    }
+    return true;
+}
+
+/* ---- Thread blocks ------------------------------------------------------------------------- */
+
+/* A list of rank-level ids, each below `limit`. */
+static bool id_list(Msc *m, const json_t *list, int limit, int **ids, int *n, const char *what)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(list, i, v) {
+        long long id;
+        if (!json_pos_int(v, 0, limit - 1, &id)) {
+            if (limit > 0)
+                msc_error(m, v, "%s must be from 0 to %d: gpu %d has %d", what, limit - 1, m->rank, limit);
+            else
+                msc_error(m, v, "%s: gpu %d has none", what, m->rank);
+            return false;
+        }
+        *ids = arena_grow(m->a, *ids, (size_t)*n, (size_t)*n + 1, sizeof(int));
+        (*ids)[(*n)++] = (int)id;
+    }
+    return true;
+}
+
+static bool block_channels_current(Msc *m, const MscGpu *g, const json_t *tb, MscBlock *blk)
+{
+    const json_t *chans, *refs, *e, *tv, *ids;
+    if (!msc_optional_list(m, tb, "channels", "a threadblock", &chans) ||
+        !msc_optional_list(m, tb, "remote_buffer_refs", "a threadblock", &refs))
+        return false;
+    size_t i;
+    json_array_foreach(chans, i, e) {
+        if (!typed_entry(m, e, "channel_type", "channel_ids", "a threadblock's channel list", &tv, &ids))
+            return false;
+        MscChan t = msc_chan_parse(json_string_value(tv), false);
+        if (t == MSC_NCHAN || t == MSC_NONE) {
+            msc_error(m, tv, "unknown channel type \"%s\" (memory, port or switch)", json_string_value(tv));
+            return false;
+        }
+        const char *what = arena_printf(m->a, "a %s channel id", msc_chan_name(t));
+        if (!id_list(m, ids, g->nch[t], &blk->ch[t], &blk->nch[t], what))
+            return false;
+    }
+    json_array_foreach(refs, i, e) {
+        if (!typed_entry(m, e, "access_channel_type", "remote_buffer_ids", "a threadblock's remote buffer list", &tv,
+                         &ids))
+            return false;
+        MscChan t = msc_chan_parse(json_string_value(tv), false);
+        if (t != MSC_MEMORY && t != MSC_PORT) {
+            msc_error(m, tv, "an access channel type must be \"memory\" or \"port\"");
+            return false;
+        }
+        if (!id_list(m, ids, g->nremote, &blk->remote[t], &blk->nremote[t], "a remote buffer id"))
+            return false;
+    }
+    return true;
+}
+
+static bool block_channels_old(Msc *m, const MscGpu *g, const json_t *tb, MscBlock *blk)
+{
+    const json_t *chans, *e;
+    if (!msc_optional_list(m, tb, "channels", "a threadblock", &chans))
+        return false;
+    size_t i;
+    json_array_foreach(chans, i, e) {
+        MscOldEntry o = {0};
+        const json_t *sv = json_is_object(e) ? msc_field(m, e, "src", JSON_STRING, true, "a channel list") : NULL;
+        const json_t *dv = sv ? msc_field(m, e, "dst", JSON_STRING, true, "a channel list") : NULL;
+        const json_t *tv = dv ? msc_field(m, e, "ctype", JSON_STRING, true, "a channel list") : NULL;
+        const json_t *ids = tv ? msc_field(m, e, "cids", JSON_ARRAY, true, "a channel list") : NULL;
+        if (!json_is_object(e))
+            msc_error(m, e, "a threadblock's channel list must be an object");
+        if (!ids || !buf_type(m, sv, &o.src, "src") || !buf_type(m, dv, &o.dst, "dst"))
+            return false;
+        o.type = msc_chan_parse(json_string_value(tv), true);
+        if (o.type == MSC_NCHAN || o.type == MSC_NONE) {
+            msc_error(m, tv, "unknown channel type \"%s\" (sm, memory, proxy, port or nvls)", json_string_value(tv));
+            return false;
+        }
+        /* cids index the rank's channels of this key (srcbuff, dstbuff, type) in file order */
+        int nkey = 0, *key_ids = ARENA_ARRAY(m->a, int, (size_t)g->nch[o.type] + 1);
+        for (int c = 0; c < g->nch[o.type]; c++) {
+            const MscChannel *ch = &g->ch[o.type][c];
+            if (o.type == MSC_SWITCH ? ch->buf == o.src : ch->buf == o.src && ch->peer_buf == o.dst)
+                key_ids[nkey++] = c;
+        }
+        int *local = NULL, nlocal = 0;
+        const char *what = arena_printf(m->a, "a %s channel id for (%c, %c)", msc_chan_name(o.type), o.src, o.dst);
+        if (!id_list(m, ids, nkey, &local, &nlocal, what))
+            return false;
+        o.ids = ARENA_ARRAY(m->a, int, (size_t)nlocal + 1);
+        for (int k = 0; k < nlocal; k++)
+            o.ids[k] = key_ids[local[k]];
+        o.nids = nlocal;
+        blk->old = arena_grow(m->a, blk->old, (size_t)blk->nold, (size_t)blk->nold + 1, sizeof o);
+        blk->old[blk->nold++] = o;
+    }
+    return true;
+}
+
+/* The largest thread-block-group size over the plan's ops, as the lcm of all of them. */
+static int group_scale(Msc *m)
+{
+    long long scale = 1;
+    for (int r = 0; r < m->n; r++) {
+        size_t t, k;
+        const json_t *tb, *op;
+        json_array_foreach(m->gpu[r].tbs, t, tb) {
+            json_array_foreach(json_object_get(tb, "ops"), k, op) {
+                const json_t *info = json_object_get(op, "tbg_info");
+                long long g;
+                if (!json_is_object(info) || !json_pos_int(json_object_get(info, "tbg_size"), 1, MSC_MAX_SCALE, &g))
+                    continue;
+                long long a = scale, b = g;
+                while (b) {
+                    long long c = a % b;
+                    a = b;
+                    b = c;
+                }
+                scale = scale / a * g;
+                if (scale > MSC_MAX_SCALE) {
+                    msc_error(m, info, "not supported: thread-block groups whose sizes have a least common multiple "
+                              "over %d", MSC_MAX_SCALE);
+                    return 0;
+                }
+            }
+        }
+    }
+    return (int)scale;
+}
+
+static bool read_block(Msc *m, const json_t *tb, int t)
+{
+    const MscGpu *g = &m->gpu[m->rank];
+    m->tb = t;
+    if (!json_is_object(tb)) {
+        msc_error(m, tb, "threadblocks[%d] must be an object", t);
+        return false;
+    }
+    long long id;
+    if (!msc_int(m, tb, "id", 0, MSC_MAX_BLOCKS, true, 0, &id, "a threadblock"))
+        return false;
+    if (id != t) {
+        msc_error(m, json_object_get(tb, "id"), "threadblocks[%d] has id %lld: the executor needs threadblocks[t].id "
+                  "== t", t, id);
+        return false;
+    }
+    MscBlock blk = {.at = tb};
+    if (!(m->old ? block_channels_old(m, g, tb, &blk) : block_channels_current(m, g, tb, &blk)))
+        return false;
+    const json_t *ops = msc_field(m, tb, "ops", JSON_ARRAY, true, "a threadblock");
+    if (!ops)
+        return false;
+    if (json_array_size(ops) > MSC_MAX_OPS) {
+        msc_error(m, ops, "threadblock %d of gpu %d has %zu ops; at most %d are read", t, m->rank, json_array_size(ops),
+                  MSC_MAX_OPS);
+        return false;
+    }
+    size_t k;
+    const json_t *ov;
+    json_array_foreach(ops, k, ov) {
+        m->k = (int)k;
+        MscOp op;
+        if (msc_decode(m, ov, &blk, &op))
+            msc_map(m, &op);
+        if (m->d->nerrors - m->errors_before >= 20)
+            return false; /* enough to go on with */
+    }
+    return true;
+}
+
+/* ---- The top level ------------------------------------------------------------------------- */
+
+static Collective collective_of(const char *s, bool *known)
+{
+    *known = true;
+    if (!strcmp(s, "allgather"))
+        return COLL_ALLGATHER;
+    if (!strcmp(s, "allreduce"))
+        return COLL_ALLREDUCE;
+    if (!strcmp(s, "reducescatter"))
+        return COLL_REDUCESCATTER;
+    *known = !strcmp(s, "alltoall") || !strcmp(s, "sendrecv") || !strcmp(s, "test") || !strcmp(s, "custom");
+    return COLL_CUSTOM;
+}
+
+static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
+{
+    if (!json_is_object(root)) {
+        msc_error(m, root, "a plan is a JSON object, not %s", type_name(json_typeof(root)));
+        return false;
+    }
+    IrProgram *p = m->p;
+    const json_t *name = msc_field(m, root, "name", JSON_STRING, true, "the plan");
+    const json_t *coll = name ? msc_field(m, root, "collective", JSON_STRING, true, "the plan") : NULL;
+    const json_t *proto = coll ? msc_field(m, root, "protocol", JSON_STRING, true, "the plan") : NULL;
+    const json_t *inplace = proto ? msc_field(m, root, "inplace", JSON_TRUE, true, "the plan") : NULL;
+    *gpus = inplace ? msc_field(m, root, "gpus", JSON_ARRAY, true, "the plan") : NULL;
+    if (!*gpus)
+        return false;
+    long long threads, align;
+    if (!msc_int(m, root, "num_threads_per_block", 1, 1024, false, 1024, &threads, "the plan") ||
+        !msc_int(m, root, "buffer_alignment", 1, 1 << 20, false, 16, &align, "the plan"))
+        return false;
+    if (align % 16) {
+        msc_error(m, json_object_get(root, "buffer_alignment"), "not supported: a buffer alignment of %lld bytes: the "
+                  "executor's loops assume a multiple of 16", align);
+        return false;
+    }
+    const json_t *reuse = msc_field(m, root, "reuse_resources", JSON_TRUE, false, "the plan");
+    if (json_is_true(reuse)) {
+        msc_error(m, reuse, "not supported: reuse_resources: where the executor puts scratch chunks then depends on "
+                  "the run-time size");
+        return false;
+    }
+    static const char *const sizes[] = {"min_message_size", "max_message_size"};
+    for (int i = 0; i < 2; i++) { /* read by the executor only: just their type */
+        const json_t *sv = json_object_get(root, sizes[i]);
+        if (sv && (!json_is_number(sv) || json_number_value(sv) < 0)) {
+            msc_error(m, sv, "\"%s\" must be a number of bytes", sizes[i]);
+            return false;
+        }
+    }
+    bool known;
+    p->name = arena_strdup(m->a, json_string_value(name));
+    p->loc = json_pos_loc(m->jp, name);
+    p->coll = collective_of(json_string_value(coll), &known);
+    if (!known) {
+        msc_error(m, coll, "unknown collective \"%s\" (allgather, allreduce, reducescatter, alltoall, sendrecv, test, "
+                  "custom)", json_string_value(coll));
+        return false;
+    }
+    p->coll_name = ir_coll_name(p->coll);
+    p->chunk_align = (int)align;
+    m->inplace = json_is_true(inplace);
+    return true;
+}
+
+/* Which generation: gpus[0] says input_chunks (current) or inputChunks (old). */
+static bool read_format(Msc *m, const json_t *gpus)
+{
+    const json_t *g0 = json_array_get(gpus, 0);
+    if (!json_is_object(g0)) {
+        msc_error(m, g0 ? g0 : gpus, "gpus must list one object per rank");
+        return false;
+    }
+    m->old = json_object_get(g0, "inputChunks") && !json_object_get(g0, "input_chunks");
+    if (!m->old && !json_object_get(g0, "input_chunks")) {
+        msc_error(m, g0, "gpus[0] has neither \"input_chunks\" (current format) nor \"inputChunks\" (old format)");
+        return false;
+    }
+    return true;
+}
+
+/* Buffers: input, output (also what an in-place plan's `i` and `o` are), scratch. */
+static bool make_buffers(Msc *m)
+{
+    IrProgram *p = m->p;
+    const MscGpu *g = &m->gpu[0];
+    int in = g->in, out = g->out, L = m->scale;
+    if (m->inplace && p->coll == COLL_ALLREDUCE)
+        out = in > out ? in : out;
+    if (m->inplace && p->coll == COLL_ALLGATHER && !out)
+        out = in * m->n;
+    if (m->inplace && p->coll == COLL_REDUCESCATTER) {
+        msc_error(m, json_object_get(json_pos_root(m->jp), "inplace"), "not supported: an in-place reducescatter "
+                  "(its output is a slice of its input, which cdsl's input may not be written)");
+        return false;
+    }
+    const char *why = NULL;
+    if (p->coll == COLL_ALLGATHER && out != in * m->n)
+        why = "an allgather's output holds nranks x its input chunks";
+    if (p->coll == COLL_REDUCESCATTER && in != out * m->n)
+        why = "a reducescatter's input holds nranks x its output chunks";
+    if (p->coll == COLL_ALLREDUCE && in != out)
+        why = "an allreduce's input and output have the same chunks";
+    if ((p->coll != COLL_CUSTOM && !in) || why) {
+        msc_error(m, json_array_get(json_object_get(json_pos_root(m->jp), "gpus"), 0), "gpus[0] has %d input and %d "
+                  "output chunks for %s of %d ranks: %s", g->in, g->out, p->coll_name, m->n,
+                  why ? why : "the collective needs input chunks");
+        return false;
+    }
+    p->chunks = p->coll == COLL_ALLGATHER ? in * L : p->coll == COLL_REDUCESCATTER ? out * L
+                : in % m->n ? in * L : in / m->n * L;
+    p->bufs[IR_INPUT] = (IrBuf){"input", in * L, p->loc};
+    p->bufs[IR_OUTPUT] = (IrBuf){"output", out * L, p->loc};
+    p->bufs[2] = (IrBuf){"scratch", g->scratch * L, p->loc};
+    p->nbufs = g->scratch ? 3 : 2;
+    p->in_place = m->inplace;
+    return true;
+}
+
+/* A memory channel signalled (or waited on) from two blocks of a rank: the executor counts
+   both blocks' signals on one semaphore, so which wait a signal serves depends on timing. */
+static bool channel_users(Msc *m)
+{
+    IrProgram *p = m->p;
+    for (int r = 0; r < m->n; r++) {
+        const IrSeq *s = &p->ranks[r];
+        for (int i = 0; i < s->nops; i++) {
+            const IrOp *op = &s->ops[i];
+            if (op->kind != IR_SIGNAL && op->kind != IR_WAIT)
+                continue;
+            MscChannel *c = NULL;
+            for (int k = 0; k < m->gpu[r].nch[MSC_MEMORY] && !c; k++)
+                if (m->gpu[r].ch[MSC_MEMORY][k].peer == op->peer && m->gpu[r].ch[MSC_MEMORY][k].pair == op->chan)
+                    c = &m->gpu[r].ch[MSC_MEMORY][k];
+            if (!c)
+                continue;
+            int *user = op->kind == IR_SIGNAL ? &c->sig_tb : &c->wait_tb;
+            if (*user < 0)
+                *user = op->tb;
+            if (*user != op->tb) {
+                diag_error(m->d, op->loc, "not supported: %ss on one memory channel of gpu %d (its %s to gpu %d) from "
+                           "threadblocks %d and %d: the executor counts them on one semaphore, so which %s a "
+                           "threadblock's %s serves depends on timing", ir_kind_name(op->kind), r,
+                           c->pair == 0 ? "first" : arena_printf(m->a, "channel %d", c->pair), op->peer, *user, op->tb,
+                           op->kind == IR_SIGNAL ? "wait" : "signal", ir_kind_name(op->kind));
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+/* A barrier id must be used by as many blocks of the rank as each use says. */
+static bool barrier_users(Msc *m)
+{
+    IrProgram *p = m->p;
+    for (int r = 0; r < m->n; r++) {
+        const IrSeq *s = &p->ranks[r];
+        for (int id = 0; id < MSC_MAX_BARRIERS; id++) {
+            int users = 0, last_tb = -1, want = -1;
+            const IrOp *first = NULL;
+            for (int i = 0; i < s->nops; i++) {
+                const IrOp *op = &s->ops[i];
+                if (op->kind != IR_BARRIER || op->chan != id)
+                    continue;
+                if (!first)
+                    first = op, want = op->arg;
+                if (op->arg != want) {
+                    diag_error(m->d, op->loc, "barrier %d of gpu %d is used with %d threadblocks here and %d at %d:%d",
+                               id, r, op->arg, want, first->loc.line, first->loc.col);
+                    return false;
+                }
+                users += op->tb != last_tb;
+                last_tb = op->tb;
+            }
+            if (first && users != want) {
+                diag_error(m->d, first->loc, "barrier %d of gpu %d says %d threadblocks meet there, but %d use it: %s",
+                           id, r, want, users, users < want ? "it never completes" :
+                           "which of them meet depends on timing");
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static bool read_plan_body(Msc *m, const json_t *gpus)
+{
+    for (int r = 0; r < m->n; r++)
+        if (!read_gpu(m, json_array_get(gpus, (size_t)r), r))
+            return false;
+    if (!switch_channels_agree(m) || !(m->scale = group_scale(m)) || !make_buffers(m))
+        return false;
+    IrProgram *p = m->p;
+    p->ranks = ARENA_ARRAY(m->a, IrSeq, (size_t)m->n);
+    p->ntbs = ARENA_ARRAY(m->a, int, (size_t)m->n);
+    m->sw_unit = ARENA_ARRAY(m->a, int, (size_t)m->n);
+    m->sw_barrier = -1;
+    for (int r = 0; r < m->n; r++) {
+        size_t t;
+        const json_t *tb;
+        m->rank = r;
+        m->sw_unit[r] = -1;
+        p->ntbs[r] = json_array_size(m->gpu[r].tbs) ? (int)json_array_size(m->gpu[r].tbs) : 1;
+        json_array_foreach(m->gpu[r].tbs, t, tb)
+            if (!read_block(m, tb, (int)t))
+                return false;
+    }
+    return m->d->nerrors == m->errors_before && channel_users(m) && barrier_users(m);
+}
+
+static IrProgram *import_json(Msc *m, int nranks, bool *usage)
+{
+    const json_t *root = json_pos_root(m->jp), *gpus;
+    if (!read_top(m, root, &gpus))
+        return NULL;
+    size_t n = json_array_size(gpus);
+    if (n < 1 || n > IR_MAX_RANKS) {
+        msc_error(m, gpus, "a plan has 1 to %d gpus, not %zu", IR_MAX_RANKS, n);
+        return NULL;
+    }
+    if (nranks && (size_t)nranks != n) {
+        msc_error(m, gpus, "the plan has %zu gpus, but -n %d was given", n, nranks);
+        *usage = true;
+        return NULL;
+    }
+    m->n = m->p->nranks = (int)n;
+    m->gpu = ARENA_ARRAY(m->a, MscGpu, n);
+    if (!read_format(m, gpus) || !read_plan_body(m, gpus))
+        return NULL;
+    return m->p;
+}
+
+IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, bool *usage)
+{
+    *usage = false;
+    Source *src = read_plan(a, d, path);
+    return src ? mscclpp_import_source(a, d, src, nranks, usage) : NULL;
+}
+
+IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, bool *usage)
+{
+    *usage = false;
+    Msc m = {.a = a, .d = d, .errors_before = d->nerrors};
+    m.jp = json_pos_parse(a, d, src);
+    if (!m.jp)
+        return NULL;
+    m.p = ARENA_NEW(a, IrProgram);
+    m.p->arena = a;
+    m.p->loc = (Loc){src, 1, 1};
+    /* The tree is malloc'ed: running out of memory frees it, then unwinds on (arena.h). */
+    ArenaTrap trap;
+    arena_trap_push(a, &trap);
+    if (setjmp(trap.env)) {
+        json_pos_free(m.jp);
+        arena_rethrow(a, trap.asked);
+    }
+    IrProgram *p = import_json(&m, nranks, usage);
+    arena_trap_pop(a, &trap);
+    json_pos_free(m.jp);
+    return p && d->nerrors == m.errors_before ? p : NULL;
+}

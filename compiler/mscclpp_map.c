@@ -1,0 +1,388 @@
+/*
+ * mscclpp_map.c - a decoded plan op to IR ops, with rule 3 (bounds and shapes) checked here,
+ * as eval.c checks it for .cdsl programs.
+ *
+ * What each op becomes (docs/mscclpp.md §3.2 has the table and why each is exact):
+ *   nop -> IR_NOP; barrier -> IR_BARRIER;
+ *   signal, rlxsignal, wait, rlxwait on memory channels -> one IR_SIGNAL/IR_WAIT per channel,
+ *     on the channel's pairing ordinal, done by the block's thread j for the j-th channel;
+ *   gsignal, grlxsignal, gwait, grlxwait (MSCCL++ PR #843) -> IR_SW_SIGNAL/IR_SW_WAIT;
+ *   put, pws, pwsf (memory: the executor puts and does not signal) -> one IR_PUT per destination;
+ *   get -> one IR_GET per source, only where the executor's swapped offsets are equal;
+ *   copy -> IR_COPY; re, rre -> IR_REDUCE chains (rre's sources on peers); res, rres -> the
+ *     same, then one IR_PUT of the sum per remote destination;
+ *   glres -> IR_SW_REDUCE_STORE; gstore -> IR_SW_STORE.
+ * A reduction of n sources is n - 1 element-wise IR_REDUCEs into the destination, the first
+ * reading the source the destination coincides with, if any (so none reads a chunk already
+ * overwritten). Every piece of one plan op has the op's position and a context naming the
+ * thread block and the op's index, which every message about it shows.
+ *
+ * Operands are in plan chunks, scaled by m->scale; with tbg_info the block does slice tbg_id of
+ * tbg_size of each operand (each sliced by its own size, as the executor's calcOffset does),
+ * of the size of the op's governing operand (the executor's: s0 for copies and reductions,
+ * each destination for puts, each source for gets).
+ */
+#include "mscclpp.h"
+
+#include <string.h>
+
+typedef struct Map {
+    Msc *m;
+    const MscOp *op;
+    IrOp base;          /* tb, loc, ctx */
+    const char *ctx_named; /* the context of a piece whose IR name is not the op's own */
+    bool failed;
+} Map;
+
+static void fail(Map *x, const json_t *at, const char *msg)
+{
+    if (!x->failed)
+        msc_error(x->m, at ? at : x->op->name_at, "%s (gpu %d, threadblock %d, op %d)", msg, x->m->rank, x->m->tb,
+                  x->m->k);
+    x->failed = true;
+}
+
+static void refuse(Map *x, const char *why)
+{
+    if (!x->failed)
+        msc_unsupported(x->m, x->op, "%s", why);
+    x->failed = true;
+}
+
+static const char *buf_word(char t)
+{
+    return t == 'i' ? "input (i)" : t == 'o' ? "output (o)" : "scratch (s)";
+}
+
+/* The IR range of operand o, sliced for the op's thread-block group, `size` plan chunks long
+   (the op's governing size). */
+static IrRange range(Map *x, const MscOperand *o, long long size)
+{
+    Msc *m = x->m;
+    IrRange r = {-1, 0, 0};
+    long long L = m->scale, g = x->op->tbg_size, have = msc_buf_chunks(m, o->type);
+    long long first = o->index * L + x->op->tbg_id * (o->size * L / g), count = size * L / g;
+    if (o->index + o->size > have || (first + count + L - 1) / L > have) {
+        long long hi = o->index + (o->size > size ? o->size : size);
+        const char *which = hi - o->index == 1 ? arena_printf(m->a, "chunk %lld", o->index)
+                                               : arena_printf(m->a, "chunks %lld to %lld", o->index, hi - 1);
+        fail(x, o->at, arena_printf(m->a, "%s of the %s %s outside it: it has %lld chunk%s", which, buf_word(o->type),
+                                    hi - o->index == 1 ? "is" : "are", have, have == 1 ? "" : "s"));
+        return r;
+    }
+    if (o->type == 's') {
+        r.buf = 2;
+    } else if (o->type == 'o' || (m->inplace && m->p->coll != COLL_CUSTOM)) {
+        r.buf = IR_OUTPUT;
+        if (o->type == 'i' && m->p->coll == COLL_ALLGATHER) { /* in place: the rank's block of the output */
+            if (o->where == MSC_MULTICAST) {
+                refuse(x, "a multicast operand on the input of an in-place allgather: the input is at another "
+                          "place of the output on each rank");
+                return r;
+            }
+            first += (long long)o->rank * m->gpu[0].in * L;
+        }
+    } else {
+        r.buf = IR_INPUT;
+    }
+    r.first = (int)first;
+    r.count = (int)count;
+    return r;
+}
+
+/* A piece of the plan op: its context names the op when the piece's own name differs (the
+   put of a "res"), so that messages say both. */
+static void emit(Map *x, IrOp op)
+{
+    const char *own = ir_kind_name(op.kind);
+    if (strcmp(own, x->op->name) && !(op.kind == IR_SIGNAL && strstr(x->op->name, "signal")) &&
+        !(op.kind == IR_WAIT && strstr(x->op->name, "wait")))
+        op.ctx = x->ctx_named;
+    if (!x->failed)
+        ir_append(x->m->p, x->m->rank, op);
+}
+
+static IrOp data_op(Map *x, IrKind k, int peer, IrRange dst, IrRange src)
+{
+    IrOp op = x->base;
+    op.kind = k;
+    op.peer = peer;
+    op.dst = dst;
+    op.src = src;
+    return op;
+}
+
+/* ---- Rule 3 --------------------------------------------------------------------------------- */
+
+static bool overlaps(IrRange a, IrRange b)
+{
+    return a.buf >= 0 && a.buf == b.buf && a.first < b.first + b.count && b.first < a.first + a.count;
+}
+
+static bool same(IrRange a, IrRange b)
+{
+    return a.buf == b.buf && a.first == b.first && a.count == b.count;
+}
+
+static const char *ir_chunks(const Msc *m, IrRange r)
+{
+    return r.count == 1 ? arena_printf(m->a, "%s[%d]", m->p->bufs[r.buf].name, r.first)
+                        : arena_printf(m->a, "%s[%d..%d]", m->p->bufs[r.buf].name, r.first, r.first + r.count);
+}
+
+/* What eval.c refuses in a .cdsl program: writing the caller's input, and a source that
+   overlaps the destination otherwise than exactly (a copy not at all). */
+static void rule3(Map *x, const IrOp *op, const json_t *dst_at)
+{
+    Msc *m = x->m;
+    if (x->failed)
+        return;
+    if (op->dst.buf == IR_INPUT) {
+        fail(x, dst_at, arena_printf(m->a, "this %s writes the input (i) of %s, which belongs to the caller: only an "
+                                     "in-place plan may write it", x->op->name,
+                                     op->kind == IR_PUT ? arena_printf(m->a, "gpu %d", op->peer)
+                                     : op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE ? "every gpu"
+                                                                                                 : "its gpu"));
+        return;
+    }
+    bool local = op->kind == IR_COPY || op->kind == IR_REDUCE || ir_is_switch(op->kind);
+    IrRange srcs[2] = {op->src, op->kind == IR_REDUCE && op->peer < 0 ? op->src2 : (IrRange){-1, 0, 0}};
+    for (int k = 0; local && k < 2; k++)
+        if (overlaps(op->dst, srcs[k]) && (op->kind == IR_COPY || !same(op->dst, srcs[k]))) {
+            fail(x, dst_at, arena_printf(m->a, "the %s's source %s and destination %s overlap%s", x->op->name,
+                                         ir_chunks(m, srcs[k]), ir_chunks(m, op->dst),
+                                         op->kind == IR_COPY ? "" : " otherwise than exactly, element for element"));
+            return;
+        }
+}
+
+/* ---- Operand shapes ------------------------------------------------------------------------- */
+
+static bool need(Map *x, int have, int want, bool src)
+{
+    if (have >= want)
+        return true;
+    fail(x, x->op->at, arena_printf(x->m->a, "a %s needs %s%d %s operand%s", x->op->name, want > 1 ? "at least " : "",
+                                    want, src ? "source (src_buff)" : "destination (dst_buff)", want == 1 ? "" : "s"));
+    return false;
+}
+
+static bool is(Map *x, const MscOperand *o, MscWhere w)
+{
+    static const char *const words[] = {"local ({\"type\": ...})", "remote ({\"buffer_id\": ...})",
+                                        "multicast ({\"switch_channel_id\": ...})"};
+    if (o->where == w)
+        return true;
+    fail(x, o->at, arena_printf(x->m->a, "this operand of a %s must be %s", x->op->name, words[w]));
+    return false;
+}
+
+static bool no_extra(Map *x, int have, int used, bool src)
+{
+    if (have <= used)
+        return true;
+    refuse(x, arena_printf(x->m->a, "its %s has %d operands and the executor uses only %d of them", src ? "src_buff"
+                           : "dst_buff", have, used));
+    return false;
+}
+
+/* ---- The ops ------------------------------------------------------------------------------------ */
+
+static void map_sync(Map *x, bool signal, bool relaxed)
+{
+    const MscOp *op = x->op;
+    if (op->chan != MSC_MEMORY) {
+        refuse(x, arena_printf(x->m->a, "the executor does nothing for a %s on a %s channel, so a %s missing there "
+                               "would go unseen", signal ? "signal" : "wait", msc_chan_name(op->chan),
+                               signal ? "release" : "wait"));
+        return;
+    }
+    if (!op->nchans)
+        fail(x, op->at, "it names no channel");
+    for (int j = 0; j < op->nchans; j++) {
+        const MscChannel *c = &x->m->gpu[x->m->rank].ch[MSC_MEMORY][op->chans[j]];
+        IrOp o = data_op(x, signal ? IR_SIGNAL : IR_WAIT, c->peer, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+        o.chan = c->pair;
+        o.relaxed = relaxed;
+        o.arg = j;
+        emit(x, o);
+    }
+}
+
+/* gsignal/gwait: cdsl's switch has one arrival counter, kept by one block per rank. */
+static void map_switch_sync(Map *x, bool signal, bool relaxed)
+{
+    Msc *m = x->m;
+    int group = m->gpu[m->rank].ch[MSC_SWITCH][x->op->chans[0]].group;
+    if (m->sw_barrier >= 0 && m->sw_barrier != group) {
+        refuse(x, "switch signals and waits on a second switch channel: cdsl's switch barrier is one counter");
+        return;
+    }
+    if (m->sw_unit[m->rank] >= 0 && m->sw_unit[m->rank] != m->tb) {
+        refuse(x, arena_printf(m->a, "switch signals and waits from threadblocks %d and %d of one gpu: the counter "
+                               "counts every arrival together, so a wait could pass on its own gpu's arrivals",
+                               m->sw_unit[m->rank], m->tb));
+        return;
+    }
+    m->sw_barrier = group;
+    m->sw_unit[m->rank] = m->tb;
+    IrOp o = data_op(x, signal ? IR_SW_SIGNAL : IR_SW_WAIT, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+    o.relaxed = relaxed;
+    emit(x, o);
+}
+
+static void map_put(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->ndst, 1, false))
+        return;
+    for (int i = 0; i < op->ndst && !x->failed; i++) {
+        if (i >= op->nsrc) {
+            refuse(x, "its src_buff is shorter than its dst_buff, and the executor sends nothing for the destinations "
+                      "without a source");
+            return;
+        }
+        if (!is(x, &op->dst[i], MSC_REMOTE) || !is(x, &op->src[i], MSC_LOCAL))
+            return;
+        if (op->src[i].type != op->src[0].type) {
+            refuse(x, "its sources are in different buffers, and the executor reads every source from the first's");
+            return;
+        }
+        IrOp o = data_op(x, IR_PUT, op->dst[i].rank, range(x, &op->dst[i], op->dst[i].size),
+                         range(x, &op->src[i], op->dst[i].size));
+        rule3(x, &o, op->dst[i].at);
+        emit(x, o);
+    }
+    no_extra(x, op->nsrc, op->ndst, true);
+}
+
+static void map_get(Map *x)
+{
+    const MscOp *op = x->op;
+    if (op->chan != MSC_MEMORY) {
+        refuse(x, "a get reads through a memory channel's remote buffer; it has none here");
+        return;
+    }
+    if (!need(x, op->nsrc, 1, true))
+        return;
+    for (int i = 0; i < op->nsrc && !x->failed; i++) {
+        if (!need(x, op->ndst, i + 1, false) || !is(x, &op->src[i], MSC_REMOTE) || !is(x, &op->dst[i], MSC_LOCAL))
+            return;
+        if (op->src[i].index != op->dst[i].index) {
+            refuse(x, arena_printf(x->m->a, "the executor swaps a get's offsets (it reads chunk %lld of the peer and "
+                                   "writes its chunk %lld, not the other way round); cdsl takes a get only where the "
+                                   "two are equal", op->dst[i].index, op->src[i].index));
+            return;
+        }
+        IrOp o = data_op(x, IR_GET, op->src[i].rank, range(x, &op->dst[i], op->src[i].size),
+                         range(x, &op->src[i], op->src[i].size));
+        rule3(x, &o, op->dst[i].at);
+        emit(x, o);
+    }
+    no_extra(x, op->ndst, op->nsrc, false);
+}
+
+static void map_copy(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !is(x, &op->dst[0], MSC_LOCAL) || !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
+        return;
+    IrOp o = data_op(x, IR_COPY, -1, range(x, &op->dst[0], op->src[0].size), range(x, &op->src[0], op->src[0].size));
+    rule3(x, &o, op->dst[0].at);
+    emit(x, o);
+}
+
+/* re, res, rre, rres: d0 = s0 + the other sources (local, or on peers for rre/rres), then for
+   res/rres the sum into each remote destination. */
+static void map_reduce(Map *x, bool remote_src, bool send)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, send ? 2 : 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !is(x, &op->dst[0], MSC_LOCAL) || (!send && !no_extra(x, op->ndst, 1, false)))
+        return;
+    long long size = op->src[0].size;
+    IrRange d0 = range(x, &op->dst[0], size), src[MSC_MAX_OPERANDS];
+    int peer[MSC_MAX_OPERANDS], first = 0;
+    for (int k = 0; k < op->nsrc && !x->failed; k++) {
+        if (k > 0 && !is(x, &op->src[k], remote_src ? MSC_REMOTE : MSC_LOCAL))
+            return;
+        src[k] = range(x, &op->src[k], size);
+        peer[k] = k > 0 && remote_src ? op->src[k].rank : -1;
+        if (peer[k] < 0 && same(src[k], d0))
+            first = k; /* in place: read the destination before anything overwrites it */
+    }
+    if (x->failed)
+        return;
+    if (op->nsrc == 1 && !same(src[0], d0)) {
+        IrOp o = data_op(x, IR_COPY, -1, d0, src[0]);
+        rule3(x, &o, op->dst[0].at);
+        emit(x, o);
+    }
+    IrRange acc = src[first];
+    for (int k = 0; k < op->nsrc && !x->failed; k++) {
+        if (k == first)
+            continue;
+        IrOp o = data_op(x, IR_REDUCE, peer[k], d0, acc);
+        o.src2 = src[k];
+        rule3(x, &o, op->dst[0].at);
+        emit(x, o);
+        acc = d0;
+    }
+    for (int k = 1; send && k < op->ndst && !x->failed; k++) {
+        if (!is(x, &op->dst[k], MSC_REMOTE))
+            return;
+        IrOp o = data_op(x, IR_PUT, op->dst[k].rank, range(x, &op->dst[k], size), d0);
+        rule3(x, &o, op->dst[k].at);
+        emit(x, o);
+    }
+}
+
+static void map_switch_data(Map *x, bool reduce)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) ||
+        !is(x, &op->src[0], reduce ? MSC_MULTICAST : MSC_LOCAL) || !is(x, &op->dst[0], MSC_MULTICAST) ||
+        !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
+        return;
+    IrOp o = data_op(x, reduce ? IR_SW_REDUCE_STORE : IR_SW_STORE, -1, range(x, &op->dst[0], op->src[0].size),
+                     range(x, &op->src[0], op->src[0].size));
+    rule3(x, &o, op->dst[0].at);
+    emit(x, o);
+}
+
+void msc_map(Msc *m, const MscOp *op)
+{
+    Map x = {m, op, {0}, NULL, false};
+    x.base.peer = -1;
+    x.base.tb = m->tb;
+    x.base.dst.buf = x.base.src.buf = x.base.src2.buf = -1;
+    x.base.loc = json_pos_loc(m->jp, op->name_at);
+    x.base.ctx = arena_printf(m->a, "threadblock %d, op %d", m->tb, m->k);
+    x.ctx_named = arena_printf(m->a, "%s at threadblock %d, op %d", op->name, m->tb, m->k);
+    const char *k = op->kind;
+    if (!strcmp(k, "nop")) {
+        emit(&x, data_op(&x, IR_NOP, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0}));
+    } else if (!strcmp(k, "barrier")) {
+        IrOp o = data_op(&x, IR_BARRIER, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+        o.chan = op->barrier_id;
+        o.arg = op->nblocks;
+        emit(&x, o);
+    } else if (!strcmp(k, "signal") || !strcmp(k, "rlxsignal") || !strcmp(k, "wait") || !strcmp(k, "rlxwait")) {
+        map_sync(&x, strstr(k, "signal") != NULL, !strncmp(k, "rlx", 3));
+    } else if (!strcmp(k, "gsignal") || !strcmp(k, "grlxsignal") || !strcmp(k, "gwait") || !strcmp(k, "grlxwait")) {
+        map_switch_sync(&x, strstr(k, "signal") != NULL, !strncmp(k, "grlx", 4));
+    } else if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf")) {
+        map_put(&x);
+    } else if (!strcmp(k, "get")) {
+        map_get(&x);
+    } else if (!strcmp(k, "copy")) {
+        map_copy(&x);
+    } else if (!strcmp(k, "re") || !strcmp(k, "res") || !strcmp(k, "rre") || !strcmp(k, "rres")) {
+        map_reduce(&x, k[0] == 'r' && k[1] == 'r', !strcmp(k, "res") || !strcmp(k, "rres"));
+    } else if (!strcmp(k, "glres") || !strcmp(k, "gstore")) {
+        map_switch_data(&x, !strcmp(k, "glres"));
+    } else {
+        refuse(&x, "cdsl has no mapping for it"); /* every name msc_decode accepts is above */
+    }
+}
