@@ -267,6 +267,7 @@ const char *cdsl_program_name(const cdsl_program *p) { return p ? p->name : NULL
 const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->collective : NULL; }
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }
+int cdsl_program_in_place(const cdsl_program *p) { return p && p->ir && p->ir->in_place; }
 
 int cdsl_is_plan(const char *path)
 {

@@ -146,6 +146,9 @@ const char *cdsl_program_name(const cdsl_program *p);
 const char *cdsl_program_collective(const cdsl_program *p);
 int cdsl_program_nranks(const cdsl_program *p);
 int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
+/* 1 when p runs in NCCL's in-place form: compiled with cdsl_compile_opts.in_place, or an
+ * MSCCL++ plan that says "inplace": true; 0 otherwise (also for NULL). */
+int cdsl_program_in_place(const cdsl_program *p);
 
 /* Programs by name. A program named without a folder ("allgather_ring", with or without
  * ".cdsl") is looked up as NAME.cdsl where imports are found after the importing file's

@@ -671,6 +671,8 @@ static int compile(Run *R, Args *a)
     }
     if (!a->comm.nranks) /* a plan says how many */
         a->c.opts.nranks = a->comm.nranks = cdsl_program_nranks(R->prog);
+    if (cdsl_program_in_place(R->prog)) /* a plan may say so itself */
+        a->c.opts.in_place = 1;
     if (a->unchecked)
         fputs("cdslrun: warning: --unchecked: the program was not checked; races and deadlocks show up, "
               "if at all, at run time\n",

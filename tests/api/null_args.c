@@ -31,7 +31,7 @@ static const char *const functions[] = {
     "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
     "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
     "cdsl_check_detail", "cdsl_comm_device_info", "cdsl_find_program", "cdsl_stdlib_dir",
-    "cdsl_is_plan", "cdsl_emit_mscclpp",
+    "cdsl_is_plan", "cdsl_emit_mscclpp", "cdsl_program_in_place",
 };
 
 static int failures;
@@ -119,6 +119,8 @@ static void program(cdsl_program *p, FILE *quiet)
     done("cdsl_program_nranks");
     EXPECT(cdsl_program_chunks(NULL) == 0);
     done("cdsl_program_chunks");
+    EXPECT(cdsl_program_in_place(NULL) == 0 && cdsl_program_in_place(p) == 0);
+    done("cdsl_program_in_place");
     EXPECT(cdsl_emit_cuda(NULL, CDSL_BACKEND_P2P, CDSL_F32) == NULL);
     done("cdsl_emit_cuda");
     EXPECT(cdsl_is_plan(NULL) == 0);
