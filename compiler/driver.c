@@ -109,7 +109,7 @@ static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *progr
 static int import_plan(cdsl_program *p, const cdsl_compile_opts *o)
 {
     if (o->stop_after == CDSL_STAGE_PARSE) {
-        diag_fatal(&p->diag, "'%s' is an MSCCL++ plan: it has no syntax tree to dump (--dump-ir shows what it became)",
+        diag_fatal(&p->diag, "'%s' is an MSCCL++ plan: it has no syntax tree to dump (its IR dump shows what it became)",
                    o->path);
         return CDSL_ERR_USAGE;
     }

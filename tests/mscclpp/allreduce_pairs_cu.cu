@@ -696,9 +696,6 @@ __device__ void plan_0_leave(const CdslArgs &a)
 
 __device__ void plan_0(const CdslArgs &a)
 {
-    cdsl_copy(a, B_output, 0, B_input, 0, 4);  // in place: the input is the output
-    if (!cdsl_grid_barrier(a, 1, 0))
-        return;
     switch (blockIdx.x) {
     case 0: plan_0_0(a); break;
     case 1: plan_0_1(a); break;
@@ -777,9 +774,6 @@ __device__ void plan_1_leave(const CdslArgs &a)
 
 __device__ void plan_1(const CdslArgs &a)
 {
-    cdsl_copy(a, B_output, 0, B_input, 0, 4);  // in place: the input is the output
-    if (!cdsl_grid_barrier(a, 1, 0))
-        return;
     switch (blockIdx.x) {
     case 0: plan_1_0(a); break;
     case 1: plan_1_1(a); break;
