@@ -823,7 +823,7 @@ static IrProgram *import_json(Msc *m, int nranks, bool *usage)
         return NULL;
     }
     if (nranks && (size_t)nranks != n) {
-        msc_error(m, gpus, "the plan has %zu gpus, but -n %d was given", n, nranks);
+        msc_error(m, gpus, "the plan has %zu gpus, but %d ranks were asked for", n, nranks);
         *usage = true;
         return NULL;
     }
