@@ -9,6 +9,10 @@
 #          GPU at several sizes and types, each verified (issue 9)
 #   mp     bench/mp_gpu.sh: one process per rank on the GPU engines (issue 10)
 #   check  bench/gpu_check.sh: every stdlib program verified on p2p, ranks sharing the GPUs
+#   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (issue 12)
+#   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies (issue 11)
+# A .carry/ folder (include/, lib/: jansson's and cJSON's headers and libraries, for GPU hosts
+# without the Debian -dev packages) is used for the build and at run time when present.
 # Every step is bounded; everything written goes into $OUT/session.tar.gz (the device tool
 # brings back at most 8 files) and each step's summary to standard output.
 # SAFETY: the NVLS-off variables are exported first; nothing here uses the nvls backend.
@@ -17,6 +21,10 @@ cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-bench/results/session-$(date +%Y%m%d-%H%M%S)}
 W=$OUT/work; mkdir -p "$W"
 steps=${*:-build gen mp check}
+if [ -d .carry/lib ]; then
+    export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    CARRY_FLAGS=(XCFLAGS="-I$PWD/.carry/include" LDXFLAGS="-L$PWD/.carry/lib")
+fi
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "# $(date -u) $(hostname): $NGPU GPU(s); steps: $steps" | tee "$W/session.txt"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$W/session.txt"
@@ -25,8 +33,9 @@ for s in $steps; do
     case $s in
     build)
         step build
-        bash bench/gpu_check.sh --build >"$W/build.txt" 2>&1 && make -j"$(nproc)" LEMPAR="$PWD/grammar/parser.y" \
-            RE2C=false LEMON=false all >>"$W/build.txt" 2>&1
+        touch build/gen/lexer.c build/gen/parser.c build/gen/parser.h
+        make -j"$(nproc)" LEMPAR="$PWD/grammar/parser.y" RE2C=false LEMON=false "${CARRY_FLAGS[@]}" all \
+            >"$W/build.txt" 2>&1
         echo "build rc=$?" | tee -a "$W/session.txt" ;;
     gen)
         step gen
@@ -48,6 +57,17 @@ for s in $steps; do
             timeout "$(( ${CHECK_S:-150} + 60 ))" bash bench/gpu_check.sh >"$W/check.txt" 2>&1
         echo "check rc=$?" | tee -a "$W/session.txt"
         tail -25 "$W/check.txt" | tee -a "$W/session.txt" ;;
+    plans)
+        step plans
+        OUT="$W/plans" timeout "${PLANS_S:-200}" bash bench/mscclpp_gpu.sh >"$W/plans.txt" 2>&1
+        echo "plans rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[(PASS|FAIL)\]" "$W/plans.txt" | tee -a "$W/session.txt" ;;
+    ce)
+        step ce
+        OUT="$W/ce" CE_GPU_MAX_S="${CE_S:-150}" timeout "$(( ${CE_S:-150} + 30 ))" bash bench/ce_gpu.sh >"$W/ce.txt" 2>&1
+        echo "ce rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[(PASS|FAIL)\]" "$W/ce.txt" | tee -a "$W/session.txt"
+        [ -f "$W/ce/table.txt" ] && tee -a "$W/session.txt" <"$W/ce/table.txt" ;;
     esac
 done
 tar -C "$OUT" -czf "$OUT/session.tar.gz" work 2>/dev/null && rm -rf "$W"
