@@ -21,10 +21,18 @@ cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-bench/results/session-$(date +%Y%m%d-%H%M%S)}
 W=$OUT/work; mkdir -p "$W"
 steps=${*:-build gen mp check}
-if [ -d .carry/lib ]; then
+if [ -d .carry/lib ]; then   # gcc reads CPATH and LIBRARY_PATH: every make below sees them
     export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    CARRY_FLAGS=(XCFLAGS="-I$PWD/.carry/include" LDXFLAGS="-L$PWD/.carry/lib")
+    export CPATH=$PWD/.carry/include${CPATH:+:$CPATH} LIBRARY_PATH=$PWD/.carry/lib${LIBRARY_PATH:+:$LIBRARY_PATH}
 fi
+# With MPS=1 and one GPU, the mp step runs under the CUDA MPS daemon, so that two processes'
+# kernels run at the same time on it (without it they take turns, in slices of milliseconds).
+mps_start() {
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/cdsl-mps CUDA_MPS_LOG_DIRECTORY=/tmp/cdsl-mps-log
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d && echo "# MPS daemon started" | tee -a "$W/session.txt"
+}
+mps_stop() { echo quit | nvidia-cuda-mps-control 2>/dev/null; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; }
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "# $(date -u) $(hostname): $NGPU GPU(s); steps: $steps" | tee "$W/session.txt"
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader 2>&1 | tee -a "$W/session.txt"
@@ -34,7 +42,7 @@ for s in $steps; do
     build)
         step build
         touch build/gen/lexer.c build/gen/parser.c build/gen/parser.h
-        make -j"$(nproc)" LEMPAR="$PWD/grammar/parser.y" RE2C=false LEMON=false "${CARRY_FLAGS[@]}" all \
+        make -j"$(nproc)" LEMPAR="$PWD/grammar/parser.y" RE2C=false LEMON=false all \
             >"$W/build.txt" 2>&1
         echo "build rc=$?" | tee -a "$W/session.txt" ;;
     gen)
@@ -46,8 +54,10 @@ for s in $steps; do
         grep -E "^\[FAIL\]|passed|accepted|verified|disagree" "$W/gen.txt" | tail -15 | tee -a "$W/session.txt" ;;
     mp)
         step mp
+        [ "${MPS:-0}" = 1 ] && [ "$NGPU" = 1 ] && mps_start
         OUT="$W/mp" MP_GPU_MAX_S="${MP_S:-300}" timeout "$(( ${MP_S:-300} + 30 ))" bash bench/mp_gpu.sh >"$W/mp.txt" 2>&1
         echo "mp rc=$?" | tee -a "$W/session.txt"
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop
         grep -E "^\[(PASS|FAIL)\]|^# mode" "$W/mp.txt" | tee -a "$W/session.txt"
         [ -f "$W/mp/ratio.txt" ] && tee -a "$W/session.txt" <"$W/mp/ratio.txt" ;;
     check)
