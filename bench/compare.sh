@@ -8,7 +8,9 @@
 # "// expect: reject"). Default: allgather_nvls, barrier_switch, every stdlib
 # allreduce_* and reducescatter_*, and every stdlib/*_ll*.cdsl there is. Environment: SIZES
 # (default 1K:1G), OUT (raw outputs go to $OUT/compare, else a fresh /tmp folder), BUDGET_S
-# (programs that would start later are skipped, default 360), PYTHON, NVCC.
+# (programs that would start later than this many seconds after the script began are skipped,
+# default 420; each program has at most 100 s, each NCCL run 90 s), PYTHON, NVCC, ANCHOR_ARCH (nvcc's -arch,
+# default native).
 #
 # In order, one thing at a time so that nothing competes:
 #   1. bench/anchors.cu (built here with nvcc): cudaMemcpyPeer, a peer-write kernel, an empty
@@ -32,7 +34,7 @@ bash bench/gpu_check.sh --build || exit 3    # make, unless CDSLC/CDSLRUN name o
 CDSLRUN=${CDSLRUN:-build/cdslrun}
 SIZES=${SIZES:-1K:1G}
 PYTHON=${PYTHON:-python3}
-BUDGET_S=${BUDGET_S:-360}
+BUDGET_S=${BUDGET_S:-420}
 ITERS=200
 LOGS=${OUT:+$OUT/compare}
 LOGS=${LOGS:-$(mktemp -d /tmp/compare.XXXXXX)}
@@ -47,7 +49,7 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1 | se
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 echo "# anchors (bench/anchors.cu)"
 if "$NVCC" -O2 -arch="${ANCHOR_ARCH:-native}" -o build/anchors bench/anchors.cu >"$LOGS/anchors_build.txt" 2>&1; then
-    timeout 180 build/anchors "$ITERS" >"$LOGS/anchors.txt" 2>&1 || echo "# anchors: exit $?"
+    timeout 60 build/anchors "$ITERS" >"$LOGS/anchors.txt" 2>&1 || echo "# anchors: exit $?"
     cat "$LOGS/anchors.txt"
 else
     echo "# anchors: nvcc failed: $(tail -2 "$LOGS/anchors_build.txt" | tr '\n' ' ')" | tee "$LOGS/anchors.txt"
@@ -61,7 +63,7 @@ nccl() {   # nccl COLL SUFFIX [--graph]
         return
     fi
     echo "# NCCL $1${3:+, one CUDA graph}"
-    timeout 240 "$PYTHON" bench/nccl_allgather.py --coll "$1" --nranks 2 --sizes "$SIZES" --iters "$ITERS" ${3:+"$3"} \
+    timeout 90 "$PYTHON" bench/nccl_allgather.py --coll "$1" --nranks 2 --sizes "$SIZES" --iters "$ITERS" ${3:+"$3"} \
         >"$f" 2>"$LOGS/nccl_$1$2.err" || echo "# nccl_allgather.py --coll $1 $3 failed: $(tail -2 "$LOGS/nccl_$1$2.err" | tr '\n' ' ')"
 }
 nccl allgather ""
@@ -87,16 +89,16 @@ if [ ${#progs[@]} = 0 ]; then
         [ -f "$f" ] && progs+=("$(basename "$f" .cdsl)")
     done
 fi
-start=$SECONDS names=()
+names=()
 for p in "${progs[@]}"; do
     f=$p; [ -f "$f" ] || f=stdlib/$p.cdsl
     name=$(basename "$f" .cdsl)
-    if [ $((SECONDS - start)) -gt "$BUDGET_S" ]; then
+    if [ "$SECONDS" -gt "$BUDGET_S" ]; then
         echo "# $name: skipped (past BUDGET_S=$BUDGET_S s)"
         continue
     fi
     echo "# cdsl $name"
-    timeout 200 "$CDSLRUN" "$f" "${PLACE[@]}" --backend p2p --sizes "$SIZES" --bench >"$LOGS/cdsl_$name.txt" 2>&1 ||
+    timeout 100 "$CDSLRUN" "$f" "${PLACE[@]}" --backend p2p --sizes "$SIZES" --bench >"$LOGS/cdsl_$name.txt" 2>&1 ||
         echo "# $name: exit $?: $(grep -m2 -E 'error|gave up' "$LOGS/cdsl_$name.txt" | tr '\n' ' ')"
     grep -q '^# [^ ]*: allgather,' "$LOGS/cdsl_$name.txt" && names+=("$name")
 done
