@@ -10,7 +10,7 @@
 # (default 1K:1G), OUT (raw outputs go to $OUT/compare, else a fresh /tmp folder), BUDGET_S
 # (programs that would start later than this many seconds after the script began are skipped,
 # default 420; each program has at most 100 s, each NCCL run 90 s), PYTHON, NVCC, ANCHOR_ARCH (nvcc's -arch,
-# default native).
+# default native, then sm_90).
 #
 # In order, one thing at a time so that nothing competes:
 #   1. bench/anchors.cu (built here with nvcc): cudaMemcpyPeer, a peer-write kernel, an empty
@@ -48,7 +48,8 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1 | se
 # ---- 1. anchors ---------------------------------------------------------------------------------
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 echo "# anchors (bench/anchors.cu)"
-if "$NVCC" -O2 -arch="${ANCHOR_ARCH:-native}" -o build/anchors bench/anchors.cu >"$LOGS/anchors_build.txt" 2>&1; then
+build_anchors() { "$NVCC" -O2 -arch="$1" -o build/anchors bench/anchors.cu >>"$LOGS/anchors_build.txt" 2>&1; }
+if build_anchors "${ANCHOR_ARCH:-native}" || { [ -z "${ANCHOR_ARCH:-}" ] && build_anchors sm_90; }; then
     timeout 60 build/anchors "$ITERS" >"$LOGS/anchors.txt" 2>&1 || echo "# anchors: exit $?"
     cat "$LOGS/anchors.txt"
 else
