@@ -41,6 +41,7 @@ LOGS=${LOGS:-$(mktemp -d /tmp/compare.XXXXXX)}
 mkdir -p "$LOGS"
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 if [ "$NGPU" -ge 2 ]; then PLACE=(-n 2); else PLACE=(-n 2 --ranks-per-gpu 2); fi
+echo "$NGPU" >"$LOGS/gpus.txt"     # bench/targets.py: one GPU makes every verdict n/a-1gpu
 echo "# compare: $(date -u +%FT%TZ), $NGPU GPU(s), sizes $SIZES, raw outputs in $LOGS"
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader 2>&1 | sed 's/^/# /'
 [ "$NGPU" -ge 2 ] || echo "# ONE GPU: both ranks share it; no figure here is comparable with the 2-GPU targets"

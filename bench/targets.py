@@ -4,12 +4,13 @@
     bench/targets.py LOGDIR
 
 LOGDIR holds what compare.sh wrote: anchors.txt (bench/anchors.cu's `anchor NAME VALUE UNIT`
-lines), nccl_<coll>[_graph].txt (bench/nccl_allgather.py) and <program>.txt (`cdslrun --bench`
-rows: size count type time algbw busbw #wrong). Prints one row per target and size: what was
-measured, the ratio the target is stated in, and PASS, FAIL or n/a (a figure is missing). When
-the anchors say one GPU (`anchor gpus 1`), every verdict is n/a-1gpu: the ranks shared one GPU
-and the anchors are copies within it, so no figure is comparable with the two-GPU targets (the
-ratios are still printed, for comparing runs of the same kind).
+lines), nccl_<coll>[_graph].txt (bench/nccl_allgather.py), cdsl_<program>.txt (`cdslrun --bench`
+rows: size count type time algbw busbw #wrong) and gpus.txt (how many GPUs it saw). Prints one
+row per target and size: what was measured, the ratio the target is stated in, and PASS, FAIL
+or n/a (a figure is missing). When gpus.txt or the anchors say one GPU, every verdict is
+n/a-1gpu: the ranks shared one GPU and the anchors are copies within it, so no figure is
+comparable with the two-GPU targets (the ratios are still printed, for comparing runs of the
+same kind).
 
 Targets (issue 11, 2 x H200):
   T1 allgather_nvls (p2p flavour), 1-16 KiB: <= 2.5 us and <= 0.35 x NCCL's CUDA-graph time
@@ -55,6 +56,15 @@ def read_anchors(path):
     except OSError:
         pass
     return out
+
+
+def read_gpus(path):
+    """The GPU count compare.sh saw (gpus.txt); 2 when it did not say."""
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 2
 
 
 def collective_of(path):
@@ -104,7 +114,7 @@ def main():
         sys.exit("usage: bench/targets.py LOGDIR")
     d = sys.argv[1]
     anchors = read_anchors(os.path.join(d, "anchors.txt"))
-    one_gpu = anchors.get("gpus", 2) < 2
+    one_gpu = anchors.get("gpus", 2) < 2 or read_gpus(os.path.join(d, "gpus.txt")) < 2
     nccl = {c: (read_rows(os.path.join(d, "nccl_%s.txt" % c)), read_rows(os.path.join(d, "nccl_%s_graph.txt" % c)))
             for c in ("allgather", "reducescatter", "allreduce")}
     progs = {"allgather": {}, "reducescatter": {}, "allreduce": {}, "barrier": {}}
