@@ -7,7 +7,8 @@
 #   CDSLC=... CDSLRUN=...           other binaries (then nothing is rebuilt)
 #
 # For each program, three placements: -n 2 (one rank per GPU), -n 4 --ranks-per-gpu 2 and
-# -n 8 --ranks-per-gpu 4, each over --sizes 1K:1G with --bench (nccl-tests rows, verified).
+# -n 8 --ranks-per-gpu 4, each over --sizes 1K:1G with --bench (nccl-tests rows, verified)
+# and --iters ITERS (default 20: a correctness check; bench/compare.sh times 200).
 # Environment: SIZES (default 1K:1G), CONFIGS (default "2:1 4:2 8:4", n:ranks-per-gpu),
 # BUDGET_S (default 540: runs that would start later are listed as skipped, so the whole
 # check fits in one 10-minute call), OUT (logs go to $OUT/gpu_check when set).
@@ -119,7 +120,7 @@ for f in "$DIR"/*.cdsl; do
         limit=$((left < 300 ? left : 300))
         echo "# $name -n $n --ranks-per-gpu $rpg --sizes $SIZES"
         timeout "$limit" "$CDSLRUN" "$f" -n "$n" --backend p2p --ranks-per-gpu "$rpg" \
-            --sizes "$SIZES" --bench >"$log" 2>&1
+            --sizes "$SIZES" --bench --iters "${ITERS:-20}" >"$log" 2>&1
         rc=$?
         grep -E '^#|^ +[0-9]+ |error' "$log" | sed 's/^/    /' | head -40
         [ $rc = 0 ] || fails=$((fails + 1))

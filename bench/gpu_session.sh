@@ -2,7 +2,8 @@
 # bench/gpu_session.sh - one device call that checks what landed since the last GPU run, on
 # whatever GPUs the machine has (a one-H200 machine: every rank shares GPU 0).
 #
-#   OUT=... bash bench/gpu_session.sh [STEP ...]     steps: build gen mp check (default: all)
+#   OUT=... bash bench/gpu_session.sh [STEP ...]     steps: build gen mp check (the default),
+#                                                    plans, ce, compare
 #
 #   build  make the tools here (no re2c/lemon on the GPU hosts: the carried build/gen is used)
 #   gen    tests/gen/diff.sh --backend p2p: generated programs the checker accepts, run on the
@@ -11,6 +12,11 @@
 #   check  bench/gpu_check.sh: every stdlib program verified on p2p, ranks sharing the GPUs
 #   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (issue 12)
 #   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies (issue 11)
+#   compare  bench/compare.sh: the physical anchors (bench/anchors.cu, built with nvcc), NCCL and
+#          cdsl's programs in one go, and issue 11's targets with PASS/FAIL/n/a (COMPARE_S,
+#          default 330 s; programs that would start in its last 100 s are skipped). Build, the
+#          GPU checks and the targets in one call of about 9 minutes at most:
+#          CHECK_S=60 bash bench/gpu_session.sh build check compare
 # A .carry/ folder (include/, lib/: jansson's and cJSON's headers and libraries, for GPU hosts
 # without the Debian -dev packages) is used for the build and at run time when present.
 # Every step is bounded; everything written goes into $OUT/session.tar.gz (the device tool
@@ -72,6 +78,17 @@ for s in $steps; do
         OUT="$W/plans" timeout "${PLANS_S:-200}" bash bench/mscclpp_gpu.sh >"$W/plans.txt" 2>&1
         echo "plans rc=$?" | tee -a "$W/session.txt"
         grep -E "^\[(PASS|FAIL)\]" "$W/plans.txt" | tee -a "$W/session.txt" ;;
+    compare)
+        step compare
+        cs=${COMPARE_S:-330}
+        OUT="$W" BUDGET_S=$((cs - 100)) timeout "$cs" bash bench/compare.sh >"$W/compare.txt" 2>&1
+        echo "compare rc=$?" | tee -a "$W/session.txt"
+        # Cut short by the timeout: judge what did run.
+        [ -f "$W/compare/targets.txt" ] || python3 bench/targets.py "$W/compare" >"$W/compare/targets.txt" 2>&1
+        grep -E "^anchor |^# (ONE GPU|anchors:|NCCL: n/a|nccl_allgather.py|[a-z_]+: (exit|skipped))" "$W/compare.txt" |
+            tee -a "$W/session.txt"
+        [ -f "$W/compare/table.txt" ] && tee -a "$W/session.txt" <"$W/compare/table.txt"
+        [ -f "$W/compare/targets.txt" ] && tee -a "$W/session.txt" <"$W/compare/targets.txt" ;;
     ce)
         step ce
         OUT="$W/ce" CE_GPU_MAX_S="${CE_S:-150}" timeout "$(( ${CE_S:-150} + 30 ))" bash bench/ce_gpu.sh >"$W/ce.txt" 2>&1

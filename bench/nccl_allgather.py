@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""bench/nccl_allgather.py - NCCL's allgather through PyTorch, printed the way nccl-tests does.
+"""bench/nccl_allgather.py - NCCL's allgather (or reduce-scatter, allreduce) through PyTorch,
+printed the way nccl-tests does.
 
 The baseline `bench/compare.sh` puts next to `cdslrun --bench`. One process per GPU
-(torch.multiprocessing), NCCL with NVLink SHARP off. For every size - the bytes of one rank's
-output, as nccl-tests and cdslrun count an allgather - it warms up, then times `iters`
-back-to-back all_gather_into_tensor calls between two CUDA events on the current stream,
-either launched one by one or captured once into a CUDA graph and replayed (--graph), takes
-the slowest rank's mean, and checks one more run's result (every rank's chunk p must hold
-p + 1).
+(torch.multiprocessing), NCCL with NVLink SHARP off. For every size - the larger of one rank's
+input and output in bytes, as nccl-tests and cdslrun count: an allgather's output, a
+reduce-scatter's input, an allreduce's buffer - it warms up, then times `iters` back-to-back
+calls between two CUDA events on the current stream, either launched one by one or captured
+once into a CUDA graph and replayed (--graph: one untimed replay, then one timed, as cdslrun
+replays its chain), takes the slowest rank's mean, and checks one more run's result on fresh
+inputs (rank p's input holds p + 1: an allgather's chunk p must hold p + 1, a sum n(n+1)/2).
+The allreduce runs in place (torch's all_reduce), so its timed runs sum sums; only the check
+starts from fresh inputs.
 
-    bench/nccl_allgather.py [--sizes 1K:1G[:F]] [--iters 20] [--warmup 5] [--graph] [--nranks 2]
+    bench/nccl_allgather.py [--coll allgather|reducescatter|allreduce] [--sizes 1K:1G[:F]]
+                            [--iters 20] [--warmup 5] [--graph] [--nranks 2]
 
 SAFETY: multicast objects are forbidden on the shared GPU hosts (shared/reference/NVLS.md).
 The NVLS-off variables are forced below, before torch is imported, so that this process and
@@ -67,14 +72,24 @@ def init(rank, world, port):
     return device
 
 
-def timed_us(out, inp, iters, use_graph):
-    """Mean microseconds of one allgather over `iters` back-to-back calls."""
+def call(coll, out, inp):
+    """One collective call: out from inp (allreduce: inp in place)."""
+    if coll == "allgather":
+        dist.all_gather_into_tensor(out, inp)
+    elif coll == "reducescatter":
+        dist.reduce_scatter_tensor(out, inp)
+    else:
+        dist.all_reduce(inp)
+
+
+def timed_us(coll, out, inp, iters, use_graph):
+    """Mean microseconds of one call over `iters` back-to-back calls."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     if use_graph:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             for _ in range(iters):
-                dist.all_gather_into_tensor(out, inp)
+                call(coll, out, inp)
         graph.replay()  # the first replay uploads the graph; time the second
         torch.cuda.synchronize()
         start.record()
@@ -83,30 +98,41 @@ def timed_us(out, inp, iters, use_graph):
     else:
         start.record()
         for _ in range(iters):
-            dist.all_gather_into_tensor(out, inp)
+            call(coll, out, inp)
         end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) * 1000.0 / iters
 
 
-def wrong_elements(out, inp, world):
+def wrong_elements(coll, out, inp, world, rank):
+    inp.fill_(float(rank + 1))
     out.fill_(-1)
-    dist.all_gather_into_tensor(out, inp)
-    expected = torch.arange(1, world + 1, device=out.device, dtype=out.dtype)
-    return int((out.view(world, -1) != expected[:, None]).sum().item())
+    call(coll, out, inp)
+    if coll == "allgather":
+        expected = torch.arange(1, world + 1, device=out.device, dtype=out.dtype)
+        return int((out.view(world, -1) != expected[:, None]).sum().item())
+    got = out if coll == "reducescatter" else inp
+    return int((got != world * (world + 1) / 2).sum().item())
+
+
+def buffers(coll, elems, world, rank, device):
+    """(out, inp) for `elems` elements of the larger buffer."""
+    small = elems // world
+    n_in, n_out = {"allgather": (small, elems), "reducescatter": (elems, small), "allreduce": (elems, 1)}[coll]
+    inp = torch.full((n_in,), float(rank + 1), device=device, dtype=torch.float32)
+    return torch.empty((n_out,), device=device, dtype=torch.float32), inp
 
 
 def one_size(size, world, rank, device, args):
     elems = size // 4 // world * world  # f32, a whole number of elements per rank
     if elems == 0:
         return None
-    inp = torch.full((elems // world,), float(rank + 1), device=device, dtype=torch.float32)
-    out = torch.empty((elems,), device=device, dtype=torch.float32)
+    out, inp = buffers(args.coll, elems, world, rank, device)
     for _ in range(args.warmup):
-        dist.all_gather_into_tensor(out, inp)
-    us = torch.tensor([timed_us(out, inp, args.iters, args.graph)], device=device)
+        call(args.coll, out, inp)
+    us = torch.tensor([timed_us(args.coll, out, inp, args.iters, args.graph)], device=device)
     dist.all_reduce(us, op=dist.ReduceOp.MAX)
-    wrong = torch.tensor([wrong_elements(out, inp, world)], device=device)
+    wrong = torch.tensor([wrong_elements(args.coll, out, inp, world, rank)], device=device)
     dist.all_reduce(wrong, op=dist.ReduceOp.SUM)
     return elems * 4, elems, us.item(), int(wrong.item())
 
@@ -117,8 +143,8 @@ def worker(rank, world, port, args):
         mode = "one CUDA graph of %d calls" % args.iters if args.graph else "%d calls" % args.iters
         nccl = torch.cuda.nccl.version()
         nccl = ".".join(map(str, nccl)) if isinstance(nccl, tuple) else str(nccl)
-        print("# nccl allgather: torch %s, NCCL %s, %d ranks, f32, %d warmup + %s per size, NVLS off"
-              % (torch.__version__, nccl, world, args.warmup, mode))
+        print("# nccl %s: torch %s, NCCL %s, %d ranks, f32, %d warmup + %s per size, NVLS off"
+              % (args.coll, torch.__version__, nccl, world, args.warmup, mode))
         print("#\n# %10s  %12s  %6s  %10s  %11s  %11s  %6s"
               % ("size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong"))
         sys.stdout.flush()
@@ -127,8 +153,9 @@ def worker(rank, world, port, args):
         if row and rank == 0:
             nbytes, count, us, wrong = row
             algbw = nbytes / us / 1e3
+            factor = (2.0 if args.coll == "allreduce" else 1.0) * (world - 1) / world
             print("  %10d  %12d  %6s  %10.2f  %11.2f  %11.2f  %6d"
-                  % (nbytes, count, "f32", us, algbw, algbw * (world - 1) / world, wrong))
+                  % (nbytes, count, "f32", us, algbw, algbw * factor, wrong))
             sys.stdout.flush()
     dist.barrier()
     dist.destroy_process_group()
@@ -136,6 +163,7 @@ def worker(rank, world, port, args):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--coll", default="allgather", choices=("allgather", "reducescatter", "allreduce"))
     ap.add_argument("--sizes", default="1K:1G")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=5)

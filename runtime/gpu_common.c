@@ -759,15 +759,22 @@ static int gpu_graph_warn(GpuComm *g, CUresult r, const char *what)
 }
 
 /* Capture `chain` launches per rank into one graph (kept until the buffers, the module, the
- * chunk size or the grid change), instantiate and upload it outside the timed region. */
+ * chunk size or the grid change), instantiate and upload it outside the timed region. A run
+ * whose shape and chain match the kept graph replays it without capturing: the tools warm up
+ * with exactly the timed run's iteration count for that reason (issue 11), and the TRACE log
+ * says which of the two happened. */
 static int gpu_graph_ready(GpuComm *g, CdslArgs *args, size_t chunk_bytes, unsigned blocks,
                            int chain)
 {
     GpuGraph *gr = &g->graph;
     if (gr->exec && gr->chunk_bytes == chunk_bytes && gr->chain == chain &&
-        gr->blocks == blocks && gr->generation == g->generation)
+        gr->blocks == blocks && gr->generation == g->generation) {
+        log_msg(LOG_TRACE, "graph: replaying the kept graph (chain of %d launches per rank, "
+                "%zu-byte chunks, %u blocks)", chain, chunk_bytes, blocks);
         return CDSL_OK;
+    }
     gpu_drop_graph(g);
+    double t0 = log_clock();
     CUstream origin = g->ranks[0].stream;
     int st = gpu_use(g, 0);
     if (st)
@@ -792,6 +799,8 @@ static int gpu_graph_ready(GpuComm *g, CdslArgs *args, size_t chunk_bytes, unsig
     gr->chain = chain;
     gr->blocks = blocks;
     gr->generation = g->generation;
+    log_msg(LOG_TRACE, "graph: captured a chain of %d launches per rank (%zu-byte chunks, %u blocks) "
+            "in %.3f ms", chain, chunk_bytes, blocks, log_ms_since(t0));
     return CDSL_OK;
 }
 
@@ -802,13 +811,22 @@ static int gpu_use_graphs(const GpuComm *g, int iters)
            !(off && *off && strcmp(off, "0") != 0);
 }
 
+/* The chain for iters runs: iters itself up to GPU_GRAPH_MAX_CHAIN, else iters split into
+ * equal replays (1000 -> 4 x 250), so that at most replays - 1 runs are left over to launch
+ * directly, instead of up to GPU_GRAPH_MAX_CHAIN - 1 of them. */
+static int gpu_chain(int iters)
+{
+    int replays = (iters + GPU_GRAPH_MAX_CHAIN - 1) / GPU_GRAPH_MAX_CHAIN;
+    return iters / replays;
+}
+
 /* Launch iters runs of every rank between the start and stop events on the origin. */
 static int gpu_timed(GpuComm *g, CdslArgs *args, unsigned blocks, size_t chunk_bytes, int iters,
                      float *ms)
 {
     int chain = 0, st;
     if (gpu_use_graphs(g, iters)) {
-        chain = iters < GPU_GRAPH_MAX_CHAIN ? iters : GPU_GRAPH_MAX_CHAIN;
+        chain = gpu_chain(iters);
         if ((st = gpu_graph_ready(g, args, chunk_bytes, blocks, chain))) {
             if (!g->no_graphs)
                 return st;      /* a launch failed */
@@ -822,6 +840,9 @@ static int gpu_timed(GpuComm *g, CdslArgs *args, unsigned blocks, size_t chunk_b
     int done = 0;
     for (; chain > 0 && done + chain <= iters; done += chain)
         GPU_TRY(g, 0, g->cu->GraphLaunch(g->graph.exec, origin), "launching the graph");
+    if (chain > 0)
+        log_msg(LOG_TRACE, "graph: %d replay%s of %d launches per rank, %d run%s launched directly",
+                done / chain, done / chain == 1 ? "" : "s", chain, iters - done, iters - done == 1 ? "" : "s");
     if (done < iters && (st = gpu_launch_all(g, args, blocks, iters - done)))
         return st;
     if ((st = gpu_use(g, 0)))

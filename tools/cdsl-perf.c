@@ -91,7 +91,10 @@ static const char usage_text[] =
     "  -i, --stepbytes SIZE      add this between sizes (default 1M; unless -f)\n"
     "  -f, --stepfactor F        multiply by F between sizes\n"
     "  -n, --iters N             timed runs per size (default 20)\n"
-    "  -w, --warmup_iters N      untimed runs first (default 1)\n"
+    "  -w, --warmup_iters N      untimed runs first (default 1), rounded up to whole timed\n"
+    "                            calls (N runs become ceil(N / iters) calls of -n runs; of 1\n"
+    "                            with -z): the timed calls then replay the CUDA graph the\n"
+    "                            warm-up captured, and no capture is timed\n"
     "  -c, --check N             check N runs on fresh inputs after timing (default 1; 0: not\n"
     "                            checked, #wrong is N/A)\n"
     "  -g, --ngpus G             GPUs to use: G x --ranks-per-gpu ranks (default: every rank on\n"
@@ -630,6 +633,19 @@ static int timed_runs(Bench *B, cdsl_program *p, cdsl_dtype t, double *us)
     return rc;
 }
 
+/* The runs one timed call makes: the warm-up makes calls of exactly this many, because the
+ * GPU backends capture one CUDA graph per call length (issue 11). */
+static int call_runs(const Opts *o)
+{
+    return o->blocking ? 1 : o->iters;
+}
+
+/* Untimed runs before each size's timed ones: -w rounded up to whole calls. */
+static int warmup_runs(const Opts *o)
+{
+    return (o->warmup + call_runs(o) - 1) / call_runs(o) * call_runs(o);
+}
+
 /* One placement at one size: warm up, time, then check -c runs on fresh inputs. */
 static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell *cell)
 {
@@ -640,8 +656,8 @@ static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell
     int rc = size ? cdsl_chunk_bytes(p, size, &chunk, NULL) : CDSL_OK;
     if (!rc)
         rc = cdsl_comm_alloc(B->comm, p, chunk);
-    if (!rc && o->warmup)
-        rc = cdsl_run(B->comm, p, t, o->warmup, NULL);
+    for (int k = 0; !rc && k < warmup_runs(o); k += call_runs(o))
+        rc = cdsl_run(B->comm, p, t, call_runs(o), NULL);
     if (!rc)
         rc = timed_runs(B, p, t, &cell->us);
     cell->checked = o->check > 0 && collective_has_postcondition(p);
@@ -708,7 +724,7 @@ static void print_header(const Bench *B)
     printf("# nThread 1 nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d agg iters: 1 "
            "validation: %d graph: %d unalign: 0\n",
            o->nranks, o->min_bytes, o->max_bytes, o->step_factor > 1 ? o->step_factor : o->step_bytes,
-           o->step_factor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check, o->graph);
+           o->step_factor > 1 ? "factor" : "bytes", warmup_runs(o), o->iters, o->check, o->graph);
     if (o->blocking)
         printf("# Blocking Enabled: wait after each run\n");
     printf("# cdsl: %s implements %s (%s), %d ranks on %s", cdsl_program_name(p), cdsl_program_collective(p), o->path,
@@ -843,7 +859,7 @@ static void describe(const Bench *B, PerfReport *rep, int argc, char **argv)
     rep->step_bytes = o->step_bytes;
     rep->step_factor = o->step_factor;
     rep->iters = o->iters;
-    rep->warmup = o->warmup;
+    rep->warmup = warmup_runs(o);
     rep->check = o->check;
     rep->graph = o->graph;
     rep->blocking = o->blocking;

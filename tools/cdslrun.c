@@ -4,7 +4,8 @@
  * A thin user of cdsl.h: compile (the checker's diagnostics and exit 1 on a bad program),
  * create a communicator (sim, p2p or nvls; p2p when a GPU can run it, else sim), then for
  * every size: allocate, fill the inputs with a pattern (cdsl_fill), run warmup + timed
- * iterations, and check the collective's postcondition on every rank (cdsl_check). Output is
+ * iterations (the warm-up in calls of the timed call's length, so that the timed call replays
+ * the CUDA graph the warm-up captured), and check the collective's postcondition on every rank (cdsl_check). Output is
  * one summary line per size, or nccl-tests-style rows with --bench, or one JSON object with
  * --json. Sizes follow nccl-tests: the larger of one rank's input and output buffers.
  *
@@ -27,6 +28,10 @@
 #include "collective.h"
 
 enum { MAX_SIZES = 64, EXIT_USAGE = 2 };
+/* --bench's default timed runs per size: enough that a replay's fixed cost (about 12 us per
+ * CUDA graph launch, shared/reference/PERF.md) is small per run, bounded in time at big sizes. */
+enum { BENCH_ITERS = 200, BENCH_SIM_ITERS = 20, BENCH_MIN_ITERS = 10 };
+#define BENCH_BUDGET_US 5e5
 
 typedef struct Args {
     CliCompile c;                   /* what compiles the program (cli.h) */
@@ -37,6 +42,7 @@ typedef struct Args {
     unsigned factor;                /* sweep step */
     bool sweep;
     int iters, warmup;              /* -1: the default for the mode */
+    bool iters_auto;                /* --bench without --iters: BENCH_ITERS within BENCH_BUDGET_US */
     bool check, bench, json;
     bool unchecked;                 /* debugging: run without the checker (sim only) */
     bool jitter_set;
@@ -45,6 +51,7 @@ typedef struct Args {
 /* One size's outcome. */
 typedef struct Row {
     size_t size, chunk;
+    int iters, warmup;              /* the runs this size had: timed, and untimed before them */
     double us;
     unsigned long long wrong;
     int status;
@@ -86,8 +93,11 @@ static const char usage_text[] =
     "                        nearest size below that does (a note says so); a barrier has no\n"
     "                        size: it runs once, at size 0, with no bandwidth\n"
     "  --dtype T             f32 f16 bf16 u32 s32 (default f32)\n"
-    "  --iters N             timed runs per size (default 1, with --bench 20)\n"
-    "  --warmup N            untimed runs first (default 0, with --bench 5)\n"
+    "  --iters N             timed runs per size (default 1; --bench: 200 on a GPU, fewer\n"
+    "                        (>= 10) where a probe run says 200 take over 0.5 s; sim 20)\n"
+    "  --warmup N            untimed runs first (default 0, --bench 5), in calls of --iters\n"
+    "                        runs (rounded up), so that the timed runs replay the warm-up's\n"
+    "                        CUDA graph\n"
     "  --check, --no-check   verify the result (default) or not\n"
     "  --in-place            NCCL's in-place form: allgather's input is this rank's part of\n"
     "                        its output, reducescatter's output this rank's part of its input,\n"
@@ -328,8 +338,9 @@ static int finish_args(Args *a)
         return usage("missing -n NRANKS (the number of ranks to run)%s", "");
     if (c->have_n && (c->opts.nranks < 1 || c->opts.nranks > CDSL_MAX_RANKS))
         return usage("-n expects a number of ranks (1 .. " CLI_NUMBER_TEXT(CDSL_MAX_RANKS) "), not '%s'", c->n_text);
+    a->iters_auto = a->iters < 0 && a->bench;
     if (a->iters < 0)
-        a->iters = a->bench ? 20 : 1;
+        a->iters = a->bench ? BENCH_ITERS : 1;
     if (a->warmup < 0)
         a->warmup = a->bench ? 5 : 0;
     if (a->jitter_set && a->comm.jitter_us == 0)
@@ -445,22 +456,56 @@ static void clear_progress(const Run *R)
     }
 }
 
+/* --bench without --iters: BENCH_ITERS timed runs (BENCH_SIM_ITERS on sim, whose times are
+ * CPU threads'), fewer where they would take longer than BENCH_BUDGET_US by one probe run's
+ * time, but at least BENCH_MIN_ITERS. The probe counts as a warm-up run. */
+static int bench_most(const Run *R)
+{
+    return cdsl_comm_backend(R->comm) == CDSL_BACKEND_SIM ? BENCH_SIM_ITERS : BENCH_ITERS;
+}
+
+static int bench_iters(Run *R, Row *row)
+{
+    int most = bench_most(R);
+    double us = 0;
+    int rc = cdsl_run(R->comm, R->prog, R->a->dtype, 1, &us);
+    row->warmup = 1;
+    row->iters = most;
+    if (!rc && us * most > BENCH_BUDGET_US)
+        row->iters = us * BENCH_MIN_ITERS > BENCH_BUDGET_US ? BENCH_MIN_ITERS : (int)(BENCH_BUDGET_US / us);
+    return rc;
+}
+
+/* The warm-up, in calls of exactly the timed call's iteration count: the GPU backends capture
+ * one CUDA graph per chain length, so a warm-up of another length would leave the timed call
+ * to capture its own (issue 11). */
+static int warm_up(Run *R, Row *row)
+{
+    int calls = (R->a->warmup + row->iters - 1) / row->iters, rc = CDSL_OK;
+    for (int k = 0; !rc && k < calls; k++)
+        rc = cdsl_run(R->comm, R->prog, R->a->dtype, row->iters, NULL);
+    row->warmup += calls * row->iters;
+    return rc;
+}
+
 static int run_one_size(Run *R, size_t size, Row *row)
 {
     const Args *a = R->a;
-    *row = (Row){.size = size, .chunk = 4};    /* size 0 (a barrier): chunks of 4 bytes */
+    *row = (Row){.size = size, .chunk = 4, .iters = a->iters};    /* size 0 (a barrier): chunks of 4 bytes */
     int rc = size ? cdsl_chunk_bytes(R->prog, size, &row->chunk, NULL) : CDSL_OK;
     if (!rc)
         rc = cdsl_comm_alloc(R->comm, R->prog, row->chunk);
     if (!rc)
         rc = cdsl_fill(R->comm, R->prog, a->dtype);
-    if (!rc && a->warmup)
-        rc = cdsl_run(R->comm, R->prog, a->dtype, a->warmup, NULL);
+    if (!rc && a->iters_auto)
+        rc = bench_iters(R, row);
     if (!rc)
-        rc = cdsl_run(R->comm, R->prog, a->dtype, a->iters, &row->us);
+        rc = warm_up(R, row);
+    if (!rc)
+        rc = cdsl_run(R->comm, R->prog, a->dtype, row->iters, &row->us);
     /* In place, a run consumes its input (an allreduce's sums are summed again by the next):
      * after several, the result checked is that of one run on a fresh fill, as nccl-tests does. */
-    if (!rc && a->check && a->c.opts.in_place && a->warmup + a->iters > 1 && !(rc = cdsl_fill(R->comm, R->prog, a->dtype)))
+    if (!rc && a->check && a->c.opts.in_place && row->warmup + row->iters > 1 && !(rc = cdsl_fill(R->comm, R->prog, a->dtype)))
         rc = cdsl_run(R->comm, R->prog, a->dtype, 1, NULL);
     if (!rc && a->check)
         rc = cdsl_check(R->comm, R->prog, a->dtype, &row->wrong);
@@ -523,7 +568,7 @@ static void print_summary(const Run *R, const Row *r)
     const char *be = cdsl_backend_name(cdsl_comm_backend(R->comm));
     char sz[32], runs[48] = "";
     format_size(r->size, sz, sizeof sz);
-    int total = a->warmup + a->iters;
+    int total = r->warmup + r->iters;
     if (total > 1)
         snprintf(runs, sizeof runs, ", %d runs", total);
     if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
@@ -538,12 +583,23 @@ static void print_summary(const Run *R, const Row *r)
                cdsl_dtype_name(a->dtype), sz, n, out, out == 1 ? "" : "s", runs);
 }
 
+/* Untimed runs before the timed ones when --iters is given (warm_up's rounding). */
+static int warm_runs(int warmup, int iters)
+{
+    return (warmup + iters - 1) / iters * iters;
+}
+
 static void print_bench_header(const Run *R)
 {
     const Args *a = R->a;
-    printf("# %s: %s, %d ranks, %s, %s, %d warmup + %d timed runs per size\n", cdsl_program_name(R->prog),
-           cdsl_program_collective(R->prog), cdsl_program_nranks(R->prog),
-           cdsl_backend_name(cdsl_comm_backend(R->comm)), cdsl_dtype_name(a->dtype), a->warmup, a->iters);
+    printf("# %s: %s, %d ranks, %s, %s, ", cdsl_program_name(R->prog), cdsl_program_collective(R->prog),
+           cdsl_program_nranks(R->prog), cdsl_backend_name(cdsl_comm_backend(R->comm)), cdsl_dtype_name(a->dtype));
+    if (!a->iters_auto)
+        printf("%d warmup + %d timed runs per size\n", warm_runs(a->warmup, a->iters), a->iters);
+    else
+        printf("up to %d timed runs per size (fewer past a %.1f s budget: a '# N timed runs' line then "
+               "follows the row), after a probe run and %s\n", bench_most(R), BENCH_BUDGET_US / 1e6,
+               a->warmup ? "a warm-up of as many runs" : "no warm-up");
     printf("#\n# %10s  %12s  %6s  %10s  %11s  %11s  %6s\n", "size", "count", "type", "time(us)", "algbw(GB/s)",
            "busbw(GB/s)", "#wrong");
 }
@@ -560,6 +616,8 @@ static void print_bench_row(const Run *R, const Row *r)
     double bw = algbw(r);
     printf("  %10zu  %12zu  %6s  %10.2f  %11.2f  %11.2f  %6s\n", r->size, r->size / cdsl_dtype_size(R->a->dtype),
            cdsl_dtype_name(R->a->dtype), r->us, bw, bw * collective_busbw_factor(R->prog), wrong);
+    if (R->a->iters_auto && r->iters != bench_most(R) && !r->status)
+        printf("# %d timed runs at %zu bytes (the %.1f s budget)\n", r->iters, r->size, BENCH_BUDGET_US / 1e6);
 }
 
 static void print_bench_footer(const Run *R)
@@ -624,7 +682,7 @@ static void json_row(const Run *R, const Row *r)
         printf("%llu", r->wrong);
     else
         fputs("null", stdout);
-    printf(", \"result\": \"%s\"}", row_verdict(R, r));
+    printf(", \"iters\": %d, \"warmup\": %d, \"result\": \"%s\"}", r->iters, r->warmup, row_verdict(R, r));
 }
 
 static void print_json(const Run *R)
@@ -652,7 +710,8 @@ static void print_json(const Run *R)
     else
         fputs("null", stdout);
     printf(", \"dtype\": \"%s\", \"iters\": %d, \"warmup\": %d, \"check\": %s, \"seed\": %u, \"results\": [",
-           cdsl_dtype_name(a->dtype), a->iters, a->warmup, a->check ? "true" : "false", a->comm.seed);
+           cdsl_dtype_name(a->dtype), a->iters_auto && R->comm ? bench_most(R) : a->iters, a->warmup,
+           a->check ? "true" : "false", a->comm.seed);
     for (int i = 0; i < R->nrows; i++) {
         fputs(i ? ", " : "", stdout);
         json_row(R, &R->rows[i]);
