@@ -22,6 +22,8 @@ const char *ir_kind_name(IrKind k)
     case IR_SW_WAIT: return "switch.wait";
     case IR_NOP: return "nop";
     case IR_BARRIER: return "barrier";
+    case IR_PKT_SEND: return "send_packets";
+    case IR_PKT_RECV: return "recv_packets";
     }
     return "?";
 }
@@ -58,7 +60,7 @@ int ir_in_place_first(const IrProgram *p, int rank)
 bool ir_is_data(IrKind k)
 {
     return k == IR_COPY || k == IR_REDUCE || k == IR_PUT || k == IR_GET || k == IR_SW_STORE ||
-           k == IR_SW_REDUCE || k == IR_SW_REDUCE_STORE;
+           k == IR_SW_REDUCE || k == IR_SW_REDUCE_STORE || k == IR_PKT_SEND || k == IR_PKT_RECV;
 }
 
 bool ir_is_switch(IrKind k)

@@ -55,7 +55,17 @@ typedef enum IrKind {
     IR_NOP,             /* plan only: __syncthreads() in the op's thread block; nothing else */
     IR_BARRIER,         /* plan only: barrier `chan` of the rank, where `arg` of its thread
                            blocks meet (the k-th use by each forms the k-th barrier) */
+    IR_PKT_SEND,        /* peer(p).send_packets(src): local src, with a flag in every packet,
+                           into this rank's packet slots on rank `peer`; to the checker a
+                           relaxed signal on channel IR_PKT_CHAN that reads src */
+    IR_PKT_RECV,        /* peer(p).recv_packets(dst): poll the packets `peer` sent this rank,
+                           then their data into local dst; a relaxed wait on IR_PKT_CHAN that
+                           writes dst (docs/language.md, "Packets") */
 } IrKind;
+
+/* Packet ops are numbered on a channel of their own: the k-th recv_packets from p matches
+   p's k-th send_packets to this rank, apart from the signals and waits of channel 0. */
+enum { IR_PKT_CHAN = 4095 };
 
 /* Chunks [first, first+count) of buffer buf; buf < 0 means "no operand". */
 typedef struct IrRange {
@@ -133,6 +143,10 @@ static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->nt
 const char *ir_coll_name(Collective c);
 bool ir_is_data(IrKind k);                 /* moves data: COPY..GET, SW_STORE..SW_REDUCE_STORE */
 bool ir_is_switch(IrKind k);
+/* What matches like a signal / a wait (hb.c, sync.c): peer signals and waits, and packets. */
+static inline bool ir_is_signal(IrKind k) { return k == IR_SIGNAL || k == IR_PKT_SEND; }
+static inline bool ir_is_wait(IrKind k) { return k == IR_WAIT || k == IR_PKT_RECV; }
+static inline bool ir_is_packet(IrKind k) { return k == IR_PKT_SEND || k == IR_PKT_RECV; }
 void ir_append(IrProgram *p, int rank, IrOp op);
 /* One line per op, for --dump-ir and tests: "r0 12:5 put peer=1 output[3..4] <- output[3..4]" */
 void ir_dump(const IrProgram *p, FILE *out);

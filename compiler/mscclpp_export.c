@@ -377,6 +377,12 @@ static bool op_json(Plan *pl, const IrOp *op)
         fprintf(o, "{\"name\": \"g%s%s\", \"switch_channel_id\": 0}", op->relaxed ? "rlx" : "",
                 op->kind == IR_SW_SIGNAL ? "signal" : "wait");
         break;
+    case IR_PKT_SEND:
+    case IR_PKT_RECV:
+        /* MSCCL++'s put_packets/unpack_packets name the peer's scratch and its layout, which
+           cdsl leaves to the runtime: no mapping yet (docs/language.md, "Packets") */
+        diag_error(pl->x->d, op->loc, "%s is not written to MSCCL++ plans yet", ir_kind_name(op->kind));
+        return false;
     case IR_BARRIER:
     case IR_SW_REDUCE: /* lowered away */
         diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));

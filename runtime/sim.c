@@ -87,6 +87,8 @@ typedef struct SimRank {
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
+    uint64_t launches;              /* launches this rank completed: the packets' epoch */
+    int *pkt_off;                   /* [op] packet ops: chunk offset in the pair's slot */
 } SimRank;
 
 /* A unit's thread: where it was stopped, if it was. */
@@ -94,7 +96,8 @@ typedef struct SimUnit {
     int rank, tb, first, end;       /* its ops, [first, end) of its rank's list */
     int stuck_op;                   /* a wait this unit was stopped in, or -1 */
     int stuck_iter;
-    uint64_t stuck_want;            /* the arrivals that wait needed */
+    uint64_t stuck_want;            /* the arrivals that wait needed (packets: the flag) */
+    _Atomic uint64_t *stuck_word;   /* packets: the word whose flag did not come */
     uint64_t bar_uses[IR_MAX_BARRIERS];
 } SimUnit;
 
@@ -112,6 +115,12 @@ typedef struct Sim {
     int nunits, nchan;              /* nchan: channels per pair the program uses */
     cdsl_dtype dtype;
     int jitter_us;                  /* 0: no jitter */
+    /* Packets (see "packets" below): every (sender, receiver) pair has pkt_chunks[from * n + to]
+     * chunks a launch, at pkt_first[...] of a parity's half; pkt_words holds both halves for
+     * the chunk size pkt_chunk. */
+    int *pkt_chunks, *pkt_first, pkt_total;
+    _Atomic uint64_t *pkt_words;
+    size_t pkt_chunk;
     /* The current run: */
     size_t chunk;
     int iters;
@@ -136,6 +145,8 @@ typedef struct SimWorker {
     const char **srcs;              /* [n] operand pointers of the current operation */
     char **dsts;                    /* [n] */
     uint64_t want;                  /* arrivals the current wait needs */
+    _Atomic uint64_t *pkt_word;     /* the packet word the current recv polls */
+    uint64_t epoch;                 /* the launch this unit is in, counted over runs */
     pthread_t thread;
 } SimWorker;
 
@@ -341,14 +352,23 @@ static bool sim_peer_died(Sim *s)
 /* Wait until *ctr >= want. False when the run stopped, or when this wait reached the bound
  * (then it stops the run). Progress by any rank restarts the bound, so a slow rank in a long
  * reduction never makes its peers give up. */
+static bool sim_poll(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want, bool flag);
+
 static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
+{
+    return sim_poll(w, ctr, want, false);
+}
+
+/* sim_wait's loop; with `flag`, until the word's high half (a packet's flag) equals want. */
+static bool sim_poll(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want, bool flag)
 {
     Sim *s = w->s;
     uint64_t seen = atomic_load_explicit(s->progress, memory_order_relaxed);
     unsigned long long idle = 0;
     double since = 0;
     for (unsigned long long polls = 0;; polls++) {
-        if (atomic_load_explicit(ctr, memory_order_acquire) >= want)
+        uint64_t v = atomic_load_explicit(ctr, flag ? memory_order_relaxed : memory_order_acquire);
+        if (flag ? v >> 32 == want : v >= want)
             return true;
         if (sim_stopped(s))
             return false;
@@ -390,6 +410,122 @@ static void sim_switch_signal(SimWorker *w)
         atomic_fetch_add_explicit(s->ranks[q].sw_counter, 1, memory_order_release);
 }
 
+/* ---- packets -------------------------------------------------------------------------------
+ *
+ * What the GPUs do (docs/language.md, "Packets"), on host words: every 4 bytes of data travel
+ * in one 64-bit word with a 32-bit flag beside them (MSCCL++'s LL8 packet), written with one
+ * relaxed atomic store, so a reader that sees the flag sees the data next to it and nothing
+ * else is ordered. The flag is the sender's launch number + 1 (never the 0 of fresh memory).
+ * Each (sender, receiver) pair has two slots, one per launch parity, each as large as what
+ * the pair moves in one launch; a pair's k-th send of a launch goes after its earlier ones.
+ * The receiver polls each word until its flag is this launch's, bounded like every wait, and
+ * copies the data out. The slots live with the receiver; the checker's rule (packets.c) is what
+ * keeps a sender from writing a parity's slot again before the receiver read it. */
+
+enum { SIM_PKT_BLOCK_WORDS = 4096 };   /* words between two looks at the stop flag */
+
+static bool sim_has_packets(const IrProgram *ir)
+{
+    for (int r = 0; r < ir->nranks; r++)
+        for (int i = 0; i < ir->ranks[r].nops; i++)
+            if (ir_is_packet(ir->ranks[r].ops[i].kind))
+                return true;
+    return false;
+}
+
+/* Slot offsets for every packet op, and the size of every pair's slot: the larger of what the
+ * sender sends and the receiver takes (an unchecked program may disagree). */
+static bool sim_pkt_layout(Sim *s, const IrProgram *ir)
+{
+    size_t nn = (size_t)s->n * (size_t)s->n;
+    int *sent = calloc(nn, sizeof *sent), *taken = calloc(nn, sizeof *taken);
+    free(s->pkt_chunks);
+    free(s->pkt_first);
+    s->pkt_chunks = calloc(nn, sizeof *s->pkt_chunks);
+    s->pkt_first = calloc(nn, sizeof *s->pkt_first);
+    bool ok = sent && taken && s->pkt_chunks && s->pkt_first;
+    for (int r = 0; ok && r < s->n; r++) {
+        const IrSeq *seq = &ir->ranks[r];
+        free(s->ranks[r].pkt_off);
+        ok = (s->ranks[r].pkt_off = calloc((size_t)seq->nops + 1, sizeof(int))) != NULL;
+        for (int i = 0; ok && i < seq->nops; i++) {
+            const IrOp *op = &seq->ops[i];
+            if (op->kind == IR_PKT_SEND)
+                s->ranks[r].pkt_off[i] = sent[(size_t)r * s->n + op->peer], sent[(size_t)r * s->n + op->peer] += op->src.count;
+            else if (op->kind == IR_PKT_RECV)
+                s->ranks[r].pkt_off[i] = taken[(size_t)op->peer * s->n + r], taken[(size_t)op->peer * s->n + r] += op->dst.count;
+        }
+    }
+    s->pkt_total = 0;
+    for (size_t k = 0; ok && k < nn; k++) {
+        s->pkt_chunks[k] = sent[k] > taken[k] ? sent[k] : taken[k];
+        s->pkt_first[k] = s->pkt_total;
+        s->pkt_total += s->pkt_chunks[k];
+    }
+    free(sent);
+    free(taken);
+    return ok;
+}
+
+/* Slots for this chunk size, zeroed (no flag matches) when they are made. */
+static bool sim_pkt_alloc(Sim *s, size_t chunk)
+{
+    if (!s->pkt_chunks || (s->pkt_words && s->pkt_chunk == chunk))
+        return true;
+    free(s->pkt_words);
+    size_t words = 2 * (size_t)s->pkt_total * (chunk / 4);
+    s->pkt_words = calloc(words ? words : 1, sizeof *s->pkt_words);
+    s->pkt_chunk = chunk;
+    return s->pkt_words != NULL;
+}
+
+/* The first word of op i's packets in the slot of (from -> to) for this launch's parity. */
+static _Atomic uint64_t *sim_pkt_slot(const Sim *s, int from, int to, uint64_t epoch, int off)
+{
+    size_t half = (size_t)s->pkt_total * (s->chunk / 4);
+    size_t at = (size_t)(s->pkt_first[(size_t)from * s->n + to] + off) * (s->chunk / 4);
+    return s->pkt_words + (epoch & 1) * half + at;
+}
+
+static bool sim_pkt_send(SimWorker *w, const IrOp *op, int i)
+{
+    Sim *s = w->s;
+    _Atomic uint64_t *slot = sim_pkt_slot(s, w->rank, op->peer, w->epoch, s->ranks[w->rank].pkt_off[i]);
+    const char *src = sim_ptr(s, w->rank, op->src);
+    uint64_t flag = (uint32_t)(w->epoch + 1);
+    size_t words = (size_t)op->src.count * (s->chunk / 4);
+    for (size_t j = 0; j < words; j++) {
+        uint32_t v;
+        memcpy(&v, src + 4 * j, 4);
+        atomic_store_explicit(&slot[j], flag << 32 | v, memory_order_relaxed);
+        if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0) {
+            if (sim_stopped(s))
+                return false;
+            sim_advance(w, 16);
+        }
+    }
+    return true;
+}
+
+static bool sim_pkt_recv(SimWorker *w, const IrOp *op, int i)
+{
+    Sim *s = w->s;
+    _Atomic uint64_t *slot = sim_pkt_slot(s, op->peer, w->rank, w->epoch, s->ranks[w->rank].pkt_off[i]);
+    char *dst = sim_ptr(s, w->rank, op->dst);
+    w->want = (uint32_t)(w->epoch + 1);
+    size_t words = (size_t)op->dst.count * (s->chunk / 4);
+    for (size_t j = 0; j < words; j++) {
+        w->pkt_word = &slot[j];
+        if (!sim_poll(w, &slot[j], w->want, true))
+            return false;
+        uint32_t v = (uint32_t)atomic_load_explicit(&slot[j], memory_order_relaxed);
+        memcpy(dst + 4 * j, &v, 4);
+        if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0)
+            sim_advance(w, 16);
+    }
+    return true;
+}
+
 /* ---- one operation ------------------------------------------------------------------------ */
 
 /* Arrivals rank `from` made on `at`'s semaphore for it, on channel c; and those `at` consumed. */
@@ -418,7 +554,7 @@ static bool sim_switch_data(SimWorker *w, const IrOp *op, size_t len)
     }
 }
 
-static bool sim_exec(SimWorker *w, const IrOp *op)
+static bool sim_exec(SimWorker *w, const IrOp *op, int i)
 {
     Sim *s = w->s;
     int me = w->rank;
@@ -457,6 +593,10 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
         return sim_switch_data(w, op, len);
     case IR_NOP:       /* the block's threads meet: the sim's unit is one thread already */
         return true;
+    case IR_PKT_SEND:
+        return sim_pkt_send(w, op, i);
+    case IR_PKT_RECV:
+        return sim_pkt_recv(w, op, i);
     case IR_BARRIER:
         w->want = ++s->units[w->unit].bar_uses[op->chan] * (uint64_t)op->arg;
         atomic_fetch_add_explicit(&self->bar[op->chan], 1, memory_order_acq_rel);
@@ -539,16 +679,18 @@ static void *sim_rank_main(void *arg)
     for (int it = 0; it < s->iters; it++) {
         if (!sim_unit_begin(w, it, nunits))
             return NULL;
+        w->epoch = self->launches + (uint64_t)it;
         for (int i = u->first; i < u->end; i++) {
             if (sim_stopped(s))
                 return NULL;
             sim_jitter(w, 4);
-            if (!sim_exec(w, &seq->ops[i])) {
+            if (!sim_exec(w, &seq->ops[i], i)) {
                 IrKind k = seq->ops[i].kind;
-                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER) {
+                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_PKT_RECV) {
                     u->stuck_op = i;
                     u->stuck_iter = it;
                     u->stuck_want = w->want;
+                    u->stuck_word = w->pkt_word;
                 }
                 return NULL;
             }
@@ -588,6 +730,14 @@ static bool sim_report_rank(Sim *s, int u)
     char where[512];
     sim_where(s, op, un->stuck_iter, where, sizeof where);
     unsigned long long want = un->stuck_want;
+    if (op->kind == IR_PKT_RECV) {
+        unsigned long long flag = atomic_load(un->stuck_word) >> 32;
+        if (flag == want)
+            return false;
+        rt_error(s->cfg.log, "rank %d gave up waiting at %s for rank %d's packets (a packet's flag reads %llu; "
+                 "this launch's is %llu)", r, where, op->peer, flag, want);
+        return true;
+    }
     if (op->kind == IR_WAIT) {
         unsigned long long have = atomic_load(sim_arrivals(s, r, op->peer, op->chan));
         if (have >= want)
@@ -657,9 +807,12 @@ static void sim_reset_counters(Sim *s)
         }
         for (int b = 0; b < IR_MAX_BARRIERS; b++)
             atomic_store(&rk->bar[b], 0);
+        rk->launches = 0;
     }
     for (int u = 0; u < s->nunits; u++)
         memset(s->units[u].bar_uses, 0, sizeof s->units[u].bar_uses);
+    free(s->pkt_words); /* made again, zeroed, by the next run */
+    s->pkt_words = NULL;
 }
 
 /* ---- the backend's entry points ------------------------------------------------------------ */
@@ -692,8 +845,12 @@ static void sim_destroy(void *state)
             free(s->ranks[r].consumed);
             free(s->ranks[r].chan_arrivals);
             free(s->ranks[r].chan_consumed);
+            free(s->ranks[r].pkt_off);
         }
     }
+    free(s->pkt_chunks);
+    free(s->pkt_first);
+    free(s->pkt_words);
     free(s->units);
     free(s->own_words);
     free(s->ranks);
@@ -929,6 +1086,10 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
         return true;
     case IR_NOP:
         return true;
+    case IR_PKT_SEND:
+        return peer_ok && sim_range_ok(ir, op->src);
+    case IR_PKT_RECV:
+        return peer_ok && sim_range_ok(ir, op->dst);
     case IR_BARRIER:
         return op->chan >= 0 && op->chan < IR_MAX_BARRIERS && op->arg >= 1;
     }
@@ -1021,6 +1182,15 @@ static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
     int rc = sim_load_units(s, ir);
     if (rc)
         return rc;
+    free(s->pkt_chunks); /* none, or the layout of this program's packets */
+    free(s->pkt_first);
+    free(s->pkt_words);
+    s->pkt_chunks = s->pkt_first = NULL;
+    s->pkt_words = NULL;
+    if (sim_has_packets(ir) && !sim_pkt_layout(s, ir)) {
+        rt_error(s->cfg.log, "out of memory loading %s into the sim", ir->name);
+        return CDSL_ERR_SYSTEM;
+    }
     s->ir = ir;
     s->dtype = dtype;
     return CDSL_OK;
@@ -1133,7 +1303,7 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
     Sim *s = state;
     if (!sim_run_ready(s, chunk_bytes, iters))
         return CDSL_ERR_USAGE;
-    SimWorker *ws = sim_workers_new(s);
+    SimWorker *ws = sim_pkt_alloc(s, chunk_bytes) ? sim_workers_new(s) : NULL;
     if (!ws) {
         rt_error(s->cfg.log, "out of memory starting the sim's %d ranks", s->n);
         return CDSL_ERR_SYSTEM;
@@ -1153,6 +1323,8 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
         sim_reset_counters(s);
         return CDSL_ERR_RUNTIME;
     }
+    for (int r = 0; r < s->n; r++)
+        s->ranks[r].launches += (uint64_t)iters;
     if (us_per_iter)
         *us_per_iter = us / iters;
     return CDSL_OK;
@@ -1247,6 +1419,11 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
     if (s->ir->ntbs) {
         rt_error(s->cfg.log, "%s is an MSCCL++ plan; one process per rank runs .cdsl programs only (the threaded "
                  "sim runs plans)", s->ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    if (s->pkt_chunks) { /* the slots would have to be memory the processes share */
+        rt_error(s->cfg.log, "%s sends packets; one process per rank does not run packets yet (the threaded sim "
+                 "does)", s->ir->name);
         return CDSL_ERR_USAGE;
     }
     SimWorker w = {0};
