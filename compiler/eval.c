@@ -871,7 +871,7 @@ static bool add_buffer(Eval *ev, const char *name, long long nchunks, Loc at)
         ev_error(ev, at, "too many buffers: input, output and at most %d scratch buffers", IR_MAX_BUFS - 2);
         return false;
     }
-    ev->ir->bufs[ev->ir->nbufs++] = (IrBuf){name, (int)nchunks, at};
+    ev->ir->bufs[ev->ir->nbufs++] = (IrBuf){name, (int)nchunks, at, false};
     return true;
 }
 
@@ -989,5 +989,7 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
         ev->ctx_dirty = true;
         eval_stmts(ev, &program->body);
     }
+    if (!d->nerrors)
+        ir_packet_layout(ir, d);
     return d->nerrors ? NULL : ir;
 }

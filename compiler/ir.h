@@ -86,6 +86,8 @@ typedef struct IrOp {
     int tb;             /* the unit (thread block) of the rank that runs it; 0 in .cdsl */
     IrRange dst, src, src2;
     int arg;            /* BARRIER: how many of the rank's thread blocks meet there;
+                           PKT_SEND/PKT_RECV: where the packets go in the receiver's slots
+                           (ir_packet_layout), in data chunks;
                            SIGNAL/WAIT/SW_SIGNAL/SW_WAIT of a plan: the block's thread that does
                            it (the executor's thread j works on the op's j-th channel) */
     Loc loc;            /* the statement (the operation's name in it) */
@@ -102,6 +104,9 @@ typedef struct IrBuf {
     const char *name;   /* "input", "output" or the scratch buffer's name */
     int nchunks;
     Loc loc;            /* declaration (scratch, custom) or the program header */
+    bool internal;      /* the runtime's, not the program's: the packet slots (ir_packet_layout);
+                           allocated and mapped like scratch, zeroed once, never filled or
+                           poisoned, named by no operation */
 } IrBuf;
 
 typedef struct IrProgram {
@@ -143,6 +148,11 @@ static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->nt
 const char *ir_coll_name(Collective c);
 bool ir_is_data(IrKind k);                 /* moves data: COPY..GET, SW_STORE..SW_REDUCE_STORE */
 bool ir_is_switch(IrKind k);
+/* Packets (compiler/packet_layout.c): every packet op's place in its receiver's packet slots
+ * (IrOp.arg, in data chunks), and the internal buffer that holds the slots, appended to the
+ * program's buffers. False (with an error) when there is no room for one more buffer. */
+bool ir_packet_layout(IrProgram *p, Diag *d);
+int ir_packet_buf(const IrProgram *p);     /* the packet slots' buffer, or -1 */
 /* What matches like a signal / a wait (hb.c, sync.c): peer signals and waits, and packets. */
 static inline bool ir_is_signal(IrKind k) { return k == IR_SIGNAL || k == IR_PKT_SEND; }
 static inline bool ir_is_wait(IrKind k) { return k == IR_WAIT || k == IR_PKT_RECV; }

@@ -182,7 +182,7 @@ static bool lower(Export *x)
         x->slot_base = x->nscratch;
     int total = x->nscratch + x->slot_size * p->nranks;
     q->nbufs = total ? 3 : 2;
-    q->bufs[2] = (IrBuf){"scratch", total, p->loc};
+    q->bufs[2] = (IrBuf){"scratch", total, p->loc, false};
     for (int r = 0; r < p->nranks; r++) {
         IrSeq s = {ARENA_ARRAY(x->a, IrOp, (size_t)p->ranks[r].nops + 1), p->ranks[r].nops, 0};
         Lower l = {x, r, false, false, false, false};

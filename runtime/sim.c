@@ -88,7 +88,6 @@ typedef struct SimRank {
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
     uint64_t launches;              /* launches this rank completed: the packets' epoch */
-    int *pkt_off;                   /* [op] packet ops: chunk offset in the pair's slot */
 } SimRank;
 
 /* A unit's thread: where it was stopped, if it was. */
@@ -115,12 +114,7 @@ typedef struct Sim {
     int nunits, nchan;              /* nchan: channels per pair the program uses */
     cdsl_dtype dtype;
     int jitter_us;                  /* 0: no jitter */
-    /* Packets (see "packets" below): every (sender, receiver) pair has pkt_chunks[from * n + to]
-     * chunks a launch, at pkt_first[...] of a parity's half; pkt_words holds both halves for
-     * the chunk size pkt_chunk. */
-    int *pkt_chunks, *pkt_first, pkt_total;
-    _Atomic uint64_t *pkt_words;
-    size_t pkt_chunk;
+    int pkt_buf;                    /* the packet slots' buffer (ir_packet_buf), or -1 */
     /* The current run: */
     size_t chunk;
     int iters;
@@ -416,11 +410,12 @@ static void sim_switch_signal(SimWorker *w)
  * in one 64-bit word with a 32-bit flag beside them (MSCCL++'s LL8 packet), written with one
  * relaxed atomic store, so a reader that sees the flag sees the data next to it and nothing
  * else is ordered. The flag is the sender's launch number + 1 (never the 0 of fresh memory).
- * Each (sender, receiver) pair has two slots, one per launch parity, each as large as what
- * the pair moves in one launch; a pair's k-th send of a launch goes after its earlier ones.
- * The receiver polls each word until its flag is this launch's, bounded like every wait, and
- * copies the data out. The slots live with the receiver; the checker's rule (packets.c) is what
- * keeps a sender from writing a parity's slot again before the receiver read it. */
+ * The slots are the receiver's internal buffer, laid out by compiler/packet_layout.c (the
+ * emitted CUDA uses the same layout): each pair's place there, the two launch parities
+ * interleaved word by word. The receiver polls each word until its flag is this launch's,
+ * bounded like every wait, and copies the data out. The checker's rule (packets.c) is what
+ * keeps a sender from writing a parity's slot again before the receiver read it. The epoch is
+ * the rank's count of launches, kept across runs (in each process, for sim_mp.c's views). */
 
 enum { SIM_PKT_BLOCK_WORDS = 4096 };   /* words between two looks at the stop flag */
 
@@ -433,71 +428,24 @@ static bool sim_has_packets(const IrProgram *ir)
     return false;
 }
 
-/* Slot offsets for every packet op, and the size of every pair's slot: the larger of what the
- * sender sends and the receiver takes (an unchecked program may disagree). */
-static bool sim_pkt_layout(Sim *s, const IrProgram *ir)
+/* Data word w of op i's packets, for this launch's parity, in receiver `to`'s slots
+ * (compiler/packet_layout.c: parities interleaved word by word). */
+static _Atomic uint64_t *sim_pkt_word(const Sim *s, int to, const IrOp *op, uint64_t epoch, size_t w)
 {
-    size_t nn = (size_t)s->n * (size_t)s->n;
-    int *sent = calloc(nn, sizeof *sent), *taken = calloc(nn, sizeof *taken);
-    free(s->pkt_chunks);
-    free(s->pkt_first);
-    s->pkt_chunks = calloc(nn, sizeof *s->pkt_chunks);
-    s->pkt_first = calloc(nn, sizeof *s->pkt_first);
-    bool ok = sent && taken && s->pkt_chunks && s->pkt_first;
-    for (int r = 0; ok && r < s->n; r++) {
-        const IrSeq *seq = &ir->ranks[r];
-        free(s->ranks[r].pkt_off);
-        ok = (s->ranks[r].pkt_off = calloc((size_t)seq->nops + 1, sizeof(int))) != NULL;
-        for (int i = 0; ok && i < seq->nops; i++) {
-            const IrOp *op = &seq->ops[i];
-            if (op->kind == IR_PKT_SEND)
-                s->ranks[r].pkt_off[i] = sent[(size_t)r * s->n + op->peer], sent[(size_t)r * s->n + op->peer] += op->src.count;
-            else if (op->kind == IR_PKT_RECV)
-                s->ranks[r].pkt_off[i] = taken[(size_t)op->peer * s->n + r], taken[(size_t)op->peer * s->n + r] += op->dst.count;
-        }
-    }
-    s->pkt_total = 0;
-    for (size_t k = 0; ok && k < nn; k++) {
-        s->pkt_chunks[k] = sent[k] > taken[k] ? sent[k] : taken[k];
-        s->pkt_first[k] = s->pkt_total;
-        s->pkt_total += s->pkt_chunks[k];
-    }
-    free(sent);
-    free(taken);
-    return ok;
+    _Atomic uint64_t *slots = (_Atomic uint64_t *)(void *)s->ranks[to].buf[s->pkt_buf];
+    return &slots[2 * ((size_t)op->arg * (s->chunk / 4) + w) + (epoch & 1)];
 }
 
-/* Slots for this chunk size, zeroed (no flag matches) when they are made. */
-static bool sim_pkt_alloc(Sim *s, size_t chunk)
-{
-    if (!s->pkt_chunks || (s->pkt_words && s->pkt_chunk == chunk))
-        return true;
-    free(s->pkt_words);
-    size_t words = 2 * (size_t)s->pkt_total * (chunk / 4);
-    s->pkt_words = calloc(words ? words : 1, sizeof *s->pkt_words);
-    s->pkt_chunk = chunk;
-    return s->pkt_words != NULL;
-}
-
-/* The first word of op i's packets in the slot of (from -> to) for this launch's parity. */
-static _Atomic uint64_t *sim_pkt_slot(const Sim *s, int from, int to, uint64_t epoch, int off)
-{
-    size_t half = (size_t)s->pkt_total * (s->chunk / 4);
-    size_t at = (size_t)(s->pkt_first[(size_t)from * s->n + to] + off) * (s->chunk / 4);
-    return s->pkt_words + (epoch & 1) * half + at;
-}
-
-static bool sim_pkt_send(SimWorker *w, const IrOp *op, int i)
+static bool sim_pkt_send(SimWorker *w, const IrOp *op)
 {
     Sim *s = w->s;
-    _Atomic uint64_t *slot = sim_pkt_slot(s, w->rank, op->peer, w->epoch, s->ranks[w->rank].pkt_off[i]);
     const char *src = sim_ptr(s, w->rank, op->src);
     uint64_t flag = (uint32_t)(w->epoch + 1);
     size_t words = (size_t)op->src.count * (s->chunk / 4);
     for (size_t j = 0; j < words; j++) {
         uint32_t v;
         memcpy(&v, src + 4 * j, 4);
-        atomic_store_explicit(&slot[j], flag << 32 | v, memory_order_relaxed);
+        atomic_store_explicit(sim_pkt_word(s, op->peer, op, w->epoch, j), flag << 32 | v, memory_order_relaxed);
         if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0) {
             if (sim_stopped(s))
                 return false;
@@ -507,18 +455,17 @@ static bool sim_pkt_send(SimWorker *w, const IrOp *op, int i)
     return true;
 }
 
-static bool sim_pkt_recv(SimWorker *w, const IrOp *op, int i)
+static bool sim_pkt_recv(SimWorker *w, const IrOp *op)
 {
     Sim *s = w->s;
-    _Atomic uint64_t *slot = sim_pkt_slot(s, op->peer, w->rank, w->epoch, s->ranks[w->rank].pkt_off[i]);
     char *dst = sim_ptr(s, w->rank, op->dst);
     w->want = (uint32_t)(w->epoch + 1);
     size_t words = (size_t)op->dst.count * (s->chunk / 4);
     for (size_t j = 0; j < words; j++) {
-        w->pkt_word = &slot[j];
-        if (!sim_poll(w, &slot[j], w->want, true))
+        w->pkt_word = sim_pkt_word(s, w->rank, op, w->epoch, j);
+        if (!sim_poll(w, w->pkt_word, w->want, true))
             return false;
-        uint32_t v = (uint32_t)atomic_load_explicit(&slot[j], memory_order_relaxed);
+        uint32_t v = (uint32_t)atomic_load_explicit(w->pkt_word, memory_order_relaxed);
         memcpy(dst + 4 * j, &v, 4);
         if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0)
             sim_advance(w, 16);
@@ -554,7 +501,7 @@ static bool sim_switch_data(SimWorker *w, const IrOp *op, size_t len)
     }
 }
 
-static bool sim_exec(SimWorker *w, const IrOp *op, int i)
+static bool sim_exec(SimWorker *w, const IrOp *op)
 {
     Sim *s = w->s;
     int me = w->rank;
@@ -594,9 +541,9 @@ static bool sim_exec(SimWorker *w, const IrOp *op, int i)
     case IR_NOP:       /* the block's threads meet: the sim's unit is one thread already */
         return true;
     case IR_PKT_SEND:
-        return sim_pkt_send(w, op, i);
+        return sim_pkt_send(w, op);
     case IR_PKT_RECV:
-        return sim_pkt_recv(w, op, i);
+        return sim_pkt_recv(w, op);
     case IR_BARRIER:
         w->want = ++s->units[w->unit].bar_uses[op->chan] * (uint64_t)op->arg;
         atomic_fetch_add_explicit(&self->bar[op->chan], 1, memory_order_acq_rel);
@@ -621,7 +568,7 @@ static void sim_start_rank(SimWorker *w)
     ir_in_place(s->ir, &aliased, &holder);
     for (int b = IR_OUTPUT; b < s->nbufs; b++) {
         char *buf = s->ranks[w->rank].buf[b];
-        if (b == aliased)
+        if (b == aliased || b == s->pkt_buf) /* the packet slots are the runtime's */
             continue;
         if (b != holder) {
             memset(buf, VF_POISON_BYTE, s->bytes[b]);
@@ -684,7 +631,7 @@ static void *sim_rank_main(void *arg)
             if (sim_stopped(s))
                 return NULL;
             sim_jitter(w, 4);
-            if (!sim_exec(w, &seq->ops[i], i)) {
+            if (!sim_exec(w, &seq->ops[i])) {
                 IrKind k = seq->ops[i].kind;
                 if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_PKT_RECV) {
                     u->stuck_op = i;
@@ -808,11 +755,11 @@ static void sim_reset_counters(Sim *s)
         for (int b = 0; b < IR_MAX_BARRIERS; b++)
             atomic_store(&rk->bar[b], 0);
         rk->launches = 0;
+        if (s->pkt_buf >= 0 && s->pkt_buf < s->nbufs && rk->buf[s->pkt_buf]) /* no flag matches launch 0 */
+            memset(rk->buf[s->pkt_buf], 0, s->bytes[s->pkt_buf]);
     }
     for (int u = 0; u < s->nunits; u++)
         memset(s->units[u].bar_uses, 0, sizeof s->units[u].bar_uses);
-    free(s->pkt_words); /* made again, zeroed, by the next run */
-    s->pkt_words = NULL;
 }
 
 /* ---- the backend's entry points ------------------------------------------------------------ */
@@ -845,12 +792,8 @@ static void sim_destroy(void *state)
             free(s->ranks[r].consumed);
             free(s->ranks[r].chan_arrivals);
             free(s->ranks[r].chan_consumed);
-            free(s->ranks[r].pkt_off);
         }
     }
-    free(s->pkt_chunks);
-    free(s->pkt_first);
-    free(s->pkt_words);
     free(s->units);
     free(s->own_words);
     free(s->ranks);
@@ -892,6 +835,7 @@ static int sim_new(const RtConfig *cfg, bool own_words, Sim **out)
     s->cfg = *cfg;
     s->n = cfg->nranks;
     s->jitter_us = cfg->seed ? (cfg->jitter_us > 0 ? cfg->jitter_us : SIM_DEFAULT_JITTER_US) : 0;
+    s->pkt_buf = -1;
     s->ranks = calloc((size_t)s->n, sizeof *s->ranks);
     size_t per = SIM_RANK_WORDS(s->n), nwords = per * (size_t)s->n + SIM_CONTROL_WORDS;
     /* calloc'd zeros are valid _Atomic uint64_t zeros on every platform we build for */
@@ -1182,14 +1126,10 @@ static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
     int rc = sim_load_units(s, ir);
     if (rc)
         return rc;
-    free(s->pkt_chunks); /* none, or the layout of this program's packets */
-    free(s->pkt_first);
-    free(s->pkt_words);
-    s->pkt_chunks = s->pkt_first = NULL;
-    s->pkt_words = NULL;
-    if (sim_has_packets(ir) && !sim_pkt_layout(s, ir)) {
-        rt_error(s->cfg.log, "out of memory loading %s into the sim", ir->name);
-        return CDSL_ERR_SYSTEM;
+    s->pkt_buf = ir_packet_buf(ir);
+    if (sim_has_packets(ir) && s->pkt_buf < 0) {
+        rt_error(s->cfg.log, "internal error: %s has packets but no packet slots", ir->name);
+        return CDSL_ERR_USAGE;
     }
     s->ir = ir;
     s->dtype = dtype;
@@ -1303,7 +1243,7 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
     Sim *s = state;
     if (!sim_run_ready(s, chunk_bytes, iters))
         return CDSL_ERR_USAGE;
-    SimWorker *ws = sim_pkt_alloc(s, chunk_bytes) ? sim_workers_new(s) : NULL;
+    SimWorker *ws = sim_workers_new(s);
     if (!ws) {
         rt_error(s->cfg.log, "out of memory starting the sim's %d ranks", s->n);
         return CDSL_ERR_SYSTEM;
@@ -1421,11 +1361,6 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
                  "sim runs plans)", s->ir->name);
         return CDSL_ERR_USAGE;
     }
-    if (s->pkt_chunks) { /* the slots would have to be memory the processes share */
-        rt_error(s->cfg.log, "%s sends packets; one process per rank does not run packets yet (the threaded sim "
-                 "does)", s->ir->name);
-        return CDSL_ERR_USAGE;
-    }
     SimWorker w = {0};
     if (!sim_worker_init(s, &w, rank)) {
         sim_worker_free(&w);
@@ -1444,8 +1379,10 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
     if (us)
         *us = sim_now_us() - t0;
     sim_worker_free(&w);
-    if (!sim_stopped(s))
+    if (!sim_stopped(s)) {
+        s->ranks[rank].launches++;
         return CDSL_OK;
+    }
     sim_report_view(s, rank);
     return CDSL_ERR_RUNTIME;
 }
