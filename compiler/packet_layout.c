@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { PKT_MAX_CHUNKS = 64 * IR_MAX_CHUNKS };
+
 int ir_packet_buf(const IrProgram *p)
 {
     for (int b = 0; b < p->nbufs; b++)
@@ -65,9 +67,11 @@ bool ir_packet_layout(IrProgram *p, Diag *d)
             has_ops = ir_is_packet(p->ranks[r].ops[i].kind);
     if (!has_ops && !any)
         return true;
-    if (4 * most > IR_MAX_CHUNKS) {
+    /* The slots are no program buffer (nothing checks them chunk by chunk): they may exceed
+       IR_MAX_CHUNKS, as a one-shot allreduce's do at 1024 ranks, within reason. */
+    if (4 * most > PKT_MAX_CHUNKS) {
         diag_error(d, p->loc, "packets: a rank receives %lld chunks in one launch; its packet slots would need %lld "
-                   "chunks, more than a buffer holds (%d)", most, 4 * most, IR_MAX_CHUNKS);
+                   "chunks, more than %d", most, 4 * most, PKT_MAX_CHUNKS);
         return false;
     }
     if (p->nbufs == IR_MAX_BUFS) {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # tests/run/sim_packets.sh - the sim runs packets as the GPUs do (docs/language.md, "Packets"):
-# the one-shot LL allgather verifies at several rank counts, sizes, element types and seeds over
-# many launches (the slots alternate by parity, the flags count launches); a one-way sender
+# the one-shot LL allgather, allreduce and reduce-scatter verify at several rank counts, sizes,
+# element types and seeds over many launches (the slots alternate by parity, the flags count
+# launches); a one-way sender
 # that the reader answers verifies too; the same sender without the answer, which the checker
 # rejects (packets_slot_reused_too_early), forced through with --unchecked, runs ahead of its
 # reader, overwrites a slot not read yet, and the reader gives up waiting for its packets.
@@ -20,6 +21,20 @@ for n in 2 4 8; do
         done
         if [ -z "$bad" ]; then pass "allgather_ll -n $n --size $size: seeds 1-3, 40 launches each"; else fail "allgather_ll -n $n --size $size" "$bad"; fi
     done
+done
+for f in allreduce_ll reducescatter_ll; do
+    for n in 2 4 8; do
+        bad=""
+        for seed in 1 2; do
+            for size in 1K 256K; do
+                out=$(timeout 120 "$CDSLRUN" $f -n $n --backend sim --size $size --seed $seed --iters 20 2>&1) ||
+                    bad="$bad seed $seed size $size: $(echo "$out" | tail -2 | tr '\n' ' ')"
+            done
+        done
+        if [ -z "$bad" ]; then pass "$f -n $n: 1K and 256K, seeds 1-2, 20 launches each"; else fail "$f -n $n" "$bad"; fi
+    done
+    out=$(timeout 60 "$CDSLRUN" $f -n 4 --backend sim --size 4K --in-place --dtype bf16 --seed 5 --iters 20 2>&1) &&
+        pass "$f --in-place --dtype bf16" || fail "$f --in-place --dtype bf16" "$(echo "$out" | tail -2 | tr '\n' ' ')"
 done
 for t in f16 bf16 u32; do
     out=$(timeout 60 "$CDSLRUN" allgather_ll -n 4 --backend sim --size 4K --dtype $t --seed 7 --iters 20 2>&1) &&
