@@ -3,6 +3,7 @@
  *
  * Each unit's thread executes exactly the operations the checker saw, in order ("what you
  * check is what you run"): copy/reduce on its own buffers, put/get into and from a peer's,
+ * packets as flagged words in the receiver's slots (section "packets" below),
  * signal/wait on per-pair (and per-channel) arrival counters, and the switch operations as
  * loops over every rank's buffers (store to all, sum over all, both) and a counting barrier
  * that counts as the GPUs do: one counter per rank, which every rank's arrivals increment.
@@ -1003,6 +1004,13 @@ static bool sim_range_ok(const IrProgram *ir, IrRange r)
            r.first <= ir->bufs[r.buf].nchunks - r.count;
 }
 
+/* A packet op's place in its receiver's slots lies inside them (4 slot chunks a data chunk). */
+static bool sim_slot_ok(const IrProgram *ir, const IrOp *op, int count)
+{
+    int b = ir_packet_buf(ir);
+    return b >= 0 && op->arg >= 0 && (long long)op->arg + count <= ir->bufs[b].nchunks / 4;
+}
+
 /* The IR is trusted to come from evaluation, which checks bounds (rule 3); this re-check
  * keeps a hand-made or corrupt IrProgram from writing outside the sim's buffers. */
 static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
@@ -1031,9 +1039,9 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
     case IR_NOP:
         return true;
     case IR_PKT_SEND:
-        return peer_ok && sim_range_ok(ir, op->src);
+        return peer_ok && sim_range_ok(ir, op->src) && sim_slot_ok(ir, op, op->src.count);
     case IR_PKT_RECV:
-        return peer_ok && sim_range_ok(ir, op->dst);
+        return peer_ok && sim_range_ok(ir, op->dst) && sim_slot_ok(ir, op, op->dst.count);
     case IR_BARRIER:
         return op->chan >= 0 && op->chan < IR_MAX_BARRIERS && op->arg >= 1;
     }
