@@ -34,7 +34,8 @@ LDLIBS   = -ljansson -ldl -lpthread -lm
 
 GEN      = build/gen
 LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o $(B)/obj/gen/plan_blocks_cu.o
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o $(B)/obj/gen/plan_blocks_cu.o \
+           $(B)/obj/gen/packets_cu.o
 TOOLS    = $(B)/cdslc $(B)/cdslrun $(B)/cdsl-perf
 
 EXAMPLES = $(B)/api_example $(B)/rank_example
@@ -68,6 +69,10 @@ $(GEN)/%_cu.c: compiler/device/%.cu | $(GEN)
 	  echo '    0,'; echo '};'; } >$@
 
 $(B)/obj/gen/plan_blocks_cu.o: $(GEN)/plan_blocks_cu.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/obj/gen/packets_cu.o: $(GEN)/packets_cu.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -119,15 +124,15 @@ $(B)/rank_example_mpi: examples/rank_example.c $(B)/libcdsl.a
 
 # The variant builds share build/gen: make it first, so that parallel sub-makes never run
 # re2c or lemon at the same time.
-asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c
+asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c $(GEN)/packets_cu.c
 	$(MAKE) B=build/asan XCFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/cdsl-perf build/asan/api_example
 
-tsan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c
+tsan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c $(GEN)/packets_cu.c
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun
 
 FUZZ_CC ?= clang
-fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c
+fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c $(GEN)/packets_cu.c
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
 	for t in fuzz_parse fuzz_check fuzz_plan; do \
 		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \

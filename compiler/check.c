@@ -5,7 +5,8 @@
  * generator, independent of the rest), hb_match (which signal each wait consumes), for an
  * imported plan blocks.c (each thread block's ops may be taken in program order), sync.c's
  * simulation and rule 2, race.c's replay with vector clocks (rule 1), rounds.c (the switch's
- * arrivals keep to their rounds, part of rule 2), and post.c (rule 4)
+ * arrivals keep to their rounds, part of rule 2), packets.c (packet sizes match, and a packet
+ * slot is not reused before its reader read it), and post.c (rule 4)
  * only when rules 1 and 2 passed, since with a race or a deadlock the final values depend on
  * the schedule. The helpers below keep ranks, chunks and loop contexts worded alike in every
  * message.
@@ -61,8 +62,10 @@ struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limi
     if (r->run.all_ended) {
         int synced = d->nerrors;
         sync_report(r, d);
-        if (d->nerrors == synced && !r->budget.over) /* uneven or unconsumed arrivals say enough */
+        if (d->nerrors == synced && !r->budget.over) { /* uneven or unconsumed arrivals say enough */
             rounds_check(r, d);
+            packets_check(r, d);
+        }
     }
     if (d->nerrors == before && !r->budget.over)
         post_check(r, d);

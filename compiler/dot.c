@@ -66,7 +66,7 @@ static void dot_node(FILE *out, const IrProgram *p, HbEv e)
 static bool dot_unmatched(const HbFacts *f, const HbRun *run, int r, int i)
 {
     const IrOp *op = &f->p->ranks[r].ops[i];
-    if (op->kind == IR_SIGNAL || op->kind == IR_WAIT)
+    if (ir_is_signal(op->kind) || ir_is_wait(op->kind)) /* packets too */
         if (f->partner[r][i] < 0)
             return true;
     return run && run->pc[hb_unit(f, r, i)] == i; /* the wait this unit is stuck at */
@@ -106,7 +106,7 @@ static void dot_sync_edges(FILE *out, const IrProgram *p, const HbFacts *f)
         for (int i = 0; i < s->nops; i++) {
             const IrOp *op = &s->ops[i];
             int w = f->partner[r][i];
-            if (op->kind == IR_SIGNAL && w >= 0)
+            if (ir_is_signal(op->kind) && w >= 0) /* a send_packets: always dashed (relaxed) */
                 fprintf(out, "  r%d_%d -> r%d_%d%s;\n", r, i, op->peer, w,
                         hb_strong(op, &p->ranks[op->peer].ops[w]) ? "" : " [style=dashed]");
             else if (op->kind == IR_SW_SIGNAL)

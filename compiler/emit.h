@@ -12,7 +12,7 @@
  *
  * Files: emit_cuda.c (the walk over the IR, synchronisation placement: grid barriers where the
  * checker's ordering pass, order.c, set IrOp.sync_before), emit_fence.c (where the nvls flavour
- * needs fence.proxy.alias), emit_prelude.c (the device helpers' text).
+ * needs fence.proxy.alias), emit_prelude.c (the device helpers' text), emit_packets.c (packets).
  */
 #ifndef CDSL_EMIT_H
 #define CDSL_EMIT_H
@@ -67,6 +67,12 @@ void emit_printf(EmitBuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* emit_packets.c: packets (docs/language.md, section 8), device code in compiler/device/packets.cu. */
+bool emit_packets_used(const IrProgram *p);
+void emit_packets_prelude(EmitBuf *b, const IrProgram *p);
+void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname);
+void emit_packets_leave(EmitBuf *b, const IrProgram *p);
 
 /* emit_prelude.c: the device helpers for a flavour and element type. */
 void emit_prelude(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype);

@@ -183,9 +183,11 @@ static void put_comment(Emitter *e, const IrOp *op, Arena *a)
     case IR_WAIT: emit_printf(o, "wait for rank %d (%s)", op->peer, order_name(op)); break;
     case IR_SW_SIGNAL:
     case IR_SW_WAIT: emit_printf(o, "%s (%s)", ir_kind_name(op->kind), order_name(op)); break;
+    case IR_PKT_SEND: emit_printf(o, "send_packets to rank %d: ", op->peer), put_range(e, op->src); break;
+    case IR_PKT_RECV: emit_printf(o, "recv_packets from rank %d: ", op->peer), put_range(e, op->dst); break;
     default: emit_printf(o, "%s ", ir_kind_name(op->kind)); break;
     }
-    if (ir_is_data(op->kind)) {
+    if (ir_is_data(op->kind) && !ir_is_packet(op->kind)) {
         put_range(e, op->dst);
         emit_puts(o, op->kind == IR_SW_REDUCE || op->kind == IR_SW_REDUCE_STORE ? " <- sum of " : " <- ");
         put_range(e, op->src);
@@ -273,7 +275,10 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     put_meeting(e, op);
     if (ir_is_data(op->kind)) {
         put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL);
-        put_data_call(e, op);
+        if (ir_is_packet(op->kind))
+            emit_packets_op(&e->out, e->p, op, e->bufname);
+        else
+            put_data_call(e, op);
         e->data_since_barrier = e->data_since_meet = true;
     } else {
         put_sync_call(e, op);
@@ -291,6 +296,7 @@ static void put_leave(Emitter *e, int r)
     bool any_wait = false;
     for (int i = 0; i < s->nops; i++)
         any_wait |= s->ops[i].kind == IR_WAIT || s->ops[i].kind == IR_SW_WAIT;
+    any_wait |= emit_packets_used(e->p); /* the epoch advances in every launch, on every rank */
     if (!any_wait && !e->meets) {
         emit_puts(o, "    (void)a;  // no waits and no convergences: nothing to hand over\n}\n\n");
         return;
@@ -300,6 +306,7 @@ static void put_leave(Emitter *e, int r)
         return;
     }
     emit_puts(o, "    if (cdsl_last_out(a)) {  // arrivals the waits above consumed\n");
+    emit_packets_leave(o, e->p);
     if (e->switch_waits)
         emit_printf(o, "        a.state[CDSL_STATE_SWITCH] += %d * CDSL_NRANKS;\n", e->switch_waits);
     for (int i = 0; i < s->nops; i++) {
@@ -420,6 +427,7 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
     name_buffers(&e, a);
     put_header(&e, dtype, a);
     emit_prelude(&e.out, p, flavour, dtype);
+    emit_packets_prelude(&e.out, p);
     put_buffers(&e);
     for (int r = 0; r < p->nranks; r++) {
         if (rank < 0 || r == rank)

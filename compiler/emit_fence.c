@@ -128,6 +128,13 @@ static int op_accesses(const IrOp *op, Access out[3])
         out[0] = (Access){op->src, true, false};
         out[1] = (Access){op->dst, true, true};
         return 2;
+    case IR_PKT_SEND: /* packets: the local operand through the unicast mapping (the slots are
+                         internal: never reached through the multicast one) */
+        out[0] = (Access){op->src, false, false};
+        return 1;
+    case IR_PKT_RECV:
+        out[0] = (Access){op->dst, false, true};
+        return 1;
     default:
         return 0;
     }
@@ -354,6 +361,8 @@ void emit_fence_after(EmitFence *f, const IrOp *op)
         waited(f, op);
         return;
     }
+    if (op->kind == IR_PKT_RECV) /* a wait for the sender too, then a write of dst */
+        waited(f, op);
     Access acc[3];
     int n = op_accesses(op, acc);
     for (int j = 0; j < n; j++) {

@@ -601,6 +601,25 @@ static bool order_relaxed(const Stmt *s)
     return s->args.n == 1 && !strcmp(s->args.items[0]->name, "relaxed");
 }
 
+/* send_packets(src) / recv_packets(dst): one range each; the slot the packets travel through
+ * is not user memory. The receive writes dst (so never the input, and in place its operand
+ * moves like any other); the send only reads src. Packet ops are always relaxed: the flags in
+ * the packets carry that one transfer's data and order nothing else (docs/language.md). */
+static bool eval_packets(Eval *ev, const Stmt *s, const char *m, int peer, IrOp *op)
+{
+    bool send = m[0] == 's';
+    *op = new_op(send ? IR_PKT_SEND : IR_PKT_RECV);
+    op->peer = peer;
+    op->relaxed = true;
+    op->chan = IR_PKT_CHAN;
+    IrRange *r = send ? &op->src : &op->dst;
+    if (!eval_range(ev, s->args.items[0], r))
+        return false;
+    if (!send && !input_read_only(ev, s, m, op->dst))
+        return false;
+    return alias_operand(ev, s, m, 0, r, ev->rank);
+}
+
 static void eval_method(Eval *ev, const Stmt *s)
 {
     Value ch;
@@ -620,6 +639,9 @@ static void eval_method(Eval *ev, const Stmt *s)
         IrOp orig = op;
         if (!in_place_operands(ev, s, what, &op) || !no_overlap(ev, s, what, &op, &orig, true))
             return;
+    } else if (!sw && (!strcmp(m, "send_packets") || !strcmp(m, "recv_packets"))) {
+        if (!eval_packets(ev, s, m, (int)ch.i, &op))
+            return;
     } else if (!strcmp(m, "put") || !strcmp(m, "get")) {
         op = new_op(m[0] == 'p' ? IR_PUT : IR_GET);
         op.peer = (int)ch.i;
@@ -633,7 +655,7 @@ static void eval_method(Eval *ev, const Stmt *s)
         ev_error(ev, s->name_loc, "%s is an operation of the switch, not of a peer channel", m);
         return;
     }
-    if (sw && (!strcmp(m, "put") || !strcmp(m, "get"))) {
+    if (sw && (!strcmp(m, "put") || !strcmp(m, "get") || strstr(m, "_packets"))) {
         ev_error(ev, s->name_loc, "%s is an operation of a peer channel, not of the switch", m);
         return;
     }
@@ -849,7 +871,7 @@ static bool add_buffer(Eval *ev, const char *name, long long nchunks, Loc at)
         ev_error(ev, at, "too many buffers: input, output and at most %d scratch buffers", IR_MAX_BUFS - 2);
         return false;
     }
-    ev->ir->bufs[ev->ir->nbufs++] = (IrBuf){name, (int)nchunks, at};
+    ev->ir->bufs[ev->ir->nbufs++] = (IrBuf){name, (int)nchunks, at, false};
     return true;
 }
 
@@ -967,5 +989,7 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
         ev->ctx_dirty = true;
         eval_stmts(ev, &program->body);
     }
+    if (!d->nerrors)
+        ir_packet_layout(ir, d);
     return d->nerrors ? NULL : ir;
 }

@@ -90,7 +90,13 @@ static void match_table_init(MatchTable *t, Arena *a, size_t count)
 
 static bool peer_op(const HbFacts *f, const IrOp *op)
 {
-    return (op->kind == IR_SIGNAL || op->kind == IR_WAIT) && op->peer >= 0 && op->peer < f->n && op->chan >= 0;
+    return (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && op->peer >= 0 && op->peer < f->n && op->chan >= 0;
+}
+
+/* The counter column of a peer op's channel: packets (IR_PKT_CHAN) count in the last one. */
+static int chan_col(const IrOp *op, int nchan)
+{
+    return op->chan == IR_PKT_CHAN ? nchan - 1 : op->chan;
 }
 
 /* The barrier (rank, id), made when first seen. */
@@ -135,12 +141,12 @@ static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int 
     int *bar_uses = nbar_ops ? ARENA_ARRAY(a, int, (size_t)nbar_ops) : NULL; /* [b - first_bar] */
     for (int i = 0; i < s->nops; i++) {
         const IrOp *op = &s->ops[i];
-        int slot = op->peer * nchan + op->chan;
+        int slot = op->peer * nchan + chan_col(op, nchan);
         f->partner[r][i] = -1;
-        if (op->kind == IR_SIGNAL && peer_op(f, op)) {
+        if (ir_is_signal(op->kind) && peer_op(f, op)) {
             f->ordinal[r][i] = sigs[slot]++;
             ++*nsignals;
-        } else if (op->kind == IR_WAIT && peer_op(f, op)) {
+        } else if (ir_is_wait(op->kind) && peer_op(f, op)) {
             f->ordinal[r][i] = waits[slot]++;
         } else if (op->kind == IR_SW_SIGNAL) {
             f->ordinal[r][i] = nsw_sig++;
@@ -159,7 +165,8 @@ static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int 
     }
     for (int i = 0; i < s->nops; i++)
         if (peer_op(f, &s->ops[i]))
-            sigs[s->ops[i].peer * nchan + s->ops[i].chan] = waits[s->ops[i].peer * nchan + s->ops[i].chan] = 0;
+            sigs[s->ops[i].peer * nchan + chan_col(&s->ops[i], nchan)] =
+                waits[s->ops[i].peer * nchan + chan_col(&s->ops[i], nchan)] = 0;
     f->nsw_sig[r] = nsw_sig;
     f->nsw_wait[r] = nsw_wait;
 }
@@ -184,7 +191,7 @@ static void pair_waits(HbFacts *f, const MatchTable *t)
         const IrSeq *s = &f->p->ranks[r];
         for (int i = 0; i < s->nops; i++) {
             const IrOp *op = &s->ops[i];
-            if (op->kind != IR_WAIT || !peer_op(f, op))
+            if (!ir_is_wait(op->kind) || !peer_op(f, op))
                 continue;
             size_t slot = match_slot(t, match_key(op->peer, r, op->chan, f->ordinal[r][i]));
             int sig = t->vals[slot];
@@ -196,14 +203,19 @@ static void pair_waits(HbFacts *f, const MatchTable *t)
     }
 }
 
+/* Counter columns: channels 0 .. the highest used, and one more for packets if any. */
 static int channels_used(const IrProgram *p)
 {
     int nchan = 1;
+    bool packets = false;
     for (int r = 0; r < p->nranks; r++)
-        for (int i = 0; i < p->ranks[r].nops; i++)
-            if (p->ranks[r].ops[i].chan >= nchan && p->ranks[r].ops[i].kind != IR_BARRIER)
-                nchan = p->ranks[r].ops[i].chan + 1;
-    return nchan;
+        for (int i = 0; i < p->ranks[r].nops; i++) {
+            const IrOp *op = &p->ranks[r].ops[i];
+            packets |= ir_is_packet(op->kind);
+            if (op->chan >= nchan && op->kind != IR_BARRIER && !ir_is_packet(op->kind))
+                nchan = op->chan + 1;
+        }
+    return nchan + packets;
 }
 
 void hb_match(const IrProgram *p, HbFacts *f)
@@ -236,7 +248,7 @@ void hb_match(const IrProgram *p, HbFacts *f)
     for (int r = 0; r < f->n; r++) {
         const IrSeq *s = &p->ranks[r];
         for (int i = 0; i < s->nops; i++)
-            if (s->ops[i].kind == IR_SIGNAL && peer_op(f, &s->ops[i])) {
+            if (ir_is_signal(s->ops[i].kind) && peer_op(f, &s->ops[i])) {
                 uint64_t key = match_key(r, s->ops[i].peer, s->ops[i].chan, f->ordinal[r][i]);
                 size_t slot = match_slot(&t, key);
                 t.keys[slot] = key;
@@ -442,9 +454,11 @@ void hb_replay_step(HbReplay *rp, int r, int i)
     int u = hb_unit(rp->f, r, i);
     rp->at = op->loc;
     switch (op->kind) {
-    case IR_SIGNAL: step_signal(rp, r, i, u); break;
+    case IR_SIGNAL:
+    case IR_PKT_SEND: step_signal(rp, r, i, u); break;
     case IR_SW_SIGNAL: step_switch_signal(rp, r, i, u, op); break;
-    case IR_WAIT: step_wait(rp, r, i, u, op); break;
+    case IR_WAIT:
+    case IR_PKT_RECV: step_wait(rp, r, i, u, op); break;
     case IR_SW_WAIT: step_switch_wait(rp, r, i, u, op); break;
     case IR_BARRIER: step_barrier(rp, r, i, u); break;
     default: break;
@@ -658,7 +672,7 @@ static void expand(Search *sr, size_t node)
     if (e.idx < 0 || e.idx >= s->nops)
         return;
     const IrOp *op = &s->ops[e.idx];
-    if (op->kind == IR_SIGNAL && r->hb.partner[e.rank][e.idx] >= 0) {
+    if (ir_is_signal(op->kind) && r->hb.partner[e.rank][e.idx] >= 0) {
         HbEv w = {op->peer, r->hb.partner[e.rank][e.idx]};
         relax(sr, node, w, !hb_strong(op, &r->p->ranks[w.rank].ops[w.idx]));
     } else if (op->kind == IR_SW_SIGNAL) {

@@ -199,6 +199,9 @@ void race_check(CheckResult *r, Diag *d);
 /* rounds.c: a switch arrival for round k+1 only after round k has completed */
 void rounds_check(CheckResult *r, Diag *d);
 
+/* packets.c: matching packet sizes; a sender hears from its reader before it ends */
+void packets_check(CheckResult *r, Diag *d);
+
 /* post.c: rule 4 */
 void post_check(CheckResult *r, Diag *d);
 

@@ -22,6 +22,8 @@ const char *ir_kind_name(IrKind k)
     case IR_SW_WAIT: return "switch.wait";
     case IR_NOP: return "nop";
     case IR_BARRIER: return "barrier";
+    case IR_PKT_SEND: return "send_packets";
+    case IR_PKT_RECV: return "recv_packets";
     }
     return "?";
 }
@@ -58,7 +60,7 @@ int ir_in_place_first(const IrProgram *p, int rank)
 bool ir_is_data(IrKind k)
 {
     return k == IR_COPY || k == IR_REDUCE || k == IR_PUT || k == IR_GET || k == IR_SW_STORE ||
-           k == IR_SW_REDUCE || k == IR_SW_REDUCE_STORE;
+           k == IR_SW_REDUCE || k == IR_SW_REDUCE_STORE || k == IR_PKT_SEND || k == IR_PKT_RECV;
 }
 
 bool ir_is_switch(IrKind k)
@@ -90,7 +92,7 @@ void ir_dump(const IrProgram *p, FILE *out)
     fprintf(out, "program %s implements %s, nranks=%d, chunks=%d\n", p->name, p->coll_name, p->nranks,
             p->chunks);
     for (int b = 0; b < p->nbufs; b++)
-        fprintf(out, "buffer %s[%d]\n", p->bufs[b].name, p->bufs[b].nchunks);
+        fprintf(out, "buffer %s[%d]%s\n", p->bufs[b].name, p->bufs[b].nchunks, p->bufs[b].internal ? " (the runtime's)" : "");
     int aliased, holder;
     if (ir_in_place(p, &aliased, &holder))
         fprintf(out, "in place: %s is %s[%s .. %s] on rank r; operations name %s only\n", p->bufs[aliased].name,
@@ -110,6 +112,8 @@ void ir_dump(const IrProgram *p, FILE *out)
                 fprintf(out, " chan=%d", op->chan);
             if (op->kind == IR_BARRIER)
                 fprintf(out, " id=%d blocks=%d", op->chan, op->arg);
+            if (ir_is_packet(op->kind))
+                fprintf(out, " slot=%d", op->arg);
             if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
                 fputs(op->relaxed ? " relaxed" : " release", out);
             if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT)

@@ -55,7 +55,17 @@ typedef enum IrKind {
     IR_NOP,             /* plan only: __syncthreads() in the op's thread block; nothing else */
     IR_BARRIER,         /* plan only: barrier `chan` of the rank, where `arg` of its thread
                            blocks meet (the k-th use by each forms the k-th barrier) */
+    IR_PKT_SEND,        /* peer(p).send_packets(src): local src, with a flag in every packet,
+                           into this rank's packet slots on rank `peer`; to the checker a
+                           relaxed signal on channel IR_PKT_CHAN that reads src */
+    IR_PKT_RECV,        /* peer(p).recv_packets(dst): poll the packets `peer` sent this rank,
+                           then their data into local dst; a relaxed wait on IR_PKT_CHAN that
+                           writes dst (docs/language.md, "Packets") */
 } IrKind;
+
+/* Packet ops are numbered on a channel of their own: the k-th recv_packets from p matches
+   p's k-th send_packets to this rank, apart from the signals and waits of channel 0. */
+enum { IR_PKT_CHAN = 4095 };
 
 /* Chunks [first, first+count) of buffer buf; buf < 0 means "no operand". */
 typedef struct IrRange {
@@ -76,6 +86,8 @@ typedef struct IrOp {
     int tb;             /* the unit (thread block) of the rank that runs it; 0 in .cdsl */
     IrRange dst, src, src2;
     int arg;            /* BARRIER: how many of the rank's thread blocks meet there;
+                           PKT_SEND/PKT_RECV: where the packets go in the receiver's slots
+                           (ir_packet_layout), in data chunks;
                            SIGNAL/WAIT/SW_SIGNAL/SW_WAIT of a plan: the block's thread that does
                            it (the executor's thread j works on the op's j-th channel) */
     Loc loc;            /* the statement (the operation's name in it) */
@@ -92,6 +104,9 @@ typedef struct IrBuf {
     const char *name;   /* "input", "output" or the scratch buffer's name */
     int nchunks;
     Loc loc;            /* declaration (scratch, custom) or the program header */
+    bool internal;      /* the runtime's, not the program's: the packet slots (ir_packet_layout);
+                           allocated and mapped like scratch, zeroed once, never filled or
+                           poisoned, named by no operation */
 } IrBuf;
 
 typedef struct IrProgram {
@@ -133,6 +148,15 @@ static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->nt
 const char *ir_coll_name(Collective c);
 bool ir_is_data(IrKind k);                 /* moves data: COPY..GET, SW_STORE..SW_REDUCE_STORE */
 bool ir_is_switch(IrKind k);
+/* Packets (compiler/packet_layout.c): every packet op's place in its receiver's packet slots
+ * (IrOp.arg, in data chunks), and the internal buffer that holds the slots, appended to the
+ * program's buffers. False (with an error) when there is no room for one more buffer. */
+bool ir_packet_layout(IrProgram *p, Diag *d);
+int ir_packet_buf(const IrProgram *p);     /* the packet slots' buffer, or -1 */
+/* What matches like a signal / a wait (hb.c, sync.c): peer signals and waits, and packets. */
+static inline bool ir_is_signal(IrKind k) { return k == IR_SIGNAL || k == IR_PKT_SEND; }
+static inline bool ir_is_wait(IrKind k) { return k == IR_WAIT || k == IR_PKT_RECV; }
+static inline bool ir_is_packet(IrKind k) { return k == IR_PKT_SEND || k == IR_PKT_RECV; }
 void ir_append(IrProgram *p, int rank, IrOp op);
 /* One line per op, for --dump-ir and tests: "r0 12:5 put peer=1 output[3..4] <- output[3..4]" */
 void ir_dump(const IrProgram *p, FILE *out);

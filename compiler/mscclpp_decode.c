@@ -5,8 +5,8 @@
  *
  * The ops the format defines but cdsl does not run are refused here, each with its reason
  * (docs/mscclpp.md §3.3): packet (LL) ops, semaphores, pipelines, glre, and everything on port
- * channels. A packet op is refused by one entry of the table below, so that mapping packets
- * once the IR has them (branch ll) is a change to that entry and to mscclpp_map.c.
+ * channels. Packet ops stay refused now that the language has packets: MSCCL++'s pair by
+ * scratch address, cdsl's by order with the runtime's slots (docs/mscclpp.md §3.3).
  *
  * Current generation (MSCCL++ 1f5f065d, execution_plan.cc setupOperation): channel_ids index
  * the block's channel list of the op's channel_type; an operand is {type, index, size} (local),
@@ -65,7 +65,9 @@ static const char *refusal_text(Refusal r)
 {
     switch (r) {
     case PACKETS:
-        return "packet (LL) operations are not in cdsl's IR yet (packets come to the language on branch ll)";
+        return "MSCCL++'s packet (LL) operations pair by scratch address and run on its executor's flags; cdsl's "
+               "packets (send_packets, recv_packets) pair by order with slots of the runtime's, and no mapping "
+               "between the two is made";
     case SEMAPHORES:
         return "semaphores between thread blocks are not modelled yet (barriers are)";
     case PIPELINE:

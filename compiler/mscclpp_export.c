@@ -182,7 +182,7 @@ static bool lower(Export *x)
         x->slot_base = x->nscratch;
     int total = x->nscratch + x->slot_size * p->nranks;
     q->nbufs = total ? 3 : 2;
-    q->bufs[2] = (IrBuf){"scratch", total, p->loc};
+    q->bufs[2] = (IrBuf){"scratch", total, p->loc, false};
     for (int r = 0; r < p->nranks; r++) {
         IrSeq s = {ARENA_ARRAY(x->a, IrOp, (size_t)p->ranks[r].nops + 1), p->ranks[r].nops, 0};
         Lower l = {x, r, false, false, false, false};
@@ -377,6 +377,8 @@ static bool op_json(Plan *pl, const IrOp *op)
         fprintf(o, "{\"name\": \"g%s%s\", \"switch_channel_id\": 0}", op->relaxed ? "rlx" : "",
                 op->kind == IR_SW_SIGNAL ? "signal" : "wait");
         break;
+    case IR_PKT_SEND:
+    case IR_PKT_RECV: /* refused before lowering (no_packets) */
     case IR_BARRIER:
     case IR_SW_REDUCE: /* lowered away */
         diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));
@@ -476,6 +478,24 @@ static bool write_plan(Export *x, FILE *out)
     return true;
 }
 
+/* MSCCL++'s packet ops (put_packets into a peer's scratch at an offset the plan names,
+   unpack_packets from it) pair by scratch address and use its executor's flags; cdsl's pair by
+   order, with slots that are the runtime's, not the program's. No mapping, so no plan. */
+static bool no_packets(Export *x)
+{
+    for (int r = 0; r < x->p->nranks; r++)
+        for (int i = 0; i < x->p->ranks[r].nops; i++) {
+            const IrOp *op = &x->p->ranks[r].ops[i];
+            if (!ir_is_packet(op->kind))
+                continue;
+            diag_error(x->d, op->loc, "%s is not written to MSCCL++ plans: their packet operations name scratch "
+                       "offsets and pair by address, cdsl's pair by order with slots of the runtime's "
+                       "(docs/mscclpp.md)", ir_kind_name(op->kind));
+            return false;
+        }
+    return true;
+}
+
 /* The lowered program, checked; NULL after errors. */
 static IrProgram *lower_checked(Export *x)
 {
@@ -486,6 +506,8 @@ static IrProgram *lower_checked(Export *x)
                    "instead");
         return NULL;
     }
+    if (!no_packets(x))
+        return NULL;
     if (!lower(x))
         return NULL;
     check_program(x->q, x->d, NULL); /* the plan as it will be read back */

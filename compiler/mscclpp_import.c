@@ -712,9 +712,9 @@ static bool make_buffers(Msc *m)
     }
     p->chunks = p->coll == COLL_ALLGATHER ? in * L : p->coll == COLL_REDUCESCATTER ? out * L
                 : in % m->n ? in * L : in / m->n * L;
-    p->bufs[IR_INPUT] = (IrBuf){"input", in * L, p->loc};
-    p->bufs[IR_OUTPUT] = (IrBuf){"output", out * L, p->loc};
-    p->bufs[2] = (IrBuf){"scratch", g->scratch * L, p->loc};
+    p->bufs[IR_INPUT] = (IrBuf){"input", in * L, p->loc, false};
+    p->bufs[IR_OUTPUT] = (IrBuf){"output", out * L, p->loc, false};
+    p->bufs[2] = (IrBuf){"scratch", g->scratch * L, p->loc, false};
     p->nbufs = g->scratch ? 3 : 2;
     p->in_place = m->inplace;
     return true;

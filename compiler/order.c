@@ -26,7 +26,9 @@
  */
 #include "hb.h"
 
-enum { PATH_LOCAL = -2, PATH_SWITCH = -1 }; /* else: the peer whose pointer is used */
+/* else: the peer whose pointer is used. PATH_PACKETS: a packet op's local operand, which the
+   threads take one 4-byte word each (device/packets.cu), not in the data ops' 16-byte packs. */
+enum { PATH_PACKETS = -3, PATH_LOCAL = -2, PATH_SWITCH = -1 };
 
 typedef struct Sig { /* how a chunk is reached: the path and the operand's range */
     int path, first, count;
@@ -65,6 +67,12 @@ static int op_touches(const IrOp *op, int rank, Touch out[3])
     Touch dst = {rank, op->dst.buf, {PATH_LOCAL, op->dst.first, op->dst.count}, true};
     Touch src = {rank, op->src.buf, {PATH_LOCAL, op->src.first, op->src.count}, false};
     switch (op->kind) {
+    case IR_PKT_SEND: /* packets: one local operand, spread over the threads word by word */
+        out[0] = (Touch){rank, op->src.buf, {PATH_PACKETS, op->src.first, op->src.count}, false};
+        return 1;
+    case IR_PKT_RECV:
+        out[0] = (Touch){rank, op->dst.buf, {PATH_PACKETS, op->dst.first, op->dst.count}, true};
+        return 1;
     case IR_COPY: break;
     case IR_REDUCE: /* a plan's read-reduce takes src2 from rank `peer` */
         out[2] = (Touch){rank, op->src2.buf, {PATH_LOCAL, op->src2.first, op->src2.count}, false};

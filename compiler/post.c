@@ -94,7 +94,15 @@ typedef struct Post {
     int *bounds;          /* switch reductions: run boundaries over all ranks */
     size_t bounds_cap;
     PostId *ids;          /* [nranks] */
+    struct Sent **sent;   /* [rank][op]: what a send_packets read, made at its first send */
 } Post;
+
+/* The values a send_packets read when it ran, for its recv_packets: the packets carry the
+   source as it was then, whatever the sender writes into it afterwards. */
+typedef struct Sent {
+    Piece *pieces; /* relative to the source's first chunk, values not shifted */
+    int n;
+} Sent;
 
 static bool over(const Post *s)
 {
@@ -534,13 +542,41 @@ static int reduce_over_ranks(Post *s, IrRange src, int to, int out)
     return n;
 }
 
+static void send_packets(Post *s, HbEv e, const IrOp *op)
+{
+    if (!s->sent[e.rank])
+        s->sent[e.rank] = post_alloc(s, (size_t)s->p->ranks[e.rank].nops, sizeof(Sent));
+    int n = read_range(s, e.rank, op->src, op->src.first, 0);
+    Sent *t = &s->sent[e.rank][e.idx];
+    t->pieces = post_alloc(s, (size_t)n + 1, sizeof(Piece));
+    memcpy(t->pieces, s->piece[0], (size_t)n * sizeof(Piece));
+    t->n = n;
+}
+
+/* The matching send's pieces, moved to start at the receive's dst. */
+static int recv_packets(Post *s, HbEv e, const IrOp *op)
+{
+    int from = op->peer, i = s->r->hb.partner[e.rank][e.idx];
+    const IrOp *send = &s->p->ranks[from].ops[i];
+    const Sent *t = &s->sent[from][i];
+    Piece *p = pieces(s, 0, (size_t)t->n + 1);
+    for (int j = 0; j < t->n; j++)
+        p[j] = (Piece){t->pieces[j].lo, t->pieces[j].hi, shift(s, t->pieces[j].id, send->src.first - op->dst.first)};
+    return t->n;
+}
+
 static void run_op(Post *s, HbEv e)
 {
     const IrOp *op = &s->p->ranks[e.rank].ops[e.idx];
     int r = e.rank, to = op->dst.first, n;
     s->pool.at = op->loc;
     Piece *res;
+    if (op->kind == IR_PKT_SEND) {
+        send_packets(s, e, op);
+        return;
+    }
     switch (op->kind) { /* everything is read first: dst may overlap a source */
+    case IR_PKT_RECV: n = recv_packets(s, e, op), res = s->piece[0]; break;
     case IR_COPY:
     case IR_PUT:
     case IR_SW_STORE: n = read_range(s, r, op->src, to, 0), res = s->piece[0]; break;
@@ -792,6 +828,7 @@ static void post_init(Post *s, CheckResult *r)
     s->cells = post_alloc(s, (size_t)p->nranks * (size_t)p->nbufs, sizeof(RunMap));
     s->ids = post_alloc(s, (size_t)p->nranks, sizeof(PostId));
     s->want = post_alloc(s, (size_t)p->nranks + 1, sizeof(PostId));
+    s->sent = post_alloc(s, (size_t)p->nranks, sizeof(Sent *));
 }
 
 void post_check(CheckResult *r, Diag *d)

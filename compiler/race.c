@@ -87,6 +87,16 @@ static int op_accesses(const IrOp *op, int rank, Access out[3])
 {
     int self = rank, peer = op->peer, all = -1, n = 0;
     int dst_owner = self, src_owner = self;
+    /* Packets: the send reads its src, the receive writes its dst, both the executing rank's;
+       the slot the packets cross is the runtime's, not a buffer of the program. */
+    if (op->kind == IR_PKT_SEND) {
+        out[0] = (Access){self, op->src.buf, op->src.first, op->src.count, false};
+        return 1;
+    }
+    if (op->kind == IR_PKT_RECV) {
+        out[0] = (Access){self, op->dst.buf, op->dst.first, op->dst.count, true};
+        return 1;
+    }
     switch (op->kind) {
     case IR_PUT: dst_owner = peer; break;
     case IR_GET: src_owner = peer; break;

@@ -189,26 +189,28 @@ static void resolve_method(Resolver *r, Stmt *s)
         return;
     }
     bool sw_op = !strcmp(m, "store") || !strcmp(m, "reduce") || !strcmp(m, "reduce_store");
-    bool peer_op = !strcmp(m, "put") || !strcmp(m, "get");
+    bool pkt_op = !strcmp(m, "send_packets") || !strcmp(m, "recv_packets");
+    bool peer_op = !strcmp(m, "put") || !strcmp(m, "get") || pkt_op;
     /* A let-bound channel may be the switch or a peer: eval.c checks which, once it knows. */
     bool named = ch->kind == E_NAME;
     if (!(named ? sw_op || peer_op : sw ? sw_op : peer_op)) {
-        static const char *const ops[] = {"put", "get", "signal", "wait", "store", "reduce", "reduce_store"};
+        static const char *const ops[] = {"send_packets", "recv_packets", "put",    "get",
+                                          "signal",       "wait",         "store", "reduce", "reduce_store"};
         const char *on = named ? "a channel" : sw ? "the switch" : "a peer channel";
         char buf[128];
-        /* the switch's operations are the last five, a peer's the first four */
-        const char *hint = suggest_text(m, sw ? ops + 2 : ops, named ? 7 : sw ? 5 : 4, buf, sizeof buf);
+        /* the switch's operations are the last five, a peer's the first six */
+        const char *hint = suggest_text(m, sw ? ops + 4 : ops, named ? 9 : sw ? 5 : 6, buf, sizeof buf);
         if (*hint)
             diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s%s", m, on, hint);
         else
             diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m, on,
-                       named ? "store, reduce, reduce_store, put, get, signal or wait"
+                       named ? "store, reduce, reduce_store, put, get, send_packets, recv_packets, signal or wait"
                        : sw  ? "store, reduce, reduce_store, signal or wait"
-                             : "put, get, signal or wait");
+                             : "put, get, send_packets, recv_packets, signal or wait");
         return;
     }
     char *what = arena_printf(r->arena, "%s%s", sw_op ? "switch." : "", m);
-    check_arity(r, s, what, 2);
+    check_arity(r, s, what, pkt_op ? 1 : 2);
     for (int i = 0; i < s->args.n; i++)
         resolve_expr(r, s->args.items[i]);
 }

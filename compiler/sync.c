@@ -37,7 +37,7 @@ static void sim_ready(Sim *s, int u)
 
 static bool wait_ready(const Sim *s, int r, const IrOp *op, int i)
 {
-    if (op->kind == IR_WAIT) {
+    if (ir_is_wait(op->kind)) {
         int sig = s->f->partner[r][i];
         return sig >= 0 && s->run->pc[hb_unit(s->f, op->peer, sig)] > sig;
     }
@@ -49,7 +49,7 @@ static bool wait_ready(const Sim *s, int r, const IrOp *op, int i)
 static void wake(Sim *s, int r, const IrOp *op, int i)
 {
     const HbFacts *f = s->f;
-    if (op->kind == IR_SIGNAL) {
+    if (ir_is_signal(op->kind)) {
         int w = f->partner[r][i];
         if (w >= 0) {
             int u = hb_unit(f, op->peer, w);
@@ -96,7 +96,7 @@ static void sim_unit(Sim *s, int u)
     int *pc = &s->run->pc[u];
     while (*pc < f->unit_end[u]) {
         const IrOp *op = &seq->ops[*pc];
-        if ((op->kind == IR_WAIT || op->kind == IR_SW_WAIT) && !wait_ready(s, r, op, *pc))
+        if ((ir_is_wait(op->kind) || op->kind == IR_SW_WAIT) && !wait_ready(s, r, op, *pc))
             return;
         if (op->kind == IR_BARRIER) {
             if (!barrier_arrive(s, r, *pc))
@@ -105,7 +105,7 @@ static void sim_unit(Sim *s, int u)
         }
         s->run->sched[s->run->nsched++] = (HbEv){r, *pc};
         ++*pc;
-        if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
+        if (ir_is_signal(op->kind) || op->kind == IR_SW_SIGNAL)
             wake(s, r, op, *pc - 1);
     }
 }
@@ -219,6 +219,16 @@ static void report_peer_forever(Reporter *rep, HbEv w)
     int k = rep->r->hb.ordinal[w.rank][w.idx], p = op->peer;
     if (!first_report(rep, &op->loc))
         return;
+    if (op->kind == IR_PKT_RECV) {
+        const char *sent = k ? arena_printf(rep->a, "rank %d sends packets to rank %d only %s", p, w.rank,
+                                            check_times(rep->a, k))
+                             : arena_printf(rep->a, "rank %d never sends packets to rank %d", p, w.rank);
+        diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s recv_packets from rank %d, but %s",
+                   w.rank, check_ctx(rep->a, op), check_nth(rep->a, k + 1), p, sent);
+        note_last(rep, p, IR_PKT_SEND, w.rank, arena_printf(rep->a, "rank %d's last send_packets to rank %d", p, w.rank),
+                  arena_printf(rep->a, "sending packets to rank %d", w.rank));
+        return;
+    }
     const char *supply = k ? arena_printf(rep->a, "rank %d signals rank %d only %s", p, w.rank, check_times(rep->a, k))
                            : arena_printf(rep->a, "rank %d never signals rank %d", p, w.rank);
     diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s wait for rank %d, but %s", w.rank,
@@ -295,7 +305,7 @@ static int waits_for(Reporter *rep, int u)
     const IrOp *op = op_at(r, w);
     if (op->kind == IR_BARRIER)
         return barrier_waits_for(rep, u, w);
-    if (op->kind == IR_WAIT) {
+    if (ir_is_wait(op->kind)) {
         int sig = r->hb.partner[rank][w.idx];
         if (sig >= 0)
             return hb_unit(f, op->peer, sig);
@@ -326,10 +336,11 @@ static const char *awaited(Reporter *rep, HbEv w, int target_unit)
                             target_unit - r->hb.rank_unit[target], target, op->chan,
                             r->p->ranks[target].ops[pc].loc.line, r->p->ranks[target].ops[pc].loc.col);
     }
-    if (op->kind == IR_WAIT) {
+    if (ir_is_wait(op->kind)) {
         const IrOp *sig = &r->p->ranks[target].ops[r->hb.partner[w.rank][w.idx]];
-        return arena_printf(rep->a, "rank %d's %s signal to rank %d, which rank %d sends at %d:%d", target,
-                            check_nth(rep->a, k + 1), w.rank, target, sig->loc.line, sig->loc.col);
+        return arena_printf(rep->a, "rank %d's %s %s to rank %d, which rank %d sends at %d:%d", target,
+                            check_nth(rep->a, k + 1), op->kind == IR_PKT_RECV ? "send_packets" : "signal", w.rank,
+                            target, sig->loc.line, sig->loc.col);
     }
     const IrOp *sig = &r->p->ranks[target].ops[r->hb.sw_sig[target][k]];
     return arena_printf(rep->a, "rank %d's %s switch arrival, which rank %d makes at %d:%d", target,
@@ -424,6 +435,16 @@ static void report_leftover(Reporter *rep, int q, int i)
 {
     const IrOp *op = &rep->r->p->ranks[q].ops[i];
     int k = rep->r->hb.ordinal[q][i], p = op->peer;
+    if (op->kind == IR_PKT_SEND) {
+        const char *got = k ? arena_printf(rep->a, "rank %d receives packets from rank %d only %s", p, q,
+                                           check_times(rep->a, k))
+                            : arena_printf(rep->a, "rank %d never receives packets from rank %d", p, q);
+        diag_error(rep->d, op->loc, "packets never received: rank %d's %s send_packets to rank %d%s has no matching "
+                   "recv_packets: %s", q, check_nth(rep->a, k + 1), p, check_ctx(rep->a, op), got);
+        note_last(rep, p, IR_PKT_RECV, q, arena_printf(rep->a, "rank %d's last recv_packets from rank %d", p, q),
+                  arena_printf(rep->a, "receiving packets from rank %d", q));
+        return;
+    }
     const char *waits = k ? arena_printf(rep->a, "rank %d waits for rank %d only %s", p, q, check_times(rep->a, k))
                           : arena_printf(rep->a, "rank %d never waits for rank %d", p, q);
     diag_error(rep->d, op->loc, "signal never consumed: rank %d's %s signal to rank %d%s has no matching wait: %s", q,
@@ -438,7 +459,7 @@ static void report_leftover_signals(Reporter *rep)
     for (int q = 0; q < r->hb.n; q++) {
         const IrSeq *s = &r->p->ranks[q];
         for (int i = 0; i < s->nops; i++)
-            if (s->ops[i].kind == IR_SIGNAL && r->hb.partner[q][i] < 0 && first_report(rep, &s->ops[i].loc))
+            if (ir_is_signal(s->ops[i].kind) && r->hb.partner[q][i] < 0 && first_report(rep, &s->ops[i].loc))
                 report_leftover(rep, q, i);
     }
 }

@@ -24,9 +24,13 @@
  *     state[CDSL_STATE_GRID(n) + 0]  grid barrier arrival counter, [+1] its generation
  *     state[CDSL_STATE_BARRIER(n) + id]  a plan's barrier id: its blocks' arrivals this launch
  *     state[CDSL_STATE_CHAN(n, c, p)]  arrivals consumed on a plan's channel c >= 1 from p
+ *     state[CDSL_STATE_PKT_EPOCH(n)]  launches of programs with packets so far: the packets'
+ *                                   epoch (compiler/device/packets.cu), advanced by the last
+ *                                   block out of each such launch
  * The plan words come after the others, so a .cdsl program's layout is what it always was.
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
- *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p).
+ *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p), or
+ *     CDSL_PKT_COUNTER(p) for a receive of rank p's packets.
  */
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
@@ -48,7 +52,9 @@ enum {
 #define CDSL_STATE_CHAN(nranks, c, p) \
     ((c) ? 3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
 #define CDSL_SYNC_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
-#define CDSL_STATE_WORDS(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
+#define CDSL_STATE_PKT_EPOCH(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
+#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
+#define CDSL_PKT_COUNTER(p) (0x80000000u + (unsigned)(p))
 #define CDSL_ERROR_WORDS 4
 
 /* The argument block, by value. Pointers are device addresses valid on the rank's device. */

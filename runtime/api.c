@@ -361,6 +361,25 @@ static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, const size_t *b
     return CDSL_OK;
 }
 
+/* The packet slots (ir.h: the internal buffer) start zeroed on every rank: no packet's flag
+ * is 0, so nothing in them passes for a packet until one is written (docs/language.md §8). */
+static int comm_zero_slots(cdsl_comm *c, const IrProgram *ir, const size_t *bytes)
+{
+    int b = ir_packet_buf(ir);
+    if (b < 0 || !bytes[b])
+        return CDSL_OK;
+    void *zeros = calloc(1, bytes[b]);
+    if (!zeros) {
+        rt_error(c->user_log, "out of memory zeroing the packet slots");
+        return CDSL_ERR_SYSTEM;
+    }
+    int rc = CDSL_OK;
+    for (int r = 0; r < c->cfg.nranks && !rc; r++)
+        rc = c->ops->write(c->state, r, b, zeros, bytes[b]);
+    free(zeros);
+    return rc;
+}
+
 int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
 {
     if (!c)
@@ -371,7 +390,7 @@ int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
     if (rc)
         return rc;
     c->allocated = false;
-    if ((rc = c->ops->alloc(c->state, bytes, ir->nbufs)))
+    if ((rc = c->ops->alloc(c->state, bytes, ir->nbufs)) || (rc = comm_zero_slots(c, ir, bytes)))
         return rc;
     comm_set_layout(c, ir, chunk_bytes, bytes);
     return CDSL_OK;
@@ -422,7 +441,7 @@ int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, 
         return CDSL_ERR_USAGE;
     }
     c->allocated = false;
-    if ((rc = c->ops->attach(c->state, bytes, ir->nbufs, ptrs)))
+    if ((rc = c->ops->attach(c->state, bytes, ir->nbufs, ptrs)) || (rc = comm_zero_slots(c, ir, bytes)))
         return rc;
     comm_set_layout(c, ir, chunk_bytes, bytes);
     return CDSL_OK;

@@ -235,7 +235,10 @@ cdsl_backend cdsl_comm_backend(const cdsl_comm *comm);
 int cdsl_comm_nranks(const cdsl_comm *comm);
 
 /* Buffers of a program, by index: input, output, then the scratch buffers in declaration
- * order. Sizes are in chunks; one chunk's bytes are chosen at allocation. */
+ * order, then, for a program with packets, "packet slots": the runtime's, allocated (or
+ * registered) like scratch, zeroed by cdsl_comm_alloc/cdsl_comm_register and never to be
+ * written by the caller (docs/language.md section 8). Sizes are in chunks; one chunk's bytes
+ * are chosen at allocation. */
 enum { CDSL_BUF_INPUT = 0, CDSL_BUF_OUTPUT = 1 };
 int cdsl_program_nbufs(const cdsl_program *p);
 int cdsl_program_buf_chunks(const cdsl_program *p, int buf);    /* -1 when there is none */

@@ -267,7 +267,9 @@ static bool lowerable(const IrProgram *ir, char *why, size_t len)
             where(op, at, sizeof at);
             bool reduction = op->kind == IR_REDUCE || op->kind == IR_SW_REDUCE || op->kind == IR_SW_REDUCE_STORE;
             snprintf(why, len, "rank %d's %s at %s %s", r, ir_kind_name(op->kind), at,
-                     reduction ? "is a reduction: reductions need the SMs" : "is not a copy, signal or wait");
+                     reduction             ? "is a reduction: reductions need the SMs"
+                     : ir_is_packet(op->kind) ? "is a packet operation: packets need the SMs"
+                                              : "is not a copy, signal or wait");
             return false;
         }
     return true;

@@ -889,6 +889,7 @@ static void gpu_wait_site(const IrProgram *ir, int rank, int line, unsigned ctr,
         const IrOp *op = &seq->ops[i];
         int match = (op->kind == IR_SW_WAIT && ctr == CDSL_SYNC_SWITCH) ||
                     (op->kind == IR_WAIT && ctr == (unsigned)CDSL_SYNC_CHAN(ir->nranks, op->chan, op->peer)) ||
+                    (op->kind == IR_PKT_RECV && ctr == CDSL_PKT_COUNTER(op->peer)) ||
                     ctr == GPU_GRID_COUNTER;    /* a convergence before any operation */
         if (match && op->loc.line == line && op->loc.src) {
             snprintf(out, n, "%s:%d:%d", op->loc.src->path, line, op->loc.col);
@@ -912,6 +913,8 @@ void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const 
                  (ctr - 1) / (unsigned)nranks);
     else if (ctr == GPU_GRID_COUNTER)
         snprintf(what, sizeof what, "its own thread blocks' grid barrier (were all blocks resident?)");
+    else if (ctr >= CDSL_PKT_COUNTER(0) && ctr < CDSL_PKT_COUNTER(nranks))
+        snprintf(what, sizeof what, "rank %u's packets", ctr - CDSL_PKT_COUNTER(0));
     else
         snprintf(what, sizeof what, "sync word %u", ctr);
     gpu_wait_site(ir, rank, (int)rec[2], ctr, where, sizeof where);

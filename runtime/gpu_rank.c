@@ -384,6 +384,21 @@ int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_b
     return gpu_rank_launch(r->engine, chunk, in, in_bytes, out, out_bytes, stream);
 }
 
+int gpu_rank_op_zero(cdsl_rank_comm *r, void *at, size_t bytes)
+{
+    RankGpu *g = r->engine;
+    int st = gpu_rank_enter(g);
+    if (st)
+        return st;
+    CUresult e = g->cu->CtxSynchronize(); /* this rank's launches in flight have read their packets */
+    if (e == CUDA_SUCCESS)
+        e = g->cu->MemsetD8((CUdeviceptr)at, 0, bytes);
+    if (e == CUDA_SUCCESS)
+        e = g->cu->CtxSynchronize();
+    gpu_rank_leave(g);
+    return e == CUDA_SUCCESS ? CDSL_OK : gpu_rank_fail(g, e, "zeroing the packet slots");
+}
+
 int gpu_rank_status(RankGpu *g, int dead, long dead_pid)
 {
     unsigned rec[CDSL_ERROR_WORDS] = {0};

@@ -71,6 +71,8 @@ int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, v
 int gpu_rank_op_load(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype);
 int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
                     void *stream);
+/* RtRankOps.zero: this rank's device memory at `at`, after its work in flight has ended. */
+int gpu_rank_op_zero(cdsl_rank_comm *r, void *at, size_t bytes);
 /* After the caller synchronised: the error record; `dead` >= 0 names a peer whose process
  * is gone (or -1). */
 int gpu_rank_status(RankGpu *g, int dead, long dead_pid);

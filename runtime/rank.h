@@ -62,6 +62,9 @@ typedef struct RtRankOps {
                void *stream);
     /* After the caller synchronised the stream: whether this rank's run completed. */
     int (*status)(RtRank *r);
+    /* Zero `bytes` of this rank's own memory at `at` (its packet slots, docs/language.md §8),
+     * after this rank's runs in flight have ended, and before returning. */
+    int (*zero)(RtRank *r, void *at, size_t bytes);
 } RtRankOps;
 
 extern const RtRankOps rt_engine_sim;

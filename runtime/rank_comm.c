@@ -329,6 +329,22 @@ static int rt_loaded_everywhere(cdsl_rank_comm *c, int mine)
     return st;
 }
 
+/* A layout that moved may put the packet slots (docs/language.md §8) on memory a kept region
+ * held other data in, which could pass for a packet's flag: zero them. Every rank does it
+ * before the handshake's last exchange, so no peer's next launch can write into them first;
+ * the engine waits for this rank's launches in flight, which have read their packets. */
+static int rt_zero_slots(cdsl_rank_comm *c, const IrProgram *ir, const size_t *bytes)
+{
+    int b = ir_packet_buf(ir);
+    if (b < 0 || !bytes[b])
+        return CDSL_OK;
+    if (!c->ops->zero) {
+        rt_error(c->log, "rank %d: the %s engine cannot zero the packet slots %s needs", c->rank, c->ops->name, ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    return c->ops->zero(c, c->ops->address(c, b), bytes[b]);
+}
+
 /* Grow the region if the layout needs more (the same answer on every rank), lay the buffers
  * out, and load this rank's code. */
 static int rt_prepare(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, const RtHello *h, const size_t *off,
@@ -342,8 +358,11 @@ static int rt_prepare(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, cons
             return st;
         c->reserved = (size_t)h->region;
     }
+    bool moved = !c->agreed.p || c->agreed.ir != p->ir || c->agreed.chunk_bytes != h->chunk_bytes;
     if (!st)
         st = rt_set_layout(c, p->ir, off, bytes);
+    if (!st && moved)
+        st = rt_zero_slots(c, p->ir, bytes);
     if (!st && (!p || c->agreed.ir != p->ir || c->agreed.dtype != dtype || !c->agreed.p))
         st = c->ops->load(c, p, dtype);
     return st;

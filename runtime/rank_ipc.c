@@ -426,4 +426,5 @@ const RtRankOps rt_engine_ipc = {
     .load = gpu_rank_op_load,
     .run = gpu_rank_op_run,
     .status = ipc_status,
+    .zero = gpu_rank_op_zero,
 };

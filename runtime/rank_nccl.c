@@ -329,4 +329,5 @@ const RtRankOps rt_engine_nccl = {
     .load = gpu_rank_op_load,
     .run = gpu_rank_op_run,
     .status = nccl_status,
+    .zero = gpu_rank_op_zero,
 };

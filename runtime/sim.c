@@ -3,6 +3,7 @@
  *
  * Each unit's thread executes exactly the operations the checker saw, in order ("what you
  * check is what you run"): copy/reduce on its own buffers, put/get into and from a peer's,
+ * packets as flagged words in the receiver's slots (section "packets" below),
  * signal/wait on per-pair (and per-channel) arrival counters, and the switch operations as
  * loops over every rank's buffers (store to all, sum over all, both) and a counting barrier
  * that counts as the GPUs do: one counter per rank, which every rank's arrivals increment.
@@ -87,6 +88,7 @@ typedef struct SimRank {
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
+    uint64_t launches;              /* launches this rank completed: the packets' epoch */
 } SimRank;
 
 /* A unit's thread: where it was stopped, if it was. */
@@ -94,7 +96,8 @@ typedef struct SimUnit {
     int rank, tb, first, end;       /* its ops, [first, end) of its rank's list */
     int stuck_op;                   /* a wait this unit was stopped in, or -1 */
     int stuck_iter;
-    uint64_t stuck_want;            /* the arrivals that wait needed */
+    uint64_t stuck_want;            /* the arrivals that wait needed (packets: the flag) */
+    _Atomic uint64_t *stuck_word;   /* packets: the word whose flag did not come */
     uint64_t bar_uses[IR_MAX_BARRIERS];
 } SimUnit;
 
@@ -112,6 +115,7 @@ typedef struct Sim {
     int nunits, nchan;              /* nchan: channels per pair the program uses */
     cdsl_dtype dtype;
     int jitter_us;                  /* 0: no jitter */
+    int pkt_buf;                    /* the packet slots' buffer (ir_packet_buf), or -1 */
     /* The current run: */
     size_t chunk;
     int iters;
@@ -136,6 +140,8 @@ typedef struct SimWorker {
     const char **srcs;              /* [n] operand pointers of the current operation */
     char **dsts;                    /* [n] */
     uint64_t want;                  /* arrivals the current wait needs */
+    _Atomic uint64_t *pkt_word;     /* the packet word the current recv polls */
+    uint64_t epoch;                 /* the launch this unit is in, counted over runs */
     pthread_t thread;
 } SimWorker;
 
@@ -341,14 +347,23 @@ static bool sim_peer_died(Sim *s)
 /* Wait until *ctr >= want. False when the run stopped, or when this wait reached the bound
  * (then it stops the run). Progress by any rank restarts the bound, so a slow rank in a long
  * reduction never makes its peers give up. */
+static bool sim_poll(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want, bool flag);
+
 static bool sim_wait(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want)
+{
+    return sim_poll(w, ctr, want, false);
+}
+
+/* sim_wait's loop; with `flag`, until the word's high half (a packet's flag) equals want. */
+static bool sim_poll(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want, bool flag)
 {
     Sim *s = w->s;
     uint64_t seen = atomic_load_explicit(s->progress, memory_order_relaxed);
     unsigned long long idle = 0;
     double since = 0;
     for (unsigned long long polls = 0;; polls++) {
-        if (atomic_load_explicit(ctr, memory_order_acquire) >= want)
+        uint64_t v = atomic_load_explicit(ctr, flag ? memory_order_relaxed : memory_order_acquire);
+        if (flag ? v >> 32 == want : v >= want)
             return true;
         if (sim_stopped(s))
             return false;
@@ -388,6 +403,75 @@ static void sim_switch_signal(SimWorker *w)
     atomic_fetch_add_explicit(s->ranks[w->rank].sw_made, 1, memory_order_relaxed);
     for (int q = 0; q < s->n; q++)
         atomic_fetch_add_explicit(s->ranks[q].sw_counter, 1, memory_order_release);
+}
+
+/* ---- packets -------------------------------------------------------------------------------
+ *
+ * What the GPUs do (docs/language.md, "Packets"), on host words: every 4 bytes of data travel
+ * in one 64-bit word with a 32-bit flag beside them (MSCCL++'s LL8 packet), written with one
+ * relaxed atomic store, so a reader that sees the flag sees the data next to it and nothing
+ * else is ordered. The flag is the sender's launch number + 1 (never the 0 of fresh memory).
+ * The slots are the receiver's internal buffer, laid out by compiler/packet_layout.c (the
+ * emitted CUDA uses the same layout): each pair's place there, the two launch parities
+ * interleaved word by word. The receiver polls each word until its flag is this launch's,
+ * bounded like every wait, and copies the data out. The checker's rule (packets.c) is what
+ * keeps a sender from writing a parity's slot again before the receiver read it. The epoch is
+ * the rank's count of launches, kept across runs (in each process, for sim_mp.c's views). */
+
+enum { SIM_PKT_BLOCK_WORDS = 4096 };   /* words between two looks at the stop flag */
+
+static bool sim_has_packets(const IrProgram *ir)
+{
+    for (int r = 0; r < ir->nranks; r++)
+        for (int i = 0; i < ir->ranks[r].nops; i++)
+            if (ir_is_packet(ir->ranks[r].ops[i].kind))
+                return true;
+    return false;
+}
+
+/* Data word w of op i's packets, for this launch's parity, in receiver `to`'s slots
+ * (compiler/packet_layout.c: parities interleaved word by word). */
+static _Atomic uint64_t *sim_pkt_word(const Sim *s, int to, const IrOp *op, uint64_t epoch, size_t w)
+{
+    _Atomic uint64_t *slots = (_Atomic uint64_t *)(void *)s->ranks[to].buf[s->pkt_buf];
+    return &slots[2 * ((size_t)op->arg * (s->chunk / 4) + w) + (epoch & 1)];
+}
+
+static bool sim_pkt_send(SimWorker *w, const IrOp *op)
+{
+    Sim *s = w->s;
+    const char *src = sim_ptr(s, w->rank, op->src);
+    uint64_t flag = (uint32_t)(w->epoch + 1);
+    size_t words = (size_t)op->src.count * (s->chunk / 4);
+    for (size_t j = 0; j < words; j++) {
+        uint32_t v;
+        memcpy(&v, src + 4 * j, 4);
+        atomic_store_explicit(sim_pkt_word(s, op->peer, op, w->epoch, j), flag << 32 | v, memory_order_relaxed);
+        if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0) {
+            if (sim_stopped(s))
+                return false;
+            sim_advance(w, 16);
+        }
+    }
+    return true;
+}
+
+static bool sim_pkt_recv(SimWorker *w, const IrOp *op)
+{
+    Sim *s = w->s;
+    char *dst = sim_ptr(s, w->rank, op->dst);
+    w->want = (uint32_t)(w->epoch + 1);
+    size_t words = (size_t)op->dst.count * (s->chunk / 4);
+    for (size_t j = 0; j < words; j++) {
+        w->pkt_word = sim_pkt_word(s, w->rank, op, w->epoch, j);
+        if (!sim_poll(w, w->pkt_word, w->want, true))
+            return false;
+        uint32_t v = (uint32_t)atomic_load_explicit(w->pkt_word, memory_order_relaxed);
+        memcpy(dst + 4 * j, &v, 4);
+        if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0)
+            sim_advance(w, 16);
+    }
+    return true;
 }
 
 /* ---- one operation ------------------------------------------------------------------------ */
@@ -457,6 +541,10 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
         return sim_switch_data(w, op, len);
     case IR_NOP:       /* the block's threads meet: the sim's unit is one thread already */
         return true;
+    case IR_PKT_SEND:
+        return sim_pkt_send(w, op);
+    case IR_PKT_RECV:
+        return sim_pkt_recv(w, op);
     case IR_BARRIER:
         w->want = ++s->units[w->unit].bar_uses[op->chan] * (uint64_t)op->arg;
         atomic_fetch_add_explicit(&self->bar[op->chan], 1, memory_order_acq_rel);
@@ -481,7 +569,7 @@ static void sim_start_rank(SimWorker *w)
     ir_in_place(s->ir, &aliased, &holder);
     for (int b = IR_OUTPUT; b < s->nbufs; b++) {
         char *buf = s->ranks[w->rank].buf[b];
-        if (b == aliased)
+        if (b == aliased || b == s->pkt_buf) /* the packet slots are the runtime's */
             continue;
         if (b != holder) {
             memset(buf, VF_POISON_BYTE, s->bytes[b]);
@@ -539,16 +627,18 @@ static void *sim_rank_main(void *arg)
     for (int it = 0; it < s->iters; it++) {
         if (!sim_unit_begin(w, it, nunits))
             return NULL;
+        w->epoch = self->launches + (uint64_t)it;
         for (int i = u->first; i < u->end; i++) {
             if (sim_stopped(s))
                 return NULL;
             sim_jitter(w, 4);
             if (!sim_exec(w, &seq->ops[i])) {
                 IrKind k = seq->ops[i].kind;
-                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER) {
+                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_PKT_RECV) {
                     u->stuck_op = i;
                     u->stuck_iter = it;
                     u->stuck_want = w->want;
+                    u->stuck_word = w->pkt_word;
                 }
                 return NULL;
             }
@@ -588,6 +678,14 @@ static bool sim_report_rank(Sim *s, int u)
     char where[512];
     sim_where(s, op, un->stuck_iter, where, sizeof where);
     unsigned long long want = un->stuck_want;
+    if (op->kind == IR_PKT_RECV) {
+        unsigned long long flag = atomic_load(un->stuck_word) >> 32;
+        if (flag == want)
+            return false;
+        rt_error(s->cfg.log, "rank %d gave up waiting at %s for rank %d's packets (a packet's flag reads %llu; "
+                 "this launch's is %llu)", r, where, op->peer, flag, want);
+        return true;
+    }
     if (op->kind == IR_WAIT) {
         unsigned long long have = atomic_load(sim_arrivals(s, r, op->peer, op->chan));
         if (have >= want)
@@ -657,6 +755,9 @@ static void sim_reset_counters(Sim *s)
         }
         for (int b = 0; b < IR_MAX_BARRIERS; b++)
             atomic_store(&rk->bar[b], 0);
+        rk->launches = 0;
+        if (s->pkt_buf >= 0 && s->pkt_buf < s->nbufs && rk->buf[s->pkt_buf]) /* no flag matches launch 0 */
+            memset(rk->buf[s->pkt_buf], 0, s->bytes[s->pkt_buf]);
     }
     for (int u = 0; u < s->nunits; u++)
         memset(s->units[u].bar_uses, 0, sizeof s->units[u].bar_uses);
@@ -735,6 +836,7 @@ static int sim_new(const RtConfig *cfg, bool own_words, Sim **out)
     s->cfg = *cfg;
     s->n = cfg->nranks;
     s->jitter_us = cfg->seed ? (cfg->jitter_us > 0 ? cfg->jitter_us : SIM_DEFAULT_JITTER_US) : 0;
+    s->pkt_buf = -1;
     s->ranks = calloc((size_t)s->n, sizeof *s->ranks);
     size_t per = SIM_RANK_WORDS(s->n), nwords = per * (size_t)s->n + SIM_CONTROL_WORDS;
     /* calloc'd zeros are valid _Atomic uint64_t zeros on every platform we build for */
@@ -902,6 +1004,13 @@ static bool sim_range_ok(const IrProgram *ir, IrRange r)
            r.first <= ir->bufs[r.buf].nchunks - r.count;
 }
 
+/* A packet op's place in its receiver's slots lies inside them (4 slot chunks a data chunk). */
+static bool sim_slot_ok(const IrProgram *ir, const IrOp *op, int count)
+{
+    int b = ir_packet_buf(ir);
+    return b >= 0 && op->arg >= 0 && (long long)op->arg + count <= ir->bufs[b].nchunks / 4;
+}
+
 /* The IR is trusted to come from evaluation, which checks bounds (rule 3); this re-check
  * keeps a hand-made or corrupt IrProgram from writing outside the sim's buffers. */
 static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
@@ -929,6 +1038,10 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
         return true;
     case IR_NOP:
         return true;
+    case IR_PKT_SEND:
+        return peer_ok && sim_range_ok(ir, op->src) && sim_slot_ok(ir, op, op->src.count);
+    case IR_PKT_RECV:
+        return peer_ok && sim_range_ok(ir, op->dst) && sim_slot_ok(ir, op, op->dst.count);
     case IR_BARRIER:
         return op->chan >= 0 && op->chan < IR_MAX_BARRIERS && op->arg >= 1;
     }
@@ -1021,6 +1134,11 @@ static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
     int rc = sim_load_units(s, ir);
     if (rc)
         return rc;
+    s->pkt_buf = ir_packet_buf(ir);
+    if (sim_has_packets(ir) && s->pkt_buf < 0) {
+        rt_error(s->cfg.log, "internal error: %s has packets but no packet slots", ir->name);
+        return CDSL_ERR_USAGE;
+    }
     s->ir = ir;
     s->dtype = dtype;
     return CDSL_OK;
@@ -1153,6 +1271,8 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
         sim_reset_counters(s);
         return CDSL_ERR_RUNTIME;
     }
+    for (int r = 0; r < s->n; r++)
+        s->ranks[r].launches += (uint64_t)iters;
     if (us_per_iter)
         *us_per_iter = us / iters;
     return CDSL_OK;
@@ -1267,8 +1387,10 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
     if (us)
         *us = sim_now_us() - t0;
     sim_worker_free(&w);
-    if (!sim_stopped(s))
+    if (!sim_stopped(s)) {
+        s->ranks[rank].launches++;
         return CDSL_OK;
+    }
     sim_report_view(s, rank);
     return CDSL_ERR_RUNTIME;
 }

@@ -234,6 +234,13 @@ static int smp_status(cdsl_rank_comm *r)
     return st;
 }
 
+static int smp_zero(cdsl_rank_comm *r, void *at, size_t bytes)
+{
+    (void)r;
+    memset(at, 0, bytes); /* the run is over when sim_run_rank returns */
+    return CDSL_OK;
+}
+
 const RtRankOps rt_engine_sim = {
     .name = "sim",
     .init = smp_init,
@@ -245,4 +252,5 @@ const RtRankOps rt_engine_sim = {
     .load = smp_load,
     .run = smp_run,
     .status = smp_status,
+    .zero = smp_zero,
 };

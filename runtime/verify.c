@@ -286,7 +286,7 @@ static int vf_fill_buffer(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, int b
 {
     int aliased = -1, holder = -1;
     ir_in_place(ir, &aliased, &holder);
-    if (b == aliased)
+    if (b == aliased || ir->bufs[b].internal) /* the packet slots are the runtime's, never filled */
         return CDSL_OK;
     size_t bytes = vf_buf_bytes(c, ir, b), in = vf_buf_bytes(c, ir, IR_INPUT);
     for (int r = 0; r < ir->nranks; r++) {

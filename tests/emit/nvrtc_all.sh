@@ -2,7 +2,9 @@
 # Every accepted spec program, at -n 2, 4 and 8, for both flavours and every element type: the
 # CUDA emits, NVRTC compiles it to an sm_90 cubin, and the PTX of the nvls flavour contains
 # multimem instructions (when the program uses the switch at all: allgather_ring has nothing
-# to put through it) while the p2p flavour's contains none. Two compiles at a time, in a
+# to put through it) while the p2p flavour's contains none; the same for the programs with
+# packets (docs/language.md section 8: PACKET_PROGRAMS), whose PTX has the packets' 64-bit
+# relaxed stores in both flavours. Two compiles at a time, in a
 # temporary cache. One [PASS]/[FAIL] line per combination; [SKIP] when NVRTC is missing.
 cd "$(dirname "$0")/../.." || exit 1
 cdslc=${CDSLC:-./build/cdslc}
@@ -41,6 +43,10 @@ one() {
     if [ "$b" = p2p ] && [ "$mm" -ne 0 ]; then
         echo "[FAIL] $name: the p2p PTX has $mm multimem instructions"; return
     fi
+    if "$cdslc" "$f" -n "$n" --dump-ir 2>/dev/null | grep -q ' send_packets ' &&
+        ! grep -q 'st\.relaxed\.sys\.global\.u64' "$out.ptx"; then
+        echo "[FAIL] $name: a program with packets, but no st.relaxed.sys.global.u64 in its PTX"; return
+    fi
     if [ ! -s "$out.cubin" ]; then
         echo "[FAIL] $name: empty cubin"; return
     fi
@@ -49,8 +55,9 @@ one() {
 export -f one
 export cdslc tmp
 
-for f in "$spec"/*.cdsl; do
-    head -1 "$f" | grep -q '^// expect: accept' || continue
+PACKET_PROGRAMS=${PACKET_PROGRAMS:-"stdlib/allgather_ll.cdsl stdlib/allreduce_ll.cdsl stdlib/reducescatter_ll.cdsl"}
+for f in "$spec"/*.cdsl $PACKET_PROGRAMS; do
+    case $f in "$spec"/*) head -1 "$f" | grep -q '^// expect: accept' || continue ;; esac
     for n in 2 4 8; do for b in p2p nvls; do for t in f32 f16 bf16 u32 s32; do
         echo "$f $n $b $t"
     done; done; done

@@ -69,8 +69,8 @@ static Prog mk(const char *name, Collective coll, int n, int chunks)
     p->arena = g.a;
     int in = coll == COLL_ALLGATHER ? chunks : n * chunks;
     int out = coll == COLL_REDUCESCATTER ? chunks : n * chunks;
-    p->bufs[0] = (IrBuf){"input", in, p->loc};
-    p->bufs[1] = (IrBuf){"output", out, p->loc};
+    p->bufs[0] = (IrBuf){"input", in, p->loc, false};
+    p->bufs[1] = (IrBuf){"output", out, p->loc, false};
     p->nbufs = 2;
     p->ranks = ARENA_ARRAY(g.a, IrSeq, (size_t)n);
     g.p = p;
@@ -79,7 +79,7 @@ static Prog mk(const char *name, Collective coll, int n, int chunks)
 
 static void add_scratch(Prog *g, const char *name, int nchunks)
 {
-    g->p->bufs[g->p->nbufs++] = (IrBuf){name, nchunks, g->p->loc};
+    g->p->bufs[g->p->nbufs++] = (IrBuf){name, nchunks, g->p->loc, false};
 }
 
 static void op(Prog *g, int r, IrKind k, int peer, bool relaxed, IrRange dst, IrRange src, IrRange src2, int line,

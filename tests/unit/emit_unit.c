@@ -37,7 +37,7 @@ static IrProgram *program(Arena *a, int nranks, int nbufs, const char *const *na
     p->chunks = 1;
     p->nbufs = nbufs;
     for (int b = 0; b < nbufs; b++)
-        p->bufs[b] = (IrBuf){names[b], chunks[b], {0}};
+        p->bufs[b] = (IrBuf){names[b], chunks[b], {0}, false};
     p->ranks = ARENA_ARRAY(a, IrSeq, (size_t)nranks);
     p->arena = a;
     return p;

@@ -15,7 +15,7 @@ syn keyword cdslChannel     switch peer
 syn keyword cdslCollective  allgather reducescatter allreduce barrier custom
 syn keyword cdslOrder       relaxed release acquire
 syn keyword cdslBuiltin     rank nranks chunks input output
-syn match   cdslOperation   "\.\@<=\<\(signal\|wait\|store\|reduce_store\|reduce\|put\|get\)\>"
+syn match   cdslOperation   "\.\@<=\<\(signal\|wait\|store\|reduce_store\|reduce\|put\|get\|send_packets\|recv_packets\)\>"
 syn match   cdslLocalOp     "\<\(copy\|reduce\)\>\ze\s*("
 syn match   cdslNumber      "\<0[xX]\x\+\>"
 syn match   cdslNumber      "\<\d\+\>"

@@ -1,0 +1,84 @@
+/*
+ * packets.cu - device helpers for packets (docs/language.md, section 8): send_packets and
+ * recv_packets, the flag travelling inside the data. Appended by compiler/emit_packets.c
+ * after the prelude (emit_prelude.c: the argument block, cdsl_ld_relaxed_sys, bounded spins
+ * and the error record, cdsl_rank_buf, cdsl_at) when a program has packets, for the p2p and
+ * nvls flavours alike (packets go through a peer's unicast mapping; they never need the
+ * switch). Not compiled on its own.
+ *
+ * Packets are MSCCL++'s LL8: every 4-byte word of data travels in one 8-byte word beside a
+ * 32-bit flag, written with one st.relaxed.sys.u64. A naturally aligned 64-bit scalar access
+ * is single-copy atomic in the PTX memory model, so a reader whose ld.relaxed.sys.u64 sees the
+ * flag sees the data written with it, and nothing else is ordered (no fence, no release: the
+ * checker gives packets no visibility for other memory). NCCL's LL stores 16 bytes,
+ * {data, flag, data, flag}, with one v4 store, which the PTX model treats as four accesses in
+ * no particular order (it relies on the hardware writing 16 aligned bytes at once); LL8 needs
+ * no such assumption, at the price of 8 bytes moved per 4 of data instead of 16 per 8.
+ *
+ * Layout (compiler/packet_layout.c, the sim uses the same): the receiver's packet slots are
+ * its internal buffer `pb`; a packet op's data words start at word `slot * chunk_bytes / 4` of
+ * its pair's place, and data word w of launch parity e & 1 is slot word 2w + (e & 1). The flag
+ * is e + 1, e being this rank's count of launches of programs with packets
+ * (state[CDSL_STATE_PKT_EPOCH], advanced by the last block out of every launch), the same on
+ * every rank since every rank launches the same programs in the same order.
+ *
+ * Every thread handles the words i, i + step, ... of the range (step: the rank's threads),
+ * as the data operations do; a receive polls each of its words, bounded by a.spin_limit, and
+ * reports a give-up as the receive from rank p (CDSL_PKT_COUNTER(p)).
+ */
+
+__device__ __forceinline__ void cdsl_st_relaxed_sys(u64 *p, u64 v)
+{
+    asm volatile("st.relaxed.sys.global.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ u64 cdsl_pkt_epoch(const CdslArgs &a)
+{
+    return a.state[CDSL_STATE_PKT_EPOCH];
+}
+
+/* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`. */
+__device__ __noinline__ void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n)
+{
+    const u32 *src = (const u32 *)(a.buf[sb] + cdsl_at(a, sc));
+    u64 *slots = (u64 *)cdsl_rank_buf(a, p, pb);
+    const u64 e = cdsl_pkt_epoch(a), flag = (u64)(u32)(e + 1) << 32;
+    const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += step)
+        cdsl_st_relaxed_sys(&slots[2 * (base + i) + (e & 1)], flag | src[i]);
+}
+
+/* p.recv_packets(dst): poll the packets rank p sent this rank at `slot`, then their data into
+   chunks [dc, dc + n) of local buffer db. False (for the whole block) when a poll gave up. */
+__device__ __noinline__ bool cdsl_recv_packets(const CdslArgs &a, int p, int pb, int slot, int db, int dc, int n,
+                                                u32 line)
+{
+    u32 *dst = (u32 *)(a.buf[db] + cdsl_at(a, dc));
+    const u64 *slots = (const u64 *)a.buf[pb];
+    const u64 e = cdsl_pkt_epoch(a);
+    const u32 flag = (u32)(e + 1);
+    const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    int bad = 0;
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words && !bad; i += step) {
+        const u64 *word = &slots[2 * (base + i) + (e & 1)];
+        for (u64 polls = 1;; polls++) {
+            u64 v = cdsl_ld_relaxed_sys(word);
+            if ((u32)(v >> 32) == flag) {
+                dst[i] = (u32)v;
+                break;
+            }
+            if (a.spin_limit && polls >= a.spin_limit) {
+                cdsl_give_up(a, line, CDSL_PKT_COUNTER(p));
+                bad = 1;
+                break;
+            }
+            if ((polls & 255) == 0 && cdsl_failed(a)) {
+                bad = 1;
+                break;
+            }
+        }
+    }
+    return !__syncthreads_or(bad);
+}

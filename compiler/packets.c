@@ -1,0 +1,118 @@
+/*
+ * packets.c - the checker's rules for packets (send_packets / recv_packets), beyond what
+ * matching, rule 1 and rule 2 already do with them as relaxed signals and waits.
+ *
+ * Sizes: the k-th recv_packets of rank p from rank r takes exactly what r's k-th
+ * send_packets to p sends, chunk for chunk; otherwise the receiver would poll packets that
+ * never come, or leave some in the slot, where the next packets of the pair expect their own.
+ *
+ * Slot reuse (docs/language.md, "Packets"): the runtime keeps, for every (sender, receiver)
+ * pair, two slots and alternates them by launch parity; the flag in every packet is the launch
+ * number, so a receiver never mistakes last launch's packets for this launch's. What parity
+ * cannot prevent is a sender two launches ahead: its launch k+2 writes the slot of launch k,
+ * which the receiver may not have read yet. The rule: some event of the receiver p in a launch
+ * happens before (in execution, relaxed edges included) the sender r's end of that launch.
+ * Then r ends launch k+1 only after p has begun launch k+1, i.e. after p ended launch k and
+ * with it every read of launch k's packets; and r begins k+2 only after it ended k+1. A pair
+ * where packets go one way and nothing comes back is reported at the first send.
+ *
+ * The rule reads the EXEC clocks that race.c's replay left at every rank's end, so it runs
+ * only after a complete replay, when every rank ended (as rounds.c does).
+ */
+#include "hb.h"
+
+#include <string.h>
+
+/* The same statement fails for every rank and iteration: say it once per place. */
+static bool first_at(Loc *seen, int *nseen, Loc at)
+{
+    for (int k = 0; k < *nseen; k++)
+        if (seen[k].src == at.src && seen[k].line == at.line && seen[k].col == at.col)
+            return false;
+    seen[(*nseen)++] = at;
+    return true;
+}
+
+static const char *amount(const IrProgram *p, IrRange r)
+{
+    return arena_printf(p->arena, "%d chunk%s (%s)", r.count, r.count == 1 ? "" : "s",
+                        check_chunks(p, r.buf, r.first, r.count));
+}
+
+static bool check_sizes(CheckResult *r, Diag *d)
+{
+    const IrProgram *p = r->p;
+    Arena *a = p->arena;
+    Loc seen[HB_MAX_REPORTS];
+    int reported = 0;
+    for (int q = 0; q < p->nranks && reported < HB_MAX_REPORTS; q++) {
+        const IrSeq *s = &p->ranks[q];
+        for (int i = 0; i < s->nops && reported < HB_MAX_REPORTS; i++) {
+            const IrOp *op = &s->ops[i];
+            int j = r->hb.partner[q][i];
+            if (op->kind != IR_PKT_RECV || j < 0)
+                continue;
+            const IrOp *send = &p->ranks[op->peer].ops[j];
+            if (send->src.count == op->dst.count || !first_at(seen, &reported, op->loc))
+                continue;
+            int k = r->hb.ordinal[q][i] + 1;
+            diag_error(d, op->loc, "packet sizes differ: rank %d's %s recv_packets from rank %d%s takes %s, but "
+                       "the send_packets it matches sends %s",
+                       q, check_nth(a, k), op->peer, check_ctx(a, op), amount(p, op->dst), amount(p, send->src));
+            diag_note(d, send->loc, "rank %d's %s send_packets to rank %d is here%s", op->peer, check_nth(a, k), q,
+                      check_ctx(a, send));
+        }
+    }
+    return reported == 0;
+}
+
+/* Rank `from` sends packets to `to`: does anything of `to` reach from's end? */
+static bool reader_caught_up(CheckResult *r, int from, int to)
+{
+    HbClock *made;
+    HbView end = hb_end_view(&r->replay, from, false, &made);
+    bool ok = hb_knows_start(&r->hb, end, to);
+    hb_end_view_done(&r->replay, made);
+    return ok;
+}
+
+static void report_reuse(CheckResult *r, Diag *d, int from, int to, int i)
+{
+    const IrProgram *p = r->p;
+    Arena *a = p->arena;
+    const IrOp *op = &p->ranks[from].ops[i];
+    diag_error(d, op->loc, "packet slot reused too early: rank %d sends packets to rank %d here%s, but nothing rank %d "
+               "does is ordered before rank %d leaves, so rank %d may run two launches ahead and overwrite these "
+               "packets before rank %d has read them",
+               from, to, check_ctx(a, op), to, from, from, to);
+    int j = r->hb.partner[from][i];
+    if (j >= 0)
+        diag_note(d, p->ranks[to].ops[j].loc, "rank %d receives them here%s", to, check_ctx(a, &p->ranks[to].ops[j]));
+    diag_note(d, p->loc, "packets of a pair alternate between two slots by launch parity; rank %d must hear from "
+              "rank %d (a signal it waits for, or packets back) before it ends, so that its next launch with "
+              "the same parity comes after rank %d has read this one",
+              from, to, to);
+}
+
+void packets_check(CheckResult *r, Diag *d)
+{
+    const IrProgram *p = r->p;
+    if (!check_sizes(r, d) || !r->replayed)
+        return;
+    Loc at[HB_MAX_REPORTS];
+    int reported = 0;
+    bool *seen = ARENA_ARRAY(p->arena, bool, (size_t)p->nranks);
+    for (int from = 0; from < p->nranks && reported < HB_MAX_REPORTS; from++) {
+        const IrSeq *s = &p->ranks[from];
+        memset(seen, 0, (size_t)p->nranks * sizeof *seen);
+        for (int i = 0; i < s->nops && reported < HB_MAX_REPORTS; i++) {
+            const IrOp *op = &s->ops[i];
+            /* each pair once, at its first send */
+            if (op->kind != IR_PKT_SEND || seen[op->peer])
+                continue;
+            seen[op->peer] = true;
+            if (!reader_caught_up(r, from, op->peer) && first_at(at, &reported, op->loc))
+                report_reuse(r, d, from, op->peer, i);
+        }
+    }
+}
