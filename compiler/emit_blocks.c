@@ -5,8 +5,8 @@
  * MSCCL++'s executor runs it: block t of rank r runs plan_<r>_<t>(), its ops one call each in
  * order under a comment with the plan's line:col, and nothing between blocks but what the
  * plan says (barriers, and signals and waits through other ranks). The helpers are the
- * prelude's (emit_prelude.c, the same as for .cdsl programs) and compiler/device/
- * plan_blocks.cu's block-level ones: data ops spread over the block's own threads, signals
+ * device library's (runtime/device/cdsl_device.cuh, the same as for .cdsl programs) and
+ * cdsl_plan.cuh's block-level ones (CDSL_PLAN): data ops spread over the block's own threads, signals
  * and waits by thread 0 on the counter of the op's channel (abi.h's plan words), nop as
  * __syncthreads(), barriers counted in the rank's state words. A wait here is the prelude's,
  * which makes the whole block wait: stronger than the executor's (where only the waiting
@@ -27,8 +27,6 @@
 #include <string.h>
 
 #include "abi.h"
-
-extern const char *const cdsl_plan_blocks_cu[]; /* compiler/device/plan_blocks.cu, as lines */
 
 typedef struct Blocks {
     const IrProgram *p;
@@ -159,11 +157,13 @@ static void put_block(Blocks *e, int r, int t, const IrSeq *s, int *i)
     for (; *i < s->nops && s->ops[*i].tb == t; ++*i) {
         const IrOp *op = &s->ops[*i];
         put_comment(e, op);
+        emit_line_at(&e->out, op->loc);
         if (ir_is_data(op->kind))
             put_data(e, op);
         else
             put_sync(e, op);
     }
+    emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
 }
 
@@ -240,25 +240,26 @@ const char *emit_cuda_blocks(const IrProgram *p, cdsl_backend flavour, cdsl_dtyp
     if (!blocks_emittable(p, d))
         return NULL;
     Blocks e = {.p = p, .flavour = flavour, .out = {.arena = a}};
+    char name[160];
+    emit_cu_name(name, sizeof name, p, flavour, dtype, rank);
+    e.out.cu_name = name;
     e.waits = ARENA_ARRAY(a, int, (size_t)p->nranks * CDSL_PLAN_CHANNELS);
     bool nvls = flavour == CDSL_BACKEND_NVLS;
     emit_printf(&e.out,
                 "// CUDA for the MSCCL++ plan %s (%s), imported and checked by cdslc:\n"
                 "// %d ranks, flavour %s, element type %s.\n"
                 "// plan_<r>_<t>() is thread block t of rank r: the block's checked ops in order, each\n"
-                "// under a comment with the plan's line:col. Self-contained for NVRTC: no headers.\n",
+                "// under a comment with the plan's line:col and a #line naming it. The helpers are\n"
+                "// cdsl's device library, cdsl_device.cuh with CDSL_PLAN (NVRTC gets it by name;\n"
+                "// cdslc --emit-cuda --standalone pastes it in for nvcc).\n",
                 sanitised(a, p->name), ir_coll_name(p->coll), p->nranks,
                 nvls ? "nvls (multimem through the NVLink switch)" : "p2p (peer memory, switch emulated)",
                 emit_dtype(dtype)->name);
     if (rank >= 0)
         emit_printf(&e.out, "// Rank %d's code only (cdslc --rank %d): the checker checked every rank.\n", rank, rank);
     emit_puts(&e.out, "\n");
-    emit_prelude(&e.out, p, flavour, dtype);
-    if (nvls)
-        emit_puts(&e.out, "#define CDSL_PLAN_NVLS 1\n");
-    for (const char *const *line = cdsl_plan_blocks_cu; *line; line++)
-        emit_puts(&e.out, *line);
-    emit_puts(&e.out, "\n/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
+    emit_include(&e.out, p, flavour, dtype, true);
+    emit_puts(&e.out, "/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
     for (int r = 0; r < p->nranks; r++)
         if (rank < 0 || r == rank)
             put_rank(&e, r);

@@ -40,11 +40,18 @@ static void reserve(EmitBuf *b, size_t more)
     b->cap = cap;
 }
 
+static void count_lines(EmitBuf *b, size_t from)
+{
+    for (const char *c = b->s + from; (c = strchr(c, '\n')); c++)
+        b->lines++;
+}
+
 void emit_puts(EmitBuf *b, const char *s)
 {
     size_t n = strlen(s);
     reserve(b, n);
     memcpy(b->s + b->len, s, n + 1);
+    count_lines(b, b->len);
     b->len += n;
 }
 
@@ -60,7 +67,38 @@ void emit_printf(EmitBuf *b, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    count_lines(b, b->len);
     b->len += (size_t)n;
+}
+
+/* The path inside a C string literal: quotes, backslashes and control bytes replaced, at most
+   240 bytes (user text never reaches the source unchecked; such a path is rare enough that a
+   debugger not finding it is the lesser harm). */
+static void put_path(EmitBuf *b, const char *path)
+{
+    char s[241];
+    size_t n = 0;
+    for (const char *c = path; *c && n < sizeof s - 1; c++) {
+        unsigned char u = (unsigned char)*c;
+        s[n++] = u < 0x20 || u == 0x7f || u == '"' || u == '\\' ? '_' : (char)u;
+    }
+    s[n] = 0;
+    emit_puts(b, s);
+}
+
+void emit_line_at(EmitBuf *b, Loc loc)
+{
+    if (!b->cu_name || !loc.src || !loc.src->path || loc.line <= 0)
+        return;
+    emit_printf(b, "#line %d \"", loc.line);
+    put_path(b, loc.src->path);
+    emit_puts(b, "\"\n");
+}
+
+void emit_line_back(EmitBuf *b)
+{
+    if (b->cu_name)   /* the directive is on line lines + 1, so the next line is lines + 2 */
+        emit_printf(b, "#line %d \"%s\"\n", b->lines + 2, b->cu_name);
 }
 
 /* ---- Element types and what the switch can do with them -------------------------------------- */
@@ -201,6 +239,11 @@ static void put_comment(Emitter *e, const IrOp *op, Arena *a)
 
 /* ---- One rank ------------------------------------------------------------------------------- */
 
+static Loc p_loc(const Emitter *e)
+{
+    return e->p->loc;
+}
+
 static void put_data_call(Emitter *e, const IrOp *op)
 {
     static const char *const fn[] = {
@@ -251,20 +294,24 @@ static void put_meeting(Emitter *e, const IrOp *op)
     bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
                    op->sync_before;
     if (barrier) {
+        emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                     "// after the other blocks' work above\n", ++e->meets, op->loc.line);
         e->data_since_barrier = e->data_since_meet = false;
     } else if (signal && e->data_since_meet) {
+        emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
                     "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
         e->data_since_meet = false;
     }
 }
 
-static void put_fence(Emitter *e, const char *why)
+static void put_fence(Emitter *e, const char *why, Loc loc)
 {
-    if (why)
-        emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
+    if (!why)
+        return;
+    emit_line_at(&e->out, loc);
+    emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
 }
 
 static void put_op(Emitter *e, const IrOp *op, Arena *a)
@@ -272,10 +319,12 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     put_comment(e, op, a);
     put_meeting(e, op);
     if (ir_is_data(op->kind)) {
-        put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL);
+        put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL, op->loc);
+        emit_line_at(&e->out, op->loc);
         put_data_call(e, op);
         e->data_since_barrier = e->data_since_meet = true;
     } else {
+        emit_line_at(&e->out, op->loc);
         put_sync_call(e, op);
     }
     if (e->fence)
@@ -323,7 +372,9 @@ static void put_rank(Emitter *e, int r, Arena *a)
     emit_printf(&e->out, "__device__ bool rank_%d(const CdslArgs &a)\n{\n", r);
     for (int i = 0; i < s->nops; i++)
         put_op(e, &s->ops[i], a);
-    put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL);
+    put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL, s->nops ? s->ops[s->nops - 1].loc : p_loc(e));
+    if (s->nops)
+        emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
     put_leave(e, r);
 }
@@ -347,8 +398,9 @@ static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
                 "//\n"
                 "// cdsl_main runs once per rank. rank_<r>() below is that rank's checked list of\n"
                 "// operations, one call per operation in program order, each under a comment with\n"
-                "// its .cdsl line:col. Every data operation is spread over all of the rank's threads.\n"
-                "// Self-contained for NVRTC: no headers.\n\n");
+                "// its .cdsl line:col and a #line naming it. Every data operation is spread over all\n"
+                "// of the rank's threads. The helpers are cdsl's device library, cdsl_device.cuh\n"
+                "// (NVRTC gets it by name; cdslc --emit-cuda --standalone pastes it in for nvcc).\n\n");
 }
 
 static void put_buffers(Emitter *e)
@@ -418,8 +470,11 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
     if (flavour == CDSL_BACKEND_NVLS)
         e.fence = emit_fence_new(p, a);
     name_buffers(&e, a);
+    char name[160];
+    emit_cu_name(name, sizeof name, p, flavour, dtype, rank);
+    e.out.cu_name = name;
     put_header(&e, dtype, a);
-    emit_prelude(&e.out, p, flavour, dtype);
+    emit_include(&e.out, p, flavour, dtype, false);
     put_buffers(&e);
     for (int r = 0; r < p->nranks; r++) {
         if (rank < 0 || r == rank)

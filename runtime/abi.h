@@ -1,9 +1,9 @@
 /*
  * abi.h - the contract between the kernels emit_cuda.c writes and the runtime that launches them.
  *
- * The emitted source is self-contained (NVRTC compiles it with no includes), so it carries its
- * own copy of CdslArgs; emit_cuda.c prints that copy from CDSL_ABI_ARGS_TEXT below, which is the
- * same text this header compiles, so the two cannot drift.
+ * The host compiles this header as C, and the device as C++: runtime/device/cdsl_device.cuh
+ * includes it, and the build embeds it with the device headers (NVRTC receives it as the
+ * named header "abi.h"), so the two sides cannot drift. Keep it plain C that is also C++.
  *
  * One kernel per (program, nranks, flavour, dtype): extern "C" __global__ void cdsl_main(CdslArgs).
  * The runtime launches it once per rank, on that rank's device and stream, with any grid size
@@ -52,33 +52,18 @@ enum {
 #define CDSL_ERROR_WORDS 4
 
 /* The argument block, by value. Pointers are device addresses valid on the rank's device. */
-#define CDSL_ABI_ARGS_TEXT                                                                     \
-    "typedef struct CdslArgs {\n"                                                              \
-    "    unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */\n"           \
-    "    unsigned long long spin_limit;    /* polls before a wait gives up */\n"               \
-    "    int rank, nranks;\n"                                                                  \
-    "    char *buf[8];                     /* this rank's buffers (input, output, scratch) */\n" \
-    "    char *const *peer_buf;            /* [nranks*8]: rank q's buffer b at q*8+b */\n"    \
-    "    char *mc_buf[8];                  /* nvls: multicast address of each buffer */\n"     \
-    "    unsigned long long *sync;         /* this rank's sync words */\n"                    \
-    "    unsigned long long *const *peer_sync; /* [nranks]: every rank's sync words */\n"     \
-    "    unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */\n" \
-    "    unsigned long long *state;        /* this rank's private state words */\n"           \
-    "    unsigned int *error;              /* the error record */\n"                          \
-    "} CdslArgs;\n"
-
 typedef struct CdslArgs {
-    unsigned long long chunk_bytes;
-    unsigned long long spin_limit;
+    unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */
+    unsigned long long spin_limit;    /* polls before a wait gives up */
     int rank, nranks;
-    char *buf[8];
-    char *const *peer_buf;
-    char *mc_buf[8];
-    unsigned long long *sync;
-    unsigned long long *const *peer_sync;
-    unsigned long long *mc_sync;
-    unsigned long long *state;
-    unsigned int *error;
+    char *buf[8];                     /* this rank's buffers (input, output, scratch) */
+    char *const *peer_buf;            /* [nranks*8]: rank q's buffer b at q*8+b */
+    char *mc_buf[8];                  /* nvls: multicast address of each buffer */
+    unsigned long long *sync;         /* this rank's sync words */
+    unsigned long long *const *peer_sync; /* [nranks]: every rank's sync words */
+    unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */
+    unsigned long long *state;        /* this rank's private state words */
+    unsigned int *error;              /* the error record */
 } CdslArgs;
 
 #endif

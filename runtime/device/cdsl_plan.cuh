@@ -1,9 +1,9 @@
 /*
- * plan_blocks.cu - device helpers for an imported MSCCL++ plan, whose ranks run one op list
- * per thread block (ir.h's units). Appended by compiler/emit_blocks.c after the prelude that
- * every emitted source has (emit_prelude.c: the argument block, orders, bounded spins, waits,
- * the element type's sums, CdslLoad/CdslStore and the switch's load and store forms of the
- * flavour). Not compiled on its own.
+ * cdsl_plan.cuh - device helpers for an imported MSCCL++ plan, whose ranks run one op list
+ * per thread block (ir.h's units). Included by cdsl_device.cuh after everything else when the
+ * program defines CDSL_PLAN (compiler/emit_blocks.c does), so it builds on the argument block,
+ * orders, bounded spins, waits, the element type's sums, CdslLoad/CdslStore and the switch's
+ * load and store forms of the flavour. Not for use on its own.
  *
  * A plan block's data op is spread over the block's own threads: element i of a range goes
  * to thread i mod blockDim.x, whatever the op, as in MSCCL++'s executor, so two ops of a
@@ -11,6 +11,8 @@
  * that). A signal or wait is thread 0's; a nop is __syncthreads(); a barrier is a count in
  * the rank's state words that the k-th use by each of its n blocks brings to k * n.
  */
+#ifndef CDSL_PLAN_CUH
+#define CDSL_PLAN_CUH
 
 /* ---- Data movement inside one block ------------------------------------------------------ */
 
@@ -78,7 +80,7 @@ __device__ __noinline__ void cdsl_tb_get(const CdslArgs &a, int p, int db, int d
 
 /* ---- The switch, inside one block ------------------------------------------------------------ */
 
-#ifdef CDSL_PLAN_NVLS
+#if defined(CDSL_FLAVOUR_NVLS)
 /* multimem accesses through the multicast mappings; fence.proxy.alias around them, by every
    thread, since the plan says nothing about where unicast accesses meet them. */
 __device__ __noinline__ void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
@@ -184,3 +186,5 @@ __device__ __noinline__ bool cdsl_tb_barrier(const CdslArgs &a, u32 s, u64 want,
     }
     return !__syncthreads_or(bad);
 }
+
+#endif /* CDSL_PLAN_CUH */
