@@ -14,9 +14,10 @@
  *     own block;
  *   - nvls only: fence.proxy.alias where emit_fence.c says so.
  * Convergences are numbered per launch (the k-th one completes when the rank's arrival count
- * reaches k blocks' worth), and so are the waits on each counter (the n-th wait on peer p
+ * has grown by k blocks' worth), and so are the waits on each counter (the n-th wait on peer p
  * needs n arrivals beyond what earlier launches consumed); the numbers are printed into the
- * calls, and the rank's leave function records the totals for the next launch.
+ * calls, and rank_<r>_consumed() gives the totals that the leave function hands to the next
+ * launch (runtime/abi.h: two copies of the bases, no atomics at exit).
  */
 #include "emit.h"
 
@@ -331,34 +332,27 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
         emit_fence_after(e->fence, op);
 }
 
-/* The leave function: the last block out hands the consumed arrivals to the next launch. */
+/* What the rank's launch consumed on each counter (base word), then the leave function, which
+   hands the bases and the launch number to the next launch (cdsl_leave: plain stores). */
 static void put_leave(Emitter *e, int r)
 {
     EmitBuf *o = &e->out;
     const IrSeq *s = &e->p->ranks[r];
-    emit_printf(o, "__device__ void rank_%d_leave(const CdslArgs &a)\n{\n", r);
-    bool any_wait = false;
-    for (int i = 0; i < s->nops; i++)
-        any_wait |= s->ops[i].kind == IR_WAIT || s->ops[i].kind == IR_SW_WAIT;
-    if (!any_wait && !e->meets) {
-        emit_puts(o, "    (void)a;  // no waits and no convergences: nothing to hand over\n}\n\n");
-        return;
-    }
-    if (!any_wait) {
-        emit_puts(o, "    cdsl_last_out(a);  // resets the convergence count\n}\n\n");
-        return;
-    }
-    emit_puts(o, "    if (cdsl_last_out(a)) {  // arrivals the waits above consumed\n");
+    emit_printf(o, "__device__ __forceinline__ u64 rank_%d_consumed(u32 w)\n{\n    switch (w) {\n", r);
     if (e->switch_waits)
-        emit_printf(o, "        a.state[CDSL_STATE_SWITCH] += %d * CDSL_NRANKS;\n", e->switch_waits);
+        emit_printf(o, "    case CDSL_STATE_SWITCH: return %d * CDSL_NRANKS;\n", e->switch_waits);
     for (int i = 0; i < s->nops; i++) {
         int q = s->ops[i].peer;
         if (s->ops[i].kind == IR_WAIT && e->peer_waits[q]) {
-            emit_printf(o, "        a.state[CDSL_STATE_PEER + %d] += %d;\n", q, e->peer_waits[q]);
+            emit_printf(o, "    case CDSL_STATE_PEER + %d: return %d;\n", q, e->peer_waits[q]);
             e->peer_waits[q] = 0;
         }
     }
-    emit_puts(o, "    }\n}\n\n");
+    if (e->meets)
+        emit_printf(o, "    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(%d);\n", e->meets);
+    emit_puts(o, "    default: return 0;\n    }\n}\n\n");
+    emit_printf(o, "__device__ void rank_%d_leave(const CdslArgs &a)\n{\n    cdsl_leave(a, rank_%d_consumed);\n}\n\n",
+                r, r);
 }
 
 static void put_rank(Emitter *e, int r, Arena *a)
@@ -418,6 +412,7 @@ static void put_kernel(Emitter *e)
     emit_puts(o, "/* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in\n"
                  "   place, never copied to local memory. ---- */\n\n"
                  "extern \"C\" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)\n{\n"
+                 "    cdsl_enter(a);  // this launch's number, for the bases of its counters\n"
                  "    switch (a.rank) {\n");
     for (int r = 0; r < e->p->nranks; r++)
         if (e->only < 0 || r == e->only)

@@ -10,28 +10,38 @@
  * that the device can hold co-resident with the other ranks placed on the same device; the
  * kernel spreads every data operation over gridDim.x * blockDim.x threads.
  *
- * Memory the runtime provides, all zeroed when the communicator is created and never reset, so
- * that barriers keep working across launches without host resets (counters only grow; waits
- * compare wrap-safe):
+ * Memory the runtime provides, all zeroed when the communicator is created and reset only after
+ * a failure, so that barriers keep working across launches without host resets (counters only
+ * grow; waits compare wrap-safe), and no launch ends with atomics to hand state over:
  *   sync words, on every rank, reachable by peers (peer_sync) and, for nvls, by multicast:
  *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
  *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
  *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is
  *                                   CDSL_SYNC_PEER + p), up to CDSL_PLAN_CHANNELS per pair
  *   state words, private to the rank:
- *     state[CDSL_STATE_SWITCH]      switch arrivals this rank has waited for so far
- *     state[CDSL_STATE_PEER + p]    arrivals from p this rank has consumed so far
- *     state[CDSL_STATE_GRID(n) + 0]  grid barrier arrival counter, [+1] its generation
- *     state[CDSL_STATE_BARRIER(n) + id]  a plan's barrier id: its blocks' arrivals this launch
- *     state[CDSL_STATE_CHAN(n, c, p)]  arrivals consumed on a plan's channel c >= 1 from p
- * The plan words come after the others, so a .cdsl program's layout is what it always was.
+ *     two copies of the bases, CDSL_BASE_WORDS(n) words each: what the counters held when this
+ *     launch began. Launch number L reads copy L % 2; block 0 writes copy (L + 1) % 2 (the
+ *     bases plus what this launch consumed) as it leaves, so no block ever reads a copy while
+ *     it is written. Word w of a copy:
+ *       CDSL_STATE_SWITCH           switch arrivals this rank has waited for
+ *       CDSL_STATE_PEER + p         arrivals from p this rank has consumed
+ *       CDSL_STATE_GRID(n)          arrivals on the rank's grid counter
+ *       CDSL_STATE_BARRIER(n) + id  arrivals on a plan's barrier id
+ *       CDSL_STATE_CHAN(n, c, p)    arrivals consumed on a plan's channel c >= 1 from p
+ *     state[CDSL_STATE_LIVE(n)]     the grid counter: block arrivals at the rank's convergences
+ *     state[CDSL_STATE_LIVE(n) + 1 + id]  a plan's barrier id: its blocks' arrivals
+ *     state[CDSL_STATE_LAUNCH(n) + b]  the launch number L, one copy per block slot b (a block
+ *                                   cannot tell when the others have read a shared one): block
+ *                                   b reads slot b and, as it leaves, writes L + 1 to every slot
+ *                                   b + k * gridDim, so that a launch with another grid size
+ *                                   finds them all equal. Hence at most CDSL_MAX_BLOCKS blocks.
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p).
  */
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
 
-#define CDSL_ABI_VERSION 1
+#define CDSL_ABI_VERSION 2
 #define CDSL_ABI_MAX_BUFS 8
 
 enum {
@@ -43,12 +53,16 @@ enum {
 #define CDSL_STATE_GRID(nranks) (1 + (nranks))
 #define CDSL_PLAN_CHANNELS 16      /* channels between two ranks an imported plan may use */
 #define CDSL_PLAN_BARRIERS 16      /* barrier ids of a rank (MSCCL++'s MAX_DEVICE_SYNCERS) */
+#define CDSL_MAX_BLOCKS 1024       /* blocks per rank the runtime may launch */
 #define CDSL_SYNC_CHAN(nranks, c, p) ((c) ? 1 + (nranks) * (c) + (p) : CDSL_SYNC_PEER + (p))
 #define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
 #define CDSL_STATE_CHAN(nranks, c, p) \
     ((c) ? 3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
 #define CDSL_SYNC_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
-#define CDSL_STATE_WORDS(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
+#define CDSL_BASE_WORDS(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
+#define CDSL_STATE_LIVE(nranks) (2 * CDSL_BASE_WORDS(nranks))
+#define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS)
+#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS)
 #define CDSL_ERROR_WORDS 4
 
 /* The argument block, by value. Pointers are device addresses valid on the rank's device. */

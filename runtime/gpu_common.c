@@ -616,11 +616,14 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 /* ---- Running ------------------------------------------------------------------------------- */
 
 /* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
- * overrides it for tuning), and never more than each rank's share of its device, so that all
- * ranks placed on a device are resident together (they spin on each other). */
+ * overrides it for tuning, up to CDSL_MAX_BLOCKS: the kernel keeps a launch-number slot per
+ * block, abi.h), and never more than each rank's share of its device, so that all ranks
+ * placed on a device are resident together (they spin on each other). */
 unsigned gpu_grid_for(long share, size_t chunk_bytes)
 {
     long cap = gpu_env_long("CDSL_GPU_BLOCKS", GPU_MAX_BLOCKS);
+    if (cap > CDSL_MAX_BLOCKS)
+        cap = CDSL_MAX_BLOCKS;
     if (share < cap)
         cap = share;
     size_t want = (chunk_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;

@@ -38,7 +38,7 @@
 #define GPU_BYTES_PER_BLOCK (32u * 1024) /* chunk bytes that justify one more block */
 #define GPU_GRAPH_MAX_CHAIN 256     /* launches per rank captured in one graph */
 #define GPU_GRID_COUNTER 0xffffffffu /* error[3] when a rank's own grid barrier ran out
-                                        (emit_prelude.c's CDSL_GRID_COUNTER) */
+                                        (cdsl_device.cuh's CDSL_GRID_COUNTER) */
 
 typedef struct GpuDevice {
     int ordinal;                    /* CUDA device ordinal */

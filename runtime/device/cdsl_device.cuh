@@ -45,13 +45,19 @@ typedef unsigned long long u64;
 enum CdslOrder { CDSL_RELEASE, CDSL_ACQUIRE, CDSL_RELAXED };
 #define CDSL_GRID_COUNTER 0xffffffffu   /* error[3] when the rank's own grid barrier ran out */
 
-/* ---- Memory-order primitives (PTX) ---------------------------------------------------------- */
+/* ---- Memory-order primitives (PTX) ----------------------------------------------------------
+   A release is one fence.acq_rel then relaxed reductions, an acquire relaxed polls then one
+   fence.acq_rel (PTX's release and acquire patterns): red.release.sys would be a full
+   MEMBAR.ALL.SYS per arrival and ld.acquire.sys an L1 invalidate per poll. */
 
-__device__ __forceinline__ u64 cdsl_ld_acquire_sys(const u64 *p)
+__device__ __forceinline__ void cdsl_fence_sys()
 {
-    u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
+    asm volatile("fence.acq_rel.sys;" : : : "memory");
+}
+
+__device__ __forceinline__ void cdsl_fence_gpu()
+{
+    asm volatile("fence.acq_rel.gpu;" : : : "memory");
 }
 
 __device__ __forceinline__ u64 cdsl_ld_relaxed_sys(const u64 *p)
@@ -61,20 +67,23 @@ __device__ __forceinline__ u64 cdsl_ld_relaxed_sys(const u64 *p)
     return v;
 }
 
-__device__ __forceinline__ u64 cdsl_ld_acquire_gpu(const u64 *p)
+__device__ __forceinline__ u64 cdsl_ld_relaxed_gpu(const u64 *p)
 {
     u64 v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 
-/* One arrival on a semaphore word (this GPU's or a peer's, through its unicast address). */
-__device__ __forceinline__ void cdsl_red_sys(u64 *p, CdslOrder order)
+/* One relaxed arrival on a semaphore word (this GPU's or a peer's, through its unicast
+   address); a release signal puts cdsl_fence_sys() before it. */
+__device__ __forceinline__ void cdsl_red_sys(u64 *p)
 {
-    if (order == CDSL_RELEASE)
-        asm volatile("red.release.sys.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
-    else
-        asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
+    asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
+}
+
+__device__ __forceinline__ void cdsl_red_gpu(u64 *p)
+{
+    asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
 }
 
 /* ---- Bounded spins and the error record ----------------------------------------------------- */
@@ -95,21 +104,19 @@ __device__ __forceinline__ bool cdsl_failed(const CdslArgs &a)
     return *(volatile u32 *)a.error != 0u;
 }
 
-enum CdslPoll { CDSL_POLL_ACQUIRE_SYS, CDSL_POLL_RELAXED_SYS, CDSL_POLL_ACQUIRE_GPU };
+enum CdslScope { CDSL_SYS, CDSL_GPU };
 
-/* Poll *word until it has reached target, wrap-safe: counters only grow and are never reset,
-   so (long long)(value - target) >= 0 is right even after 2^64 arrivals. At most
-   a.spin_limit polls (0: no bound); gives up early when another thread of the rank already
-   failed. Returns false when it gave up. */
-__device__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u64 target, CdslPoll how, u32 line,
-                          u32 counter)
+/* Poll *word (relaxed) until it has reached target, wrap-safe: counters only grow and are
+   never reset, so (long long)(value - target) >= 0 is right even after 2^64 arrivals; then one
+   acquire fence unless the wait is relaxed. At most a.spin_limit polls (0: no bound); gives up
+   early when another thread of the rank already failed. Returns false when it gave up. */
+__device__ __forceinline__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u64 target, CdslScope scope,
+                                          CdslOrder order, u32 line, u32 counter)
 {
     for (u64 polls = 1;; polls++) {
-        u64 v = how == CDSL_POLL_ACQUIRE_SYS   ? cdsl_ld_acquire_sys(word)
-                : how == CDSL_POLL_RELAXED_SYS ? cdsl_ld_relaxed_sys(word)
-                                               : cdsl_ld_acquire_gpu(word);
+        u64 v = scope == CDSL_SYS ? cdsl_ld_relaxed_sys(word) : cdsl_ld_relaxed_gpu(word);
         if ((long long)(v - target) >= 0)
-            return true;
+            break;
         if (a.spin_limit && polls >= a.spin_limit) {
             cdsl_give_up(a, line, counter);
             return false;
@@ -117,30 +124,80 @@ __device__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u64 target, CdslPo
         if ((polls & 255) == 0 && cdsl_failed(a))
             return false;
     }
+    if (order != CDSL_RELAXED) {
+        if (scope == CDSL_SYS)
+            cdsl_fence_sys();
+        else
+            cdsl_fence_gpu();
+    }
+    return true;
+}
+
+/* ---- The launch number and the bases (runtime/abi.h) ----------------------------------------
+   Thread 0 of each block reads the launch number L from the block's slot when the kernel
+   starts (cdsl_enter); waits and convergences then count from copy L % 2 of the bases, what
+   the counters held when this launch began. cdsl_leave hands over: block 0 writes copy
+   (L + 1) % 2, every block writes L + 1 into its slots. Plain stores, no atomics, no fences:
+   the next launch of the rank starts after this one has ended. */
+
+__shared__ u64 cdsl_launch;
+
+__device__ __forceinline__ void cdsl_enter(const CdslArgs &a)
+{
+    if (threadIdx.x == 0)
+        cdsl_launch = a.state[CDSL_STATE_LAUNCH(CDSL_NRANKS) + blockIdx.x];
+}
+
+/* Word w of this launch's bases (thread 0 only: it read the launch number). */
+__device__ __forceinline__ u64 cdsl_base(const CdslArgs &a, u32 w)
+{
+    return a.state[(cdsl_launch & 1) * CDSL_BASE_WORDS(CDSL_NRANKS) + w];
+}
+
+/* consumed(w): the arrivals this launch consumed on the counter of base word w. */
+template <typename F> __device__ __forceinline__ void cdsl_leave(const CdslArgs &a, F consumed)
+{
+    __syncthreads(); /* every thread sees the launch number thread 0 read */
+    const u64 l = cdsl_launch;
+    if (blockIdx.x == 0) {
+        const u64 *from = a.state + (l & 1) * CDSL_BASE_WORDS(CDSL_NRANKS);
+        u64 *to = a.state + ((l + 1) & 1) * CDSL_BASE_WORDS(CDSL_NRANKS);
+        for (u32 w = threadIdx.x; w < CDSL_BASE_WORDS(CDSL_NRANKS); w += blockDim.x)
+            to[w] = from[w] + consumed(w);
+    }
+    for (u32 s = blockIdx.x + threadIdx.x * gridDim.x; s < CDSL_MAX_BLOCKS; s += blockDim.x * gridDim.x)
+        a.state[CDSL_STATE_LAUNCH(CDSL_NRANKS) + s] = l + 1;
 }
 
 /* ---- The rank's thread blocks ---------------------------------------------------------------
    All blocks of a rank are resident at once (the runtime sizes the grid for that), so they can
-   wait for each other. state[CDSL_STATE_GRID(CDSL_NRANKS)] counts block arrivals during this launch: the
-   k-th convergence of the launch is complete when it reaches k * gridDim.x. A block arrives at
-   convergence k only after it has seen convergence k-1 complete, so no block is ever two
-   convergences ahead and the count cannot be reached by early arrivals for later ones.
-   state[CDSL_STATE_GRID(CDSL_NRANKS) + 1] counts blocks leaving; the last one out resets both to zero for
-   the next launch. */
+   wait for each other. The grid counter state[CDSL_STATE_LIVE] only grows; the k-th
+   convergence of the launch is complete when it has grown by k * gridDim.x since the launch
+   began. A block arrives at convergence k only after it has seen convergence k-1 complete, so
+   no block is ever two convergences ahead and the count cannot be reached by early arrivals
+   for later ones. One block is the whole rank: it only meets its own threads. */
+
+__device__ __forceinline__ u64 cdsl_meet_arrivals(u32 meets)
+{
+    return gridDim.x > 1 ? (u64)meets * gridDim.x : 0;
+}
 
 __device__ __noinline__ bool cdsl_blocks_meet(const CdslArgs &a, u32 k, bool everyone_waits, u32 line)
 {
-    u64 *count = &a.state[CDSL_STATE_GRID(CDSL_NRANKS)];
+    __syncthreads(); /* this block's share of the data operations is done */
+    if (gridDim.x == 1)
+        return true;
+    u64 *count = &a.state[CDSL_STATE_LIVE(CDSL_NRANKS)];
     const u64 blocks = gridDim.x;
     int bad = 0;
-    __syncthreads(); /* this block's share of the data operations is done */
     if (threadIdx.x == 0) {
-        bad = !cdsl_spin(a, count, (k - 1) * blocks, CDSL_POLL_ACQUIRE_GPU, line, CDSL_GRID_COUNTER);
+        const u64 base = cdsl_base(a, CDSL_STATE_GRID(CDSL_NRANKS));
+        bad = !cdsl_spin(a, count, base + (k - 1) * blocks, CDSL_GPU, CDSL_RELAXED, line, CDSL_GRID_COUNTER);
         if (!bad) {
-            __threadfence(); /* release this block's writes to the block that goes on */
-            atomicAdd(count, 1ull);
+            cdsl_fence_gpu(); /* release this block's writes to the block that goes on */
+            cdsl_red_gpu(count);
             if (everyone_waits || blockIdx.x == 0)
-                bad = !cdsl_spin(a, count, k * blocks, CDSL_POLL_ACQUIRE_GPU, line, CDSL_GRID_COUNTER);
+                bad = !cdsl_spin(a, count, base + k * blocks, CDSL_GPU, CDSL_ACQUIRE, line, CDSL_GRID_COUNTER);
         }
     }
     return !__syncthreads_or(bad);
@@ -153,44 +210,26 @@ __device__ __forceinline__ bool cdsl_grid_barrier(const CdslArgs &a, u32 k, u32 
     return cdsl_blocks_meet(a, k, true, line);
 }
 
-/* Convergence before a signal, the k-th of this launch: only block 0 (whose thread 0 makes the
-   rank's one arrival) waits for the others; they arrive and go on. */
+/* Convergence before a signal, the k-th of this launch: only block 0 (whose threads make the
+   rank's arrivals) waits for the others; they arrive and go on. */
 __device__ __forceinline__ bool cdsl_converge(const CdslArgs &a, u32 k, u32 line)
 {
     return cdsl_blocks_meet(a, k, false, line);
 }
 
-/* True in exactly one thread of the rank, the last to leave; it then owns the state words. */
-__device__ __noinline__ bool cdsl_last_out(const CdslArgs &a)
-{
-    if (threadIdx.x != 0)
-        return false;
-    __threadfence();
-    if (atomicAdd(&a.state[CDSL_STATE_GRID(CDSL_NRANKS) + 1], 1ull) != gridDim.x - 1)
-        return false;
-    __threadfence();
-    a.state[CDSL_STATE_GRID(CDSL_NRANKS)] = 0;
-    a.state[CDSL_STATE_GRID(CDSL_NRANKS) + 1] = 0;
-    return true;
-}
-
 /* ---- Waits --------------------------------------------------------------------------------
    Every block's thread 0 polls the counter itself and then releases its block with
    __syncthreads(): cheaper than one poller and a grid barrier, and each block's reads after
-   the wait are ordered after its own acquire. The target is the counter's value at the start
-   of this launch (state word, updated only by the last block out, so every block reads the
-   same) plus the arrivals this wait needs: the emitter numbers the waits of each rank. */
+   the wait are ordered after its own acquire. The target is the counter's base for this
+   launch (the same in every block) plus the arrivals this wait needs: the emitter numbers the
+   waits of each rank. */
 
-__device__ __noinline__ bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 state_index,
-                                             u64 need, CdslOrder order, u32 line, u32 counter)
+__device__ __noinline__ bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 base_word, u64 need,
+                                             CdslOrder order, u32 line, u32 counter)
 {
     int bad = 0;
-    if (threadIdx.x == 0) {
-        u64 target = a.state[state_index] + need;
-        bad = !cdsl_spin(a, word, target,
-                         order == CDSL_RELAXED ? CDSL_POLL_RELAXED_SYS : CDSL_POLL_ACQUIRE_SYS, line,
-                         counter);
-    }
+    if (threadIdx.x == 0)
+        bad = !cdsl_spin(a, word, cdsl_base(a, base_word) + need, CDSL_SYS, order, line, counter);
     return !__syncthreads_or(bad);
 }
 
@@ -202,11 +241,14 @@ __device__ __forceinline__ bool cdsl_peer_wait(const CdslArgs &a, int p, u32 nth
 }
 
 /* p.signal(): one arrival on rank p's semaphore for this rank, made by one thread after the
-   rank's blocks have converged (the caller converges first). */
+   rank's blocks have converged (the caller converges first): one fence, one relaxed red. */
 __device__ __forceinline__ void cdsl_peer_signal(const CdslArgs &a, int p, CdslOrder order)
 {
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        cdsl_red_sys(&a.peer_sync[p][CDSL_SYNC_PEER + a.rank], order);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (order == CDSL_RELEASE)
+            cdsl_fence_sys();
+        cdsl_red_sys(&a.peer_sync[p][CDSL_SYNC_PEER + a.rank]);
+    }
 }
 
 /* ---- The element type's sums ---------------------------------------------------------------- */

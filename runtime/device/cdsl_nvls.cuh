@@ -158,24 +158,28 @@ __device__ __noinline__ void cdsl_switch_reduce_store(const CdslArgs &a, int db,
     cdsl_apply(a, src, dst, n);
 }
 
-/* switch.signal(): one arrival, made once by the rank after its blocks converged: a single
-   multimem.red adds 1 to every rank's copy of the switch counter. */
-__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
+/* One arrival of the rank, by the calling thread: a single multimem.red adds 1 to every rank's
+   copy of the switch counter; a release puts one fence before it. */
+__device__ __forceinline__ void cdsl_switch_arrive_one(const CdslArgs &a, CdslOrder order)
 {
-    if (blockIdx.x != 0 || threadIdx.x != 0)
-        return;
     u64 *mc = &a.mc_sync[CDSL_SYNC_SWITCH];
     if (order == CDSL_RELEASE)
-        asm volatile("multimem.red.release.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
-    else
-        asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+        cdsl_fence_sys();
+    asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+}
+
+/* switch.signal(): one arrival, made once by the rank after its blocks converged. */
+__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        cdsl_switch_arrive_one(a, order);
 }
 
 /* switch.wait(): the nth wait of this launch completes when every rank has made its nth
    arrival, i.e. this rank's copy of the counter has grown by nth * nranks. The arrivals came
    through the multicast mapping and are polled through the unicast one, so each poller puts
    fence.proxy.alias between them, as the CUDA guide's multicast barrier does. */
-__device__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
 {
     if (threadIdx.x == 0)
         cdsl_fence_alias();

@@ -88,14 +88,23 @@ __device__ __noinline__ void cdsl_switch_reduce_store(const CdslArgs &a, int db,
     cdsl_apply(a, src, dst, n);
 }
 
-/* switch.signal(): one arrival, made once by the rank after its blocks converged: one
-   system-scope atomic add on every rank's switch counter. */
+/* One arrival on every rank's switch counter, by threads 0 .. nranks-1 of the calling block,
+   one rank each: a fence (for a release; one instruction for a warp) then a relaxed red, so
+   the arrivals go out in parallel. */
+__device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder order)
+{
+    for (int q = threadIdx.x; q < CDSL_NRANKS; q += blockDim.x) {
+        if (order == CDSL_RELEASE)
+            cdsl_fence_sys();
+        cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &a.peer_sync[q][CDSL_SYNC_SWITCH]);
+    }
+}
+
+/* switch.signal(): one arrival, made once by the rank (block 0) after its blocks converged. */
 __device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
 {
-    if (blockIdx.x != 0 || threadIdx.x != 0)
-        return;
-    for (int q = 0; q < CDSL_NRANKS; q++)
-        cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &a.peer_sync[q][CDSL_SYNC_SWITCH], order);
+    if (blockIdx.x == 0)
+        cdsl_switch_arrive(a, order);
 }
 
 /* switch.wait(): the nth wait of this launch completes when every rank has made its nth

@@ -49,11 +49,18 @@ __device__ bool rank_0(const CdslArgs &a)
     return true;
 }
 
+__device__ __forceinline__ u64 rank_0_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
+    default: return 0;
+    }
+}
+
 __device__ void rank_0_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_SWITCH] += 2 * CDSL_NRANKS;
-    }
+    cdsl_leave(a, rank_0_consumed);
 }
 
 /* ---- rank 1: 5 operations */
@@ -81,15 +88,22 @@ __device__ bool rank_1(const CdslArgs &a)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "tests/emit/allgather_nvls.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 85 "allgather_nvls_nvls_f32.cu"
+#line 92 "allgather_nvls_nvls_f32.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 rank_1_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
+    default: return 0;
+    }
 }
 
 __device__ void rank_1_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_SWITCH] += 2 * CDSL_NRANKS;
-    }
+    cdsl_leave(a, rank_1_consumed);
 }
 
 /* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in
@@ -97,6 +111,7 @@ __device__ void rank_1_leave(const CdslArgs &a)
 
 extern "C" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)
 {
+    cdsl_enter(a);  // this launch's number, for the bases of its counters
     switch (a.rank) {
     case 0: rank_0(a); rank_0_leave(a); break;
     case 1: rank_1(a); rank_1_leave(a); break;

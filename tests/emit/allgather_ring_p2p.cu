@@ -72,12 +72,19 @@ __device__ bool rank_0(const CdslArgs &a)
     return true;
 }
 
+__device__ __forceinline__ u64 rank_0_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_PEER + 1: return 1;
+    case CDSL_STATE_PEER + 3: return 3;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
+    default: return 0;
+    }
+}
+
 __device__ void rank_0_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_PEER + 1] += 1;
-        a.state[CDSL_STATE_PEER + 3] += 3;
-    }
+    cdsl_leave(a, rank_0_consumed);
 }
 
 /* ---- rank 1: 12 operations */
@@ -128,16 +135,23 @@ __device__ bool rank_1(const CdslArgs &a)
     // 14:14  wait for rank 0 (acquire)  (step=2)
 #line 14 "tests/emit/allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 14));
-#line 132 "allgather_ring_p2p_s32.cu"
+#line 139 "allgather_ring_p2p_s32.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 rank_1_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_PEER + 2: return 1;
+    case CDSL_STATE_PEER + 0: return 3;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
+    default: return 0;
+    }
 }
 
 __device__ void rank_1_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_PEER + 2] += 1;
-        a.state[CDSL_STATE_PEER + 0] += 3;
-    }
+    cdsl_leave(a, rank_1_consumed);
 }
 
 /* ---- rank 2: 12 operations */
@@ -188,16 +202,23 @@ __device__ bool rank_2(const CdslArgs &a)
     // 14:14  wait for rank 1 (acquire)  (step=2)
 #line 14 "tests/emit/allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 1, 3, CDSL_ACQUIRE, 14));
-#line 192 "allgather_ring_p2p_s32.cu"
+#line 206 "allgather_ring_p2p_s32.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 rank_2_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_PEER + 3: return 1;
+    case CDSL_STATE_PEER + 1: return 3;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
+    default: return 0;
+    }
 }
 
 __device__ void rank_2_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_PEER + 3] += 1;
-        a.state[CDSL_STATE_PEER + 1] += 3;
-    }
+    cdsl_leave(a, rank_2_consumed);
 }
 
 /* ---- rank 3: 12 operations */
@@ -248,16 +269,23 @@ __device__ bool rank_3(const CdslArgs &a)
     // 14:14  wait for rank 2 (acquire)  (step=2)
 #line 14 "tests/emit/allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 3, CDSL_ACQUIRE, 14));
-#line 252 "allgather_ring_p2p_s32.cu"
+#line 273 "allgather_ring_p2p_s32.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 rank_3_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_PEER + 0: return 1;
+    case CDSL_STATE_PEER + 2: return 3;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
+    default: return 0;
+    }
 }
 
 __device__ void rank_3_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_PEER + 0] += 1;
-        a.state[CDSL_STATE_PEER + 2] += 3;
-    }
+    cdsl_leave(a, rank_3_consumed);
 }
 
 /* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in
@@ -265,6 +293,7 @@ __device__ void rank_3_leave(const CdslArgs &a)
 
 extern "C" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)
 {
+    cdsl_enter(a);  // this launch's number, for the bases of its counters
     switch (a.rank) {
     case 0: rank_0(a); rank_0_leave(a); break;
     case 1: rank_1(a); rank_1_leave(a); break;

@@ -73,12 +73,19 @@ __device__ bool rank_1(const CdslArgs &a)
     return true;
 }
 
+__device__ __forceinline__ u64 rank_1_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_PEER + 2: return 1;
+    case CDSL_STATE_PEER + 0: return 3;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
+    default: return 0;
+    }
+}
+
 __device__ void rank_1_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_PEER + 2] += 1;
-        a.state[CDSL_STATE_PEER + 0] += 3;
-    }
+    cdsl_leave(a, rank_1_consumed);
 }
 
 /* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in
@@ -86,6 +93,7 @@ __device__ void rank_1_leave(const CdslArgs &a)
 
 extern "C" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)
 {
+    cdsl_enter(a);  // this launch's number, for the bases of its counters
     switch (a.rank) {
     case 1: rank_1(a); rank_1_leave(a); break;
     }

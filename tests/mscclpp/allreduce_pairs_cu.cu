@@ -102,12 +102,18 @@ __device__ bool plan_0_1(const CdslArgs &a)
     return true;
 }
 
+__device__ __forceinline__ u64 plan_0_consumed(u32 w)
+{
+    switch (w) {
+    case 2: return 2;  // from rank 1, channel 0
+    case 22: return 2;  // from rank 1, channel 1
+    default: return 0;
+    }
+}
+
 __device__ void plan_0_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {
-        a.state[2] += 2;  // from rank 1, channel 0
-        a.state[22] += 2;  // from rank 1, channel 1
-    }
+    cdsl_leave(a, plan_0_consumed);
 }
 
 __device__ void plan_0(const CdslArgs &a)
@@ -160,7 +166,7 @@ __device__ bool plan_1_0(const CdslArgs &a)
     // 331:23  nop  (threadblock 0)
 #line 331 "tests/mscclpp/allreduce_pairs_cu.json"
     __syncthreads();
-#line 164 "allreduce_pairs_p2p_f32.cu"
+#line 170 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
@@ -202,16 +208,22 @@ __device__ bool plan_1_1(const CdslArgs &a)
     // 427:23  nop  (threadblock 1)
 #line 427 "tests/mscclpp/allreduce_pairs_cu.json"
     __syncthreads();
-#line 206 "allreduce_pairs_p2p_f32.cu"
+#line 212 "allreduce_pairs_p2p_f32.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 plan_1_consumed(u32 w)
+{
+    switch (w) {
+    case 1: return 2;  // from rank 0, channel 0
+    case 21: return 2;  // from rank 0, channel 1
+    default: return 0;
+    }
 }
 
 __device__ void plan_1_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {
-        a.state[1] += 2;  // from rank 0, channel 0
-        a.state[21] += 2;  // from rank 0, channel 1
-    }
+    cdsl_leave(a, plan_1_consumed);
 }
 
 __device__ void plan_1(const CdslArgs &a)
@@ -226,6 +238,7 @@ __device__ void plan_1(const CdslArgs &a)
 
 extern "C" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)
 {
+    cdsl_enter(a);  // this launch's number, for the bases of its counters
     switch (a.rank) {
     case 0: plan_0(a); break;
     case 1: plan_1(a); break;

@@ -229,8 +229,10 @@ static void test_converge(void)
     char *r0 = rank_body(s ? s : "", 0);
     int ok = count(r0, "cdsl_converge(") == 1 && count(r0, "cdsl_converge(a, 1, 5)") == 1 &&
              count(r0, "cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 7)") == 1 && s &&
-             strstr(s, "a.state[CDSL_STATE_SWITCH] += 2 * CDSL_NRANKS;") &&
-             strstr(s, "a.state[CDSL_STATE_PEER + 1] += 1;");
+             strstr(s, "case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;") &&
+             strstr(s, "case CDSL_STATE_PEER + 1: return 1;") &&
+             strstr(s, "case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);") &&
+             !strstr(s, "cdsl_last_out") && strstr(s, "cdsl_enter(a);");
     report("one convergence, before the first signal after data; waits numbered", ok, r0);
     free(r0);
     arena_destroy(a);
