@@ -87,9 +87,9 @@ typedef struct EmitHeader {
 
 extern const EmitHeader emit_device_headers[];   /* ends with {NULL, NULL} */
 const EmitHeader *emit_header(const char *name, size_t len);
-/* The macros choosing rank count, flavour, element type (and the plan helpers), then
- * #include "cdsl_device.cuh". */
-void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, bool plan);
+/* The macros choosing rank count, flavour, element type (and the plan helpers; inlined helpers
+ * when the code of rank, -1 for every rank, makes few calls), then #include "cdsl_device.cuh". */
+void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, bool plan, int rank);
 /* src with each #include of one of the headers replaced by its text (recursively): one file
  * that nvcc compiles alone. malloc'd; NULL when out of memory. */
 char *emit_paste_headers(const char *src);

@@ -268,7 +268,7 @@ const char *emit_cuda_blocks(const IrProgram *p, cdsl_backend flavour, cdsl_dtyp
     if (rank >= 0)
         emit_printf(&e.out, "// Rank %d's code only (cdslc --rank %d): the checker checked every rank.\n", rank, rank);
     emit_puts(&e.out, "\n");
-    emit_include(&e.out, p, flavour, dtype, true);
+    emit_include(&e.out, p, flavour, dtype, true, rank);
     emit_puts(&e.out, "/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
     for (int r = 0; r < p->nranks; r++)
         if (rank < 0 || r == rank)

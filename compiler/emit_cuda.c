@@ -469,7 +469,7 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
     emit_cu_name(name, sizeof name, p, flavour, dtype, rank);
     e.out.cu_name = name;
     put_header(&e, dtype, a);
-    emit_include(&e.out, p, flavour, dtype, false);
+    emit_include(&e.out, p, flavour, dtype, false, rank);
     put_buffers(&e);
     for (int r = 0; r < p->nranks; r++) {
         if (rank < 0 || r == rank)

@@ -18,9 +18,25 @@
 
 #include "abi.h"
 
+enum { EMIT_INLINE_CALLS = 24 };
+
+/* Helper calls (data operations, waits, plan barriers) in the code of rank (-1: every rank). */
+static long helper_calls(const IrProgram *p, int rank)
+{
+    long n = 0;
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; (rank < 0 || r == rank) && i < p->ranks[r].nops; i++) {
+            IrKind k = p->ranks[r].ops[i].kind;
+            n += ir_is_data(k) || k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER;
+        }
+    return n;
+}
+
 /* The macros of one (nranks, flavour, element type), then the library, then a check that the
-   device's argument block has the host's size (pointer width, padding). */
-void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, bool plan)
+   device's argument block has the host's size (pointer width, padding). A small program has
+   its helpers inlined (CDSL_INLINE): NVRTC's time grows with the inlined calls, about 0.1 s per
+   ten of them, so beyond EMIT_INLINE_CALLS they stay out of line, compiled once. */
+void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, bool plan, int rank)
 {
     emit_printf(b, "#define CDSL_NRANKS %d\n", p->nranks);
     emit_printf(b, "#define CDSL_FLAVOUR_%s 1\n", flavour == CDSL_BACKEND_NVLS ? "NVLS" : "P2P");
@@ -30,6 +46,9 @@ void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dty
     emit_puts(b, " 1\n");
     if (plan)
         emit_puts(b, "#define CDSL_PLAN 1\n");
+    long calls = helper_calls(p, rank);
+    if (calls <= EMIT_INLINE_CALLS)
+        emit_printf(b, "#define CDSL_INLINE 1  // %ld helper calls: inlined\n", calls);
     emit_puts(b, "#include \"cdsl_device.cuh\"  // runtime/device/: the device library\n");
     emit_printf(b, "static_assert(sizeof(CdslArgs) == %zu, \"CdslArgs differs from the host's runtime/abi.h\");\n\n",
                 sizeof(CdslArgs));

@@ -14,9 +14,13 @@
  *
  * The build embeds these files in libcdsl (build/gen/device_headers.c); NVRTC receives them
  * as named headers, so the emitted program stays short. cdslc --emit-cuda --standalone pastes
- * them in place of the #include for nvcc. Helpers that move data are out of line
- * (__noinline__): each is compiled once, however many ranks call it, which keeps NVRTC's time
- * well under a second for eight ranks.
+ * them in place of the #include for nvcc.
+ *
+ * Helpers that move data, wait or meet are CDSL_OUTLINE: out of line (__noinline__) by default,
+ * so that each is compiled once however many ranks call it, which keeps NVRTC's time well under
+ * a second for eight ranks (inlining them all took it from 0.3 s to 5 s for allgather_mesh at
+ * -n 8); inlined (__forceinline__) when the program defines CDSL_INLINE, as the emitter does
+ * for small programs, where a call and its generic addressing cost more than they save.
  */
 #ifndef CDSL_DEVICE_CUH
 #define CDSL_DEVICE_CUH
@@ -30,6 +34,12 @@
 #if defined(CDSL_ELEM_F32) + defined(CDSL_ELEM_F16) + defined(CDSL_ELEM_BF16) + defined(CDSL_ELEM_U32) + \
         defined(CDSL_ELEM_S32) != 1
 #error "define exactly one of CDSL_ELEM_F32, _F16, _BF16, _U32, _S32 before including cdsl_device.cuh"
+#endif
+
+#ifdef CDSL_INLINE
+#define CDSL_OUTLINE __forceinline__
+#else
+#define CDSL_OUTLINE __noinline__
 #endif
 
 typedef unsigned int u32;
@@ -182,7 +192,7 @@ __device__ __forceinline__ u64 cdsl_meet_arrivals(u32 meets)
     return gridDim.x > 1 ? (u64)meets * gridDim.x : 0;
 }
 
-__device__ __noinline__ bool cdsl_blocks_meet(const CdslArgs &a, u32 k, bool everyone_waits, u32 line)
+__device__ CDSL_OUTLINE bool cdsl_blocks_meet(const CdslArgs &a, u32 k, bool everyone_waits, u32 line)
 {
     __syncthreads(); /* this block's share of the data operations is done */
     if (gridDim.x == 1)
@@ -224,7 +234,7 @@ __device__ __forceinline__ bool cdsl_converge(const CdslArgs &a, u32 k, u32 line
    launch (the same in every block) plus the arrivals this wait needs: the emitter numbers the
    waits of each rank. */
 
-__device__ __noinline__ bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 base_word, u64 need,
+__device__ CDSL_OUTLINE bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 base_word, u64 need,
                                              CdslOrder order, u32 line, u32 counter)
 {
     int bad = 0;
@@ -407,8 +417,8 @@ template <> struct CdslSum<uint4> {
    (the checker's ordering pass, order.c, relies on this). Hence one choice for the whole
    launch: packs when chunk_bytes is a multiple of 16 (then every chunk offset is 16-byte
    aligned, buffers being so), 4-byte words otherwise (a chunk is only a multiple of 4).
-   Each operation is one out-of-line function, compiled once however many ranks and calls
-   use it: that keeps NVRTC fast. */
+   Each operation is one CDSL_OUTLINE function: compiled once however many ranks and calls use
+   it, which keeps NVRTC fast, unless the program is small enough to inline (CDSL_INLINE). */
 
 template <typename W, typename S, typename D>
 __device__ __forceinline__ void cdsl_stream(const S &src, const D &dst, u64 first, u64 n)
@@ -477,7 +487,7 @@ struct CdslLoadSum2 {   /* x + y, element-wise */
 };
 
 /* copy(dst, src): both local. */
-__device__ __noinline__ void cdsl_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -485,7 +495,7 @@ __device__ __noinline__ void cdsl_copy(const CdslArgs &a, int db, int dc, int sb
 }
 
 /* reduce(dst, x, y): all local. */
-__device__ __noinline__ void cdsl_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yb, int yc, int n)
+__device__ CDSL_OUTLINE void cdsl_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yb, int yc, int n)
 {
     CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), a.buf[yb] + cdsl_at(a, yc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -493,7 +503,7 @@ __device__ __noinline__ void cdsl_reduce(const CdslArgs &a, int db, int dc, int 
 }
 
 /* p.put(dst, src): local src into dst on rank p. */
-__device__ __noinline__ void cdsl_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {cdsl_rank_buf(a, p, db) + cdsl_at(a, dc)};
@@ -501,7 +511,7 @@ __device__ __noinline__ void cdsl_put(const CdslArgs &a, int p, int db, int dc, 
 }
 
 /* p.get(dst, src): src on rank p into local dst. */
-__device__ __noinline__ void cdsl_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {cdsl_rank_buf(a, p, sb) + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};

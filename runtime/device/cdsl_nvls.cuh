@@ -135,7 +135,7 @@ struct CdslMcStore {    /* one store that lands on every rank */
 };
 
 /* switch.store(dst, src): local src into dst on every rank. */
-__device__ __noinline__ void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
@@ -143,7 +143,7 @@ __device__ __noinline__ void cdsl_switch_store(const CdslArgs &a, int db, int dc
 }
 
 /* switch.reduce(dst, src): local dst = the sum over every rank of src. */
-__device__ __noinline__ void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -151,7 +151,7 @@ __device__ __noinline__ void cdsl_switch_reduce(const CdslArgs &a, int db, int d
 }
 
 /* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
-__device__ __noinline__ void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
     CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};

@@ -65,7 +65,7 @@ struct CdslRanksStore {     /* the same value stored on every rank */
 };
 
 /* switch.store(dst, src): local src into dst on every rank. */
-__device__ __noinline__ void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
@@ -73,7 +73,7 @@ __device__ __noinline__ void cdsl_switch_store(const CdslArgs &a, int db, int dc
 }
 
 /* switch.reduce(dst, src): local dst = the sum over every rank of src. */
-__device__ __noinline__ void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -81,7 +81,7 @@ __device__ __noinline__ void cdsl_switch_reduce(const CdslArgs &a, int db, int d
 }
 
 /* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
-__device__ __noinline__ void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
     CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};

@@ -46,7 +46,7 @@ __device__ __forceinline__ void cdsl_tb_apply(const CdslArgs &a, const S &src, c
 }
 
 /* copy: both local. */
-__device__ __noinline__ void cdsl_tb_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -54,7 +54,7 @@ __device__ __noinline__ void cdsl_tb_copy(const CdslArgs &a, int db, int dc, int
 }
 
 /* dst = x + y, x local, y on rank yq (this rank's own: local). */
-__device__ __noinline__ void cdsl_tb_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yq, int yb, int yc,
+__device__ CDSL_OUTLINE void cdsl_tb_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yq, int yb, int yc,
                                             int n)
 {
     CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), cdsl_rank_buf(a, yq, yb) + cdsl_at(a, yc)};
@@ -63,7 +63,7 @@ __device__ __noinline__ void cdsl_tb_reduce(const CdslArgs &a, int db, int dc, i
 }
 
 /* put: local src into dst on rank p. */
-__device__ __noinline__ void cdsl_tb_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {cdsl_rank_buf(a, p, db) + cdsl_at(a, dc)};
@@ -71,7 +71,7 @@ __device__ __noinline__ void cdsl_tb_put(const CdslArgs &a, int p, int db, int d
 }
 
 /* get: src on rank p into local dst. */
-__device__ __noinline__ void cdsl_tb_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {cdsl_rank_buf(a, p, sb) + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -83,7 +83,7 @@ __device__ __noinline__ void cdsl_tb_get(const CdslArgs &a, int p, int db, int d
 #if defined(CDSL_FLAVOUR_NVLS)
 /* multimem accesses through the multicast mappings; fence.proxy.alias around them, by every
    thread, since the plan says nothing about where unicast accesses meet them. */
-__device__ __noinline__ void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
@@ -92,7 +92,7 @@ __device__ __noinline__ void cdsl_tb_switch_store(const CdslArgs &a, int db, int
     cdsl_fence_alias();
 }
 
-__device__ __noinline__ void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
@@ -101,7 +101,7 @@ __device__ __noinline__ void cdsl_tb_switch_reduce(const CdslArgs &a, int db, in
     cdsl_fence_alias();
 }
 
-__device__ __noinline__ void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
     CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
@@ -122,21 +122,21 @@ __device__ __forceinline__ void cdsl_tb_after_wait()
     cdsl_fence_alias();
 }
 #else
-__device__ __noinline__ void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
     cdsl_tb_apply(a, src, dst, n);
 }
 
-__device__ __noinline__ void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
     cdsl_tb_apply(a, src, dst, n);
 }
 
-__device__ __noinline__ void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
     CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
@@ -171,7 +171,7 @@ __device__ __forceinline__ void cdsl_tb_signal(const CdslArgs &a, int p, int w, 
 /* The k-th use of barrier id by each of its n blocks: thread 0 arrives on the barrier's
    counter (which only grows) and waits until it has grown by want = k * n since the launch
    began; the block meets before and after. */
-__device__ __noinline__ bool cdsl_tb_barrier(const CdslArgs &a, u32 id, u64 want, u32 line)
+__device__ CDSL_OUTLINE bool cdsl_tb_barrier(const CdslArgs &a, u32 id, u64 want, u32 line)
 {
     int bad = 0;
     __syncthreads();

@@ -10,6 +10,7 @@
 #define CDSL_NRANKS 2
 #define CDSL_FLAVOUR_NVLS 1
 #define CDSL_ELEM_F32 1
+#define CDSL_INLINE 1  // 6 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from the host's runtime/abi.h");
 
@@ -45,7 +46,7 @@ __device__ bool rank_0(const CdslArgs &a)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "tests/emit/allgather_nvls.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 49 "allgather_nvls_nvls_f32.cu"
+#line 50 "allgather_nvls_nvls_f32.cu"
     return true;
 }
 
@@ -88,7 +89,7 @@ __device__ bool rank_1(const CdslArgs &a)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "tests/emit/allgather_nvls.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 92 "allgather_nvls_nvls_f32.cu"
+#line 93 "allgather_nvls_nvls_f32.cu"
     return true;
 }
 

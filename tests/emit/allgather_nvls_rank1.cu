@@ -11,6 +11,7 @@
 #define CDSL_NRANKS 2
 #define CDSL_FLAVOUR_NVLS 1
 #define CDSL_ELEM_F32 1
+#define CDSL_INLINE 1  // 3 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from the host's runtime/abi.h");
 
@@ -46,7 +47,7 @@ __device__ bool rank_1(const CdslArgs &a)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "tests/emit/allgather_nvls_rank1.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 50 "allgather_nvls_nvls_f32_rank.cu"
+#line 51 "allgather_nvls_nvls_f32_rank.cu"
     return true;
 }
 

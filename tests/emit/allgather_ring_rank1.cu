@@ -11,6 +11,7 @@
 #define CDSL_NRANKS 4
 #define CDSL_FLAVOUR_P2P 1
 #define CDSL_ELEM_S32 1
+#define CDSL_INLINE 1  // 8 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from the host's runtime/abi.h");
 
@@ -69,7 +70,7 @@ __device__ bool rank_1(const CdslArgs &a)
     // 14:14  wait for rank 0 (acquire)  (step=2)
 #line 14 "tests/emit/allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 14));
-#line 73 "allgather_ring_p2p_s32_rank.cu"
+#line 74 "allgather_ring_p2p_s32_rank.cu"
     return true;
 }
 

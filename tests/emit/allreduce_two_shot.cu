@@ -10,6 +10,7 @@
 #define CDSL_NRANKS 2
 #define CDSL_FLAVOUR_NVLS 1
 #define CDSL_ELEM_BF16 1
+#define CDSL_INLINE 1  // 10 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from the host's runtime/abi.h");
 
@@ -56,7 +57,7 @@ __device__ bool rank_0(const CdslArgs &a)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
 #line 12 "tests/emit/allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 60 "allreduce_two_shot_nvls_bf16.cu"
+#line 61 "allreduce_two_shot_nvls_bf16.cu"
     return true;
 }
 
@@ -109,7 +110,7 @@ __device__ bool rank_1(const CdslArgs &a)
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
 #line 12 "tests/emit/allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 113 "allreduce_two_shot_nvls_bf16.cu"
+#line 114 "allreduce_two_shot_nvls_bf16.cu"
     return true;
 }
 

@@ -9,6 +9,7 @@
 #define CDSL_FLAVOUR_P2P 1
 #define CDSL_ELEM_F32 1
 #define CDSL_PLAN 1
+#define CDSL_INLINE 1  // 16 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from the host's runtime/abi.h");
 
@@ -56,7 +57,7 @@ __device__ bool plan_0_0(const CdslArgs &a)
     // 113:23  nop  (threadblock 0)
 #line 113 "tests/mscclpp/allreduce_pairs_cu.json"
     __syncthreads();
-#line 60 "allreduce_pairs_p2p_f32.cu"
+#line 61 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
@@ -98,7 +99,7 @@ __device__ bool plan_0_1(const CdslArgs &a)
     // 209:23  nop  (threadblock 1)
 #line 209 "tests/mscclpp/allreduce_pairs_cu.json"
     __syncthreads();
-#line 102 "allreduce_pairs_p2p_f32.cu"
+#line 103 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
@@ -166,7 +167,7 @@ __device__ bool plan_1_0(const CdslArgs &a)
     // 331:23  nop  (threadblock 0)
 #line 331 "tests/mscclpp/allreduce_pairs_cu.json"
     __syncthreads();
-#line 170 "allreduce_pairs_p2p_f32.cu"
+#line 171 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
@@ -208,7 +209,7 @@ __device__ bool plan_1_1(const CdslArgs &a)
     // 427:23  nop  (threadblock 1)
 #line 427 "tests/mscclpp/allreduce_pairs_cu.json"
     __syncthreads();
-#line 212 "allreduce_pairs_p2p_f32.cu"
+#line 213 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
