@@ -41,7 +41,7 @@
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
 
-#define CDSL_ABI_VERSION 2
+#define CDSL_ABI_VERSION 3
 #define CDSL_ABI_MAX_BUFS 8
 
 enum {
@@ -54,6 +54,7 @@ enum {
 #define CDSL_PLAN_CHANNELS 16      /* channels between two ranks an imported plan may use */
 #define CDSL_PLAN_BARRIERS 16      /* barrier ids of a rank (MSCCL++'s MAX_DEVICE_SYNCERS) */
 #define CDSL_MAX_BLOCKS 1024       /* blocks per rank the runtime may launch */
+#define CDSL_ARGS_RANKS 16         /* ranks whose addresses the argument block carries */
 #define CDSL_SYNC_CHAN(nranks, c, p) ((c) ? 1 + (nranks) * (c) + (p) : CDSL_SYNC_PEER + (p))
 #define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
 #define CDSL_STATE_CHAN(nranks, c, p) \
@@ -65,7 +66,11 @@ enum {
 #define CDSL_STATE_WORDS(nranks) (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS)
 #define CDSL_ERROR_WORDS 4
 
-/* The argument block, by value. Pointers are device addresses valid on the rank's device. */
+/* The argument block, by value (a kernel's parameters are at most 4 KiB: 1.4 KiB here). Pointers
+ * are device addresses valid on the rank's device. Up to CDSL_ARGS_RANKS ranks, every rank's
+ * buffer and sync addresses are in the block itself (peer_bufs, peer_syncs), so that a remote
+ * store or signal does not first wait for a load from a table; the tables peer_buf and
+ * peer_sync hold the same for any rank count, and the kernels of larger programs use them. */
 typedef struct CdslArgs {
     unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */
     unsigned long long spin_limit;    /* polls before a wait gives up */
@@ -78,6 +83,8 @@ typedef struct CdslArgs {
     unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */
     unsigned long long *state;        /* this rank's private state words */
     unsigned int *error;              /* the error record */
+    char *peer_bufs[CDSL_ARGS_RANKS][CDSL_ABI_MAX_BUFS]; /* rank q's buffer b, q < CDSL_ARGS_RANKS */
+    unsigned long long *peer_syncs[CDSL_ARGS_RANKS];     /* rank q's sync words */
 } CdslArgs;
 
 #endif

@@ -48,6 +48,18 @@ typedef unsigned long long u64;
 /* The kernel's argument block and the word layout: the host's own header. */
 #include "abi.h"
 
+static_assert(sizeof(CdslArgs) <= 4096, "a kernel's parameters are at most 4 KiB");
+
+/* Rank q's sync words: through the argument block up to CDSL_ARGS_RANKS ranks, else the table. */
+__device__ __forceinline__ u64 *cdsl_rank_sync(const CdslArgs &a, int q)
+{
+#if CDSL_NRANKS <= CDSL_ARGS_RANKS
+    return a.peer_syncs[q];
+#else
+    return a.peer_sync[q];
+#endif
+}
+
 /* Helpers return false when the rank has failed (a bounded wait ran out); the rank's code
    then returns at once, so that the whole grid leaves instead of hanging. */
 #define CDSL_TRY(call) do { if (!(call)) return false; } while (0)
@@ -257,7 +269,7 @@ __device__ __forceinline__ void cdsl_peer_signal(const CdslArgs &a, int p, CdslO
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         if (order == CDSL_RELEASE)
             cdsl_fence_sys();
-        cdsl_red_sys(&a.peer_sync[p][CDSL_SYNC_PEER + a.rank]);
+        cdsl_red_sys(&cdsl_rank_sync(a, p)[CDSL_SYNC_PEER + a.rank]);
     }
 }
 
@@ -453,10 +465,15 @@ __device__ __forceinline__ void cdsl_apply(const CdslArgs &a, const S &src, cons
     cdsl_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4);
 }
 
-/* Buffer b of rank q: our own through its local address, a peer's through its peer mapping. */
+/* Buffer b of rank q: our own through its local address, a peer's through its peer mapping,
+   from the argument block when it has room (CDSL_ARGS_RANKS), else from the table. */
 __device__ __forceinline__ char *cdsl_rank_buf(const CdslArgs &a, int q, int b)
 {
-    return q == a.rank ? a.buf[b] : a.peer_buf[q * 8 + b];
+#if CDSL_NRANKS <= CDSL_ARGS_RANKS
+    return q == a.rank ? a.buf[b] : a.peer_bufs[q][b];  /* in the argument block */
+#else
+    return q == a.rank ? a.buf[b] : a.peer_buf[q * CDSL_ABI_MAX_BUFS + b];
+#endif
 }
 
 struct CdslLoad {   /* plain loads from one address range (local, or a peer's) */

@@ -96,7 +96,7 @@ __device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder 
     for (int q = threadIdx.x; q < CDSL_NRANKS; q += blockDim.x) {
         if (order == CDSL_RELEASE)
             cdsl_fence_sys();
-        cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &a.peer_sync[q][CDSL_SYNC_SWITCH]);
+        cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &cdsl_rank_sync(a, q)[CDSL_SYNC_SWITCH]);
     }
 }
 

@@ -164,7 +164,7 @@ __device__ __forceinline__ void cdsl_tb_signal(const CdslArgs &a, int p, int w, 
     if (threadIdx.x == 0) {
         if (order == CDSL_RELEASE)
             cdsl_fence_sys();
-        cdsl_red_sys(&a.peer_sync[p][w]);
+        cdsl_red_sys(&cdsl_rank_sync(a, p)[w]);
     }
 }
 

@@ -11,7 +11,7 @@
 #define CDSL_PLAN 1
 #define CDSL_INLINE 1  // 16 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
-static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from the host's runtime/abi.h");
+static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
 
 /* ---- The plan's buffers ---- */
 
