@@ -72,14 +72,17 @@ void emit_printf(EmitBuf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-/* The path inside a C string literal: quotes, backslashes and control bytes replaced, at most
-   240 bytes (user text never reaches the source unchecked; such a path is rare enough that a
-   debugger not finding it is the lesser harm). */
+/* The file's base name inside a C string literal: quotes, backslashes and control bytes
+   replaced, at most 240 bytes (user text never reaches the source unchecked). The base name
+   only, so that the source, and so the JIT cache's key, do not depend on how the file was
+   named (a relative path, the stdlib found by name); tools are told the folder instead
+   (compute-sanitizer prints the name, Nsight asks for source folders). */
 static void put_path(EmitBuf *b, const char *path)
 {
+    const char *slash = strrchr(path, '/');
     char s[241];
     size_t n = 0;
-    for (const char *c = path; *c && n < sizeof s - 1; c++) {
+    for (const char *c = slash && slash[1] ? slash + 1 : path; *c && n < sizeof s - 1; c++) {
         unsigned char u = (unsigned char)*c;
         s[n++] = u < 0x20 || u == 0x7f || u == '"' || u == '\\' ? '_' : (char)u;
     }

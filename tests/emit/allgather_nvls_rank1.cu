@@ -27,25 +27,25 @@ enum {
 __device__ bool rank_1(const CdslArgs &a)
 {
     // 5:12  switch.signal (relaxed)
-#line 5 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 5 "allgather_nvls_rank1.cdsl"
     cdsl_switch_signal(a, CDSL_RELAXED);
     // 6:12  switch.wait (relaxed)
-#line 6 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 6 "allgather_nvls_rank1.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 6));
     // 7:12  switch.store output[1] <- input[0]
-#line 7 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 7 "allgather_nvls_rank1.cdsl"
     cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
-#line 7 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 7 "allgather_nvls_rank1.cdsl"
     cdsl_switch_store(a, B_output, 1, B_input, 0, 1);
     // 8:12  switch.signal (release)
-#line 8 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 8 "allgather_nvls_rank1.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 8 "allgather_nvls_rank1.cdsl"
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 9:12  switch.wait (acquire)
-#line 9 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 9 "allgather_nvls_rank1.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
-#line 9 "tests/emit/allgather_nvls_rank1.cdsl"
+#line 9 "allgather_nvls_rank1.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
 #line 51 "allgather_nvls_nvls_f32_rank.cu"
     return true;

@@ -25,48 +25,48 @@ enum {
 __device__ bool rank_0(const CdslArgs &a)
 {
     // 7:5  copy output[0] <- input[0]
-#line 7 "tests/emit/allgather_ring_p2p.cdsl"
+#line 7 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 0, B_input, 0, 1);
     // 8:10  signal rank 3 (relaxed)
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 3, CDSL_RELAXED);
     // 9:10  wait for rank 1 (relaxed)
-#line 9 "tests/emit/allgather_ring_p2p.cdsl"
+#line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_RELAXED, 9));
     // 12:14  put to rank 1: output[0] <- output[0]  (step=0)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 1, B_output, 0, B_output, 0, 1);
     // 13:14  signal rank 1 (release)  (step=0)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 1, CDSL_RELEASE);
     // 14:14  wait for rank 3 (acquire)  (step=0)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 1: output[3] <- output[3]  (step=1)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 1, B_output, 3, B_output, 3, 1);
     // 13:14  signal rank 1 (release)  (step=1)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 1, CDSL_RELEASE);
     // 14:14  wait for rank 3 (acquire)  (step=1)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 3, 2, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 1: output[2] <- output[2]  (step=2)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 1, B_output, 2, B_output, 2, 1);
     // 13:14  signal rank 1 (release)  (step=2)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 1, CDSL_RELEASE);
     // 14:14  wait for rank 3 (acquire)  (step=2)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 3, 3, CDSL_ACQUIRE, 14));
 #line 72 "allgather_ring_p2p_s32.cu"
     return true;
@@ -92,48 +92,48 @@ __device__ void rank_0_leave(const CdslArgs &a)
 __device__ bool rank_1(const CdslArgs &a)
 {
     // 7:5  copy output[1] <- input[0]
-#line 7 "tests/emit/allgather_ring_p2p.cdsl"
+#line 7 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 1, B_input, 0, 1);
     // 8:10  signal rank 0 (relaxed)
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 0, CDSL_RELAXED);
     // 9:10  wait for rank 2 (relaxed)
-#line 9 "tests/emit/allgather_ring_p2p.cdsl"
+#line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 9));
     // 12:14  put to rank 2: output[1] <- output[1]  (step=0)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 2, B_output, 1, B_output, 1, 1);
     // 13:14  signal rank 2 (release)  (step=0)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELEASE);
     // 14:14  wait for rank 0 (acquire)  (step=0)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 2: output[0] <- output[0]  (step=1)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 2, B_output, 0, B_output, 0, 1);
     // 13:14  signal rank 2 (release)  (step=1)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELEASE);
     // 14:14  wait for rank 0 (acquire)  (step=1)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 2, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 2: output[3] <- output[3]  (step=2)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 2, B_output, 3, B_output, 3, 1);
     // 13:14  signal rank 2 (release)  (step=2)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELEASE);
     // 14:14  wait for rank 0 (acquire)  (step=2)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 14));
 #line 139 "allgather_ring_p2p_s32.cu"
     return true;
@@ -159,48 +159,48 @@ __device__ void rank_1_leave(const CdslArgs &a)
 __device__ bool rank_2(const CdslArgs &a)
 {
     // 7:5  copy output[2] <- input[0]
-#line 7 "tests/emit/allgather_ring_p2p.cdsl"
+#line 7 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 2, B_input, 0, 1);
     // 8:10  signal rank 1 (relaxed)
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 1, CDSL_RELAXED);
     // 9:10  wait for rank 3 (relaxed)
-#line 9 "tests/emit/allgather_ring_p2p.cdsl"
+#line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_RELAXED, 9));
     // 12:14  put to rank 3: output[2] <- output[2]  (step=0)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 3, B_output, 2, B_output, 2, 1);
     // 13:14  signal rank 3 (release)  (step=0)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 3, CDSL_RELEASE);
     // 14:14  wait for rank 1 (acquire)  (step=0)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 3: output[1] <- output[1]  (step=1)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 3, B_output, 1, B_output, 1, 1);
     // 13:14  signal rank 3 (release)  (step=1)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 3, CDSL_RELEASE);
     // 14:14  wait for rank 1 (acquire)  (step=1)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 1, 2, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 3: output[0] <- output[0]  (step=2)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 3, B_output, 0, B_output, 0, 1);
     // 13:14  signal rank 3 (release)  (step=2)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 3, CDSL_RELEASE);
     // 14:14  wait for rank 1 (acquire)  (step=2)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 1, 3, CDSL_ACQUIRE, 14));
 #line 206 "allgather_ring_p2p_s32.cu"
     return true;
@@ -226,48 +226,48 @@ __device__ void rank_2_leave(const CdslArgs &a)
 __device__ bool rank_3(const CdslArgs &a)
 {
     // 7:5  copy output[3] <- input[0]
-#line 7 "tests/emit/allgather_ring_p2p.cdsl"
+#line 7 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 3, B_input, 0, 1);
     // 8:10  signal rank 2 (relaxed)
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "tests/emit/allgather_ring_p2p.cdsl"
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELAXED);
     // 9:10  wait for rank 0 (relaxed)
-#line 9 "tests/emit/allgather_ring_p2p.cdsl"
+#line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_RELAXED, 9));
     // 12:14  put to rank 0: output[3] <- output[3]  (step=0)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 0, B_output, 3, B_output, 3, 1);
     // 13:14  signal rank 0 (release)  (step=0)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 0, CDSL_RELEASE);
     // 14:14  wait for rank 2 (acquire)  (step=0)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 0: output[2] <- output[2]  (step=1)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 0, B_output, 2, B_output, 2, 1);
     // 13:14  signal rank 0 (release)  (step=1)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 0, CDSL_RELEASE);
     // 14:14  wait for rank 2 (acquire)  (step=1)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 2, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 0: output[1] <- output[1]  (step=2)
-#line 12 "tests/emit/allgather_ring_p2p.cdsl"
+#line 12 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 0, B_output, 1, B_output, 1, 1);
     // 13:14  signal rank 0 (release)  (step=2)
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_p2p.cdsl"
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_peer_signal(a, 0, CDSL_RELEASE);
     // 14:14  wait for rank 2 (acquire)  (step=2)
-#line 14 "tests/emit/allgather_ring_p2p.cdsl"
+#line 14 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 3, CDSL_ACQUIRE, 14));
 #line 273 "allgather_ring_p2p_s32.cu"
     return true;

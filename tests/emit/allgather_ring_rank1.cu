@@ -27,48 +27,48 @@ enum {
 __device__ bool rank_1(const CdslArgs &a)
 {
     // 7:5  copy output[1] <- input[0]
-#line 7 "tests/emit/allgather_ring_rank1.cdsl"
+#line 7 "allgather_ring_rank1.cdsl"
     cdsl_copy(a, B_output, 1, B_input, 0, 1);
     // 8:10  signal rank 0 (relaxed)
-#line 8 "tests/emit/allgather_ring_rank1.cdsl"
+#line 8 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "tests/emit/allgather_ring_rank1.cdsl"
+#line 8 "allgather_ring_rank1.cdsl"
     cdsl_peer_signal(a, 0, CDSL_RELAXED);
     // 9:10  wait for rank 2 (relaxed)
-#line 9 "tests/emit/allgather_ring_rank1.cdsl"
+#line 9 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 9));
     // 12:14  put to rank 2: output[1] <- output[1]  (step=0)
-#line 12 "tests/emit/allgather_ring_rank1.cdsl"
+#line 12 "allgather_ring_rank1.cdsl"
     cdsl_put(a, 2, B_output, 1, B_output, 1, 1);
     // 13:14  signal rank 2 (release)  (step=0)
-#line 13 "tests/emit/allgather_ring_rank1.cdsl"
+#line 13 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_rank1.cdsl"
+#line 13 "allgather_ring_rank1.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELEASE);
     // 14:14  wait for rank 0 (acquire)  (step=0)
-#line 14 "tests/emit/allgather_ring_rank1.cdsl"
+#line 14 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 2: output[0] <- output[0]  (step=1)
-#line 12 "tests/emit/allgather_ring_rank1.cdsl"
+#line 12 "allgather_ring_rank1.cdsl"
     cdsl_put(a, 2, B_output, 0, B_output, 0, 1);
     // 13:14  signal rank 2 (release)  (step=1)
-#line 13 "tests/emit/allgather_ring_rank1.cdsl"
+#line 13 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_rank1.cdsl"
+#line 13 "allgather_ring_rank1.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELEASE);
     // 14:14  wait for rank 0 (acquire)  (step=1)
-#line 14 "tests/emit/allgather_ring_rank1.cdsl"
+#line 14 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 2, CDSL_ACQUIRE, 14));
     // 12:14  put to rank 2: output[3] <- output[3]  (step=2)
-#line 12 "tests/emit/allgather_ring_rank1.cdsl"
+#line 12 "allgather_ring_rank1.cdsl"
     cdsl_put(a, 2, B_output, 3, B_output, 3, 1);
     // 13:14  signal rank 2 (release)  (step=2)
-#line 13 "tests/emit/allgather_ring_rank1.cdsl"
+#line 13 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "tests/emit/allgather_ring_rank1.cdsl"
+#line 13 "allgather_ring_rank1.cdsl"
     cdsl_peer_signal(a, 2, CDSL_RELEASE);
     // 14:14  wait for rank 0 (acquire)  (step=2)
-#line 14 "tests/emit/allgather_ring_rank1.cdsl"
+#line 14 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 14));
 #line 74 "allgather_ring_p2p_s32_rank.cu"
     return true;

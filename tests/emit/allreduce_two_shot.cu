@@ -27,35 +27,35 @@ enum {
 __device__ bool rank_0(const CdslArgs &a)
 {
     // 6:12  switch.signal (relaxed)
-#line 6 "tests/emit/allreduce_two_shot.cdsl"
+#line 6 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELAXED);
     // 7:12  switch.wait (relaxed)
-#line 7 "tests/emit/allreduce_two_shot.cdsl"
+#line 7 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
     // 8:12  switch.reduce tmp[0] <- sum of input[0]
-#line 8 "tests/emit/allreduce_two_shot.cdsl"
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
-#line 8 "tests/emit/allreduce_two_shot.cdsl"
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_switch_reduce(a, B_tmp, 0, B_input, 0, 1);
     // 9:5  copy output[0] <- tmp[0]
-#line 9 "tests/emit/allreduce_two_shot.cdsl"
+#line 9 "allreduce_two_shot.cdsl"
     cdsl_copy(a, B_output, 0, B_tmp, 0, 1);
     // 10:12  switch.store output[0] <- tmp[0]
-#line 10 "tests/emit/allreduce_two_shot.cdsl"
+#line 10 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_grid_barrier(a, 1, 10));  // after the other blocks' work above
-#line 10 "tests/emit/allreduce_two_shot.cdsl"
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // bytes written below may have been accessed through the unicast mapping
-#line 10 "tests/emit/allreduce_two_shot.cdsl"
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_switch_store(a, B_output, 0, B_tmp, 0, 1);
     // 11:12  switch.signal (release)
-#line 11 "tests/emit/allreduce_two_shot.cdsl"
+#line 11 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
-#line 11 "tests/emit/allreduce_two_shot.cdsl"
+#line 11 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 12:12  switch.wait (acquire)
-#line 12 "tests/emit/allreduce_two_shot.cdsl"
+#line 12 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
-#line 12 "tests/emit/allreduce_two_shot.cdsl"
+#line 12 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
 #line 61 "allreduce_two_shot_nvls_bf16.cu"
     return true;
@@ -80,35 +80,35 @@ __device__ void rank_0_leave(const CdslArgs &a)
 __device__ bool rank_1(const CdslArgs &a)
 {
     // 6:12  switch.signal (relaxed)
-#line 6 "tests/emit/allreduce_two_shot.cdsl"
+#line 6 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELAXED);
     // 7:12  switch.wait (relaxed)
-#line 7 "tests/emit/allreduce_two_shot.cdsl"
+#line 7 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
     // 8:12  switch.reduce tmp[1] <- sum of input[1]
-#line 8 "tests/emit/allreduce_two_shot.cdsl"
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
-#line 8 "tests/emit/allreduce_two_shot.cdsl"
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_switch_reduce(a, B_tmp, 1, B_input, 1, 1);
     // 9:5  copy output[1] <- tmp[1]
-#line 9 "tests/emit/allreduce_two_shot.cdsl"
+#line 9 "allreduce_two_shot.cdsl"
     cdsl_copy(a, B_output, 1, B_tmp, 1, 1);
     // 10:12  switch.store output[1] <- tmp[1]
-#line 10 "tests/emit/allreduce_two_shot.cdsl"
+#line 10 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_grid_barrier(a, 1, 10));  // after the other blocks' work above
-#line 10 "tests/emit/allreduce_two_shot.cdsl"
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // bytes written below may have been accessed through the unicast mapping
-#line 10 "tests/emit/allreduce_two_shot.cdsl"
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_switch_store(a, B_output, 1, B_tmp, 1, 1);
     // 11:12  switch.signal (release)
-#line 11 "tests/emit/allreduce_two_shot.cdsl"
+#line 11 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
-#line 11 "tests/emit/allreduce_two_shot.cdsl"
+#line 11 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 12:12  switch.wait (acquire)
-#line 12 "tests/emit/allreduce_two_shot.cdsl"
+#line 12 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
-#line 12 "tests/emit/allreduce_two_shot.cdsl"
+#line 12 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
 #line 114 "allreduce_two_shot_nvls_bf16.cu"
     return true;

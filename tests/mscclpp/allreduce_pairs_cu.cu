@@ -22,40 +22,40 @@ enum { B_input = 0, B_output = 1, B_scratch = 2 };
 __device__ bool plan_0_0(const CdslArgs &a)
 {
     // 41:23  nop  (threadblock 0)
-#line 41 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 41 "allreduce_pairs_cu.json"
     __syncthreads();
     // 44:23  signal peer 1 channel 0  (threadblock 0)
-#line 44 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 44 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 1, 1, CDSL_RELAXED);
     // 51:23  nop  (threadblock 0)
-#line 51 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 51 "allreduce_pairs_cu.json"
     __syncthreads();
     // 54:23  wait peer 1 channel 0  (threadblock 0)
-#line 54 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 54 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[2], 2, 1, CDSL_RELAXED, 54, 2));
     // 61:23  nop  (threadblock 0)
-#line 61 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 61 "allreduce_pairs_cu.json"
     __syncthreads();
     // 64:23  reduce peer 1 output[0] <- output[0] + output[0]  (threadblock 0)
-#line 64 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 64 "allreduce_pairs_cu.json"
     cdsl_tb_reduce(a, B_output, 0, B_output, 0, 1, B_output, 0, 1);
     // 64:23  put peer 1 output[0] <- output[0]  (threadblock 0)
-#line 64 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 64 "allreduce_pairs_cu.json"
     cdsl_tb_put(a, 1, B_output, 0, B_output, 0, 1);
     // 93:23  nop  (threadblock 0)
-#line 93 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 93 "allreduce_pairs_cu.json"
     __syncthreads();
     // 96:23  signal peer 1 channel 0  (threadblock 0)
-#line 96 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 96 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 1, 1, CDSL_RELEASE);
     // 103:23  nop  (threadblock 0)
-#line 103 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 103 "allreduce_pairs_cu.json"
     __syncthreads();
     // 106:23  wait peer 1 channel 0  (threadblock 0)
-#line 106 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 106 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[2], 2, 2, CDSL_ACQUIRE, 106, 2));
     // 113:23  nop  (threadblock 0)
-#line 113 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 113 "allreduce_pairs_cu.json"
     __syncthreads();
 #line 61 "allreduce_pairs_p2p_f32.cu"
     return true;
@@ -64,40 +64,40 @@ __device__ bool plan_0_0(const CdslArgs &a)
 __device__ bool plan_0_1(const CdslArgs &a)
 {
     // 137:23  nop  (threadblock 1)
-#line 137 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 137 "allreduce_pairs_cu.json"
     __syncthreads();
     // 140:23  signal peer 1 channel 1  (threadblock 1)
-#line 140 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 140 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 1, 3, CDSL_RELAXED);
     // 147:23  nop  (threadblock 1)
-#line 147 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 147 "allreduce_pairs_cu.json"
     __syncthreads();
     // 150:23  wait peer 1 channel 1  (threadblock 1)
-#line 150 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 150 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[4], 22, 1, CDSL_RELAXED, 150, 4));
     // 157:23  nop  (threadblock 1)
-#line 157 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 157 "allreduce_pairs_cu.json"
     __syncthreads();
     // 160:23  reduce peer 1 output[1] <- output[1] + output[1]  (threadblock 1)
-#line 160 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 160 "allreduce_pairs_cu.json"
     cdsl_tb_reduce(a, B_output, 1, B_output, 1, 1, B_output, 1, 1);
     // 160:23  put peer 1 output[1] <- output[1]  (threadblock 1)
-#line 160 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 160 "allreduce_pairs_cu.json"
     cdsl_tb_put(a, 1, B_output, 1, B_output, 1, 1);
     // 189:23  nop  (threadblock 1)
-#line 189 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 189 "allreduce_pairs_cu.json"
     __syncthreads();
     // 192:23  signal peer 1 channel 1  (threadblock 1)
-#line 192 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 192 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 1, 3, CDSL_RELEASE);
     // 199:23  nop  (threadblock 1)
-#line 199 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 199 "allreduce_pairs_cu.json"
     __syncthreads();
     // 202:23  wait peer 1 channel 1  (threadblock 1)
-#line 202 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 202 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[4], 22, 2, CDSL_ACQUIRE, 202, 4));
     // 209:23  nop  (threadblock 1)
-#line 209 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 209 "allreduce_pairs_cu.json"
     __syncthreads();
 #line 103 "allreduce_pairs_p2p_f32.cu"
     return true;
@@ -132,40 +132,40 @@ __device__ void plan_0(const CdslArgs &a)
 __device__ bool plan_1_0(const CdslArgs &a)
 {
     // 259:23  nop  (threadblock 0)
-#line 259 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 259 "allreduce_pairs_cu.json"
     __syncthreads();
     // 262:23  signal peer 0 channel 0  (threadblock 0)
-#line 262 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 262 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 0, 2, CDSL_RELAXED);
     // 269:23  nop  (threadblock 0)
-#line 269 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 269 "allreduce_pairs_cu.json"
     __syncthreads();
     // 272:23  wait peer 0 channel 0  (threadblock 0)
-#line 272 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 272 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[1], 1, 1, CDSL_RELAXED, 272, 1));
     // 279:23  nop  (threadblock 0)
-#line 279 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 279 "allreduce_pairs_cu.json"
     __syncthreads();
     // 282:23  reduce peer 0 output[2] <- output[2] + output[2]  (threadblock 0)
-#line 282 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 282 "allreduce_pairs_cu.json"
     cdsl_tb_reduce(a, B_output, 2, B_output, 2, 0, B_output, 2, 1);
     // 282:23  put peer 0 output[2] <- output[2]  (threadblock 0)
-#line 282 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 282 "allreduce_pairs_cu.json"
     cdsl_tb_put(a, 0, B_output, 2, B_output, 2, 1);
     // 311:23  nop  (threadblock 0)
-#line 311 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 311 "allreduce_pairs_cu.json"
     __syncthreads();
     // 314:23  signal peer 0 channel 0  (threadblock 0)
-#line 314 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 314 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 0, 2, CDSL_RELEASE);
     // 321:23  nop  (threadblock 0)
-#line 321 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 321 "allreduce_pairs_cu.json"
     __syncthreads();
     // 324:23  wait peer 0 channel 0  (threadblock 0)
-#line 324 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 324 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[1], 1, 2, CDSL_ACQUIRE, 324, 1));
     // 331:23  nop  (threadblock 0)
-#line 331 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 331 "allreduce_pairs_cu.json"
     __syncthreads();
 #line 171 "allreduce_pairs_p2p_f32.cu"
     return true;
@@ -174,40 +174,40 @@ __device__ bool plan_1_0(const CdslArgs &a)
 __device__ bool plan_1_1(const CdslArgs &a)
 {
     // 355:23  nop  (threadblock 1)
-#line 355 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 355 "allreduce_pairs_cu.json"
     __syncthreads();
     // 358:23  signal peer 0 channel 1  (threadblock 1)
-#line 358 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 358 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 0, 4, CDSL_RELAXED);
     // 365:23  nop  (threadblock 1)
-#line 365 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 365 "allreduce_pairs_cu.json"
     __syncthreads();
     // 368:23  wait peer 0 channel 1  (threadblock 1)
-#line 368 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 368 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[3], 21, 1, CDSL_RELAXED, 368, 3));
     // 375:23  nop  (threadblock 1)
-#line 375 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 375 "allreduce_pairs_cu.json"
     __syncthreads();
     // 378:23  reduce peer 0 output[3] <- output[3] + output[3]  (threadblock 1)
-#line 378 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 378 "allreduce_pairs_cu.json"
     cdsl_tb_reduce(a, B_output, 3, B_output, 3, 0, B_output, 3, 1);
     // 378:23  put peer 0 output[3] <- output[3]  (threadblock 1)
-#line 378 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 378 "allreduce_pairs_cu.json"
     cdsl_tb_put(a, 0, B_output, 3, B_output, 3, 1);
     // 407:23  nop  (threadblock 1)
-#line 407 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 407 "allreduce_pairs_cu.json"
     __syncthreads();
     // 410:23  signal peer 0 channel 1  (threadblock 1)
-#line 410 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 410 "allreduce_pairs_cu.json"
     cdsl_tb_signal(a, 0, 4, CDSL_RELEASE);
     // 417:23  nop  (threadblock 1)
-#line 417 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 417 "allreduce_pairs_cu.json"
     __syncthreads();
     // 420:23  wait peer 0 channel 1  (threadblock 1)
-#line 420 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 420 "allreduce_pairs_cu.json"
     CDSL_TRY(cdsl_wait_word(a, &a.sync[3], 21, 2, CDSL_ACQUIRE, 420, 3));
     // 427:23  nop  (threadblock 1)
-#line 427 "tests/mscclpp/allreduce_pairs_cu.json"
+#line 427 "allreduce_pairs_cu.json"
     __syncthreads();
 #line 213 "allreduce_pairs_p2p_f32.cu"
     return true;

@@ -149,7 +149,7 @@ static void test_sanitised(void)
     IrProgram *p = program(a, 2, 3, names, CHUNKS3);
     p->name = "evil\\";
     IrOp o = {.kind = IR_COPY, .peer = -1, .dst = R(2, 0, 1), .src = R(0, 0, 1), .src2 = NONE};
-    Source src = {.path = "dir\\\"\n#include <y>.cdsl"};
+    Source src = {.path = "x/dir\\\"\n#include <y>.cdsl"};
     o.loc.line = 3;
     o.loc.src = &src;
     o.ctx = "p=1\\\n#include <x> */ ?\?/";
