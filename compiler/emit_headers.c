@@ -116,7 +116,8 @@ static void paste(Paste *o, const char *text)
             size_t k = (size_t)(h - emit_device_headers);
             add(o, "// ---- ", 8);
             add(o, h->name, strlen(h->name));
-            add(o, " (pasted in: the standalone form) ----\n", 37);
+            static const char tail[] = " (pasted in: the standalone form) ----\n";
+            add(o, tail, sizeof tail - 1);
             if (k < sizeof o->done && !o->done[k]) {
                 o->done[k] = true;
                 paste(o, h->text);
