@@ -370,8 +370,7 @@ static void put_rank(Emitter *e, int r, Arena *a)
     for (int i = 0; i < s->nops; i++)
         put_op(e, &s->ops[i], a);
     put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL, s->nops ? s->ops[s->nops - 1].loc : p_loc(e));
-    if (s->nops)
-        emit_line_back(&e->out);
+    emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
     put_leave(e, r);
 }

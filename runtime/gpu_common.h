@@ -28,9 +28,9 @@
 #include "cuda_drv.h"
 #include "ir.h"
 
-/* Polls before a wait gives up when the caller gives no limit. One poll is an acquire load
- * of a local word (a few hundred ns on H100/H200), so 2^22 polls report a true hang after
- * roughly one to four seconds, while the longest legitimate wait (a peer's 128 MiB put, or a
+/* Polls before a wait gives up when the caller gives no limit. One poll is a relaxed
+ * system-scope load of a local word (a few hundred ns on H100/H200), so 2^22 polls report a
+ * true hang after roughly one to four seconds, while the longest legitimate wait (a peer's 128 MiB put, or a
  * peer kernel launched a few ms later) takes a few thousand polls. */
 #define GPU_DEFAULT_SPIN_LIMIT (1ULL << 22)
 #define GPU_MAX_THREADS 512
