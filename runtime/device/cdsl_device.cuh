@@ -11,6 +11,11 @@
  *   CDSL_FLAVOUR_NVLS or CDSL_FLAVOUR_P2P   the flavour (one of them, required)
  *   CDSL_ELEM_F32, _F16, _BF16, _U32 or _S32  the element type (one of them, required)
  *   CDSL_PLAN          the program is an imported plan: include cdsl_plan.cuh too
+ *   CDSL_INLINE        inline every helper (below)
+ *
+ * The emitted kernel calls cdsl_enter() first and each rank's leave function (cdsl_leave())
+ * last: between launches the counters' bases and the launch number are handed over with
+ * plain stores (runtime/abi.h says how).
  *
  * The build embeds these files in libcdsl (build/gen/device_headers.c); NVRTC receives them
  * as named headers, so the emitted program stays short. cdslc --emit-cuda --standalone pastes
