@@ -9,7 +9,8 @@
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
 #                   resolve), fuzz_check (through the checker and CUDA emission) and
 #                   fuzz_plan (the MSCCL++ plan importer, through the checker)
-#   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the stdlib, pkg-config and CMake files
+#   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the device headers (include/cdsl/),
+#                   the stdlib, pkg-config and CMake files
 #
 # Generated C (re2c, Lemon) goes to build/gen/ and is never committed. Every variant build
 # shares it. Header dependencies are tracked with -MMD.
@@ -34,8 +35,7 @@ LDLIBS   = -ljansson -ldl -lpthread -lm
 
 GEN      = build/gen
 LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o $(B)/obj/gen/plan_blocks_cu.o \
-           $(B)/obj/gen/packets_cu.o
+LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o $(B)/obj/gen/device_headers.o
 TOOLS    = $(B)/cdslc $(B)/cdslrun $(B)/cdsl-perf
 
 EXAMPLES = $(B)/api_example $(B)/rank_example
@@ -60,19 +60,15 @@ $(GEN)/parser.c $(GEN)/parser.h &: grammar/parser.y $(wildcard $(LEMPAR)) | $(GE
 	cp grammar/parser.y $(GEN)/parser.y
 	$(LEMON) -s -T$(LEMPAR) -d$(GEN) $(GEN)/parser.y
 
-# Device code lives in real CUDA files; compiler/device/*.cu become arrays of lines (ISO C
-# limits one string literal) that the emitter prints.
-$(GEN)/%_cu.c: compiler/device/%.cu | $(GEN)
-	{ echo '/* generated from $< by the Makefile: one string per line */'; \
-	  echo 'const char *const cdsl_$*_cu[] = {'; \
-	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/    "/' -e 's/$$/\\n",/' $<; \
-	  echo '    0,'; echo '};'; } >$@
+# Device code lives in real CUDA files: runtime/device/*.cuh (and runtime/abi.h, which host and
+# device share) are embedded in libcdsl as C arrays; NVRTC receives them as named headers and
+# cdslc --emit-cuda --standalone pastes them in. install puts them in include/cdsl/.
+DEVICE_HEADERS = $(sort $(wildcard runtime/device/*.cuh)) runtime/abi.h
 
-$(B)/obj/gen/plan_blocks_cu.o: $(GEN)/plan_blocks_cu.c
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(GEN)/device_headers.c: $(DEVICE_HEADERS) runtime/device/embed.sh | $(GEN)
+	sh runtime/device/embed.sh $@ $(DEVICE_HEADERS)
 
-$(B)/obj/gen/packets_cu.o: $(GEN)/packets_cu.c
+$(B)/obj/gen/device_headers.o: $(GEN)/device_headers.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
@@ -124,15 +120,15 @@ $(B)/rank_example_mpi: examples/rank_example.c $(B)/libcdsl.a
 
 # The variant builds share build/gen: make it first, so that parallel sub-makes never run
 # re2c or lemon at the same time.
-asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c $(GEN)/packets_cu.c
+asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 	$(MAKE) B=build/asan XCFLAGS="-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 		LDXFLAGS="-fsanitize=address,undefined" build/asan/cdslc build/asan/cdslrun build/asan/cdsl-perf build/asan/api_example
 
-tsan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c $(GEN)/packets_cu.c
+tsan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun
 
 FUZZ_CC ?= clang
-fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/plan_blocks_cu.c $(GEN)/packets_cu.c
+fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
 	for t in fuzz_parse fuzz_check fuzz_plan; do \
 		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
@@ -151,6 +147,8 @@ install: all
 	ln -sf libcdsl.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(PREFIX)/lib/libcdsl.so
 	install -m 644 runtime/cdsl.h $(DESTDIR)$(PREFIX)/include/
+	install -d $(DESTDIR)$(PREFIX)/include/cdsl
+	install -m 644 $(DEVICE_HEADERS) $(DESTDIR)$(PREFIX)/include/cdsl/
 	install -m 644 stdlib/*.cdsl $(DESTDIR)$(PREFIX)/share/cdsl/stdlib/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' cdsl.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cdsl.pc
 	for f in cdslConfig cdslConfigVersion; do \

@@ -2,17 +2,21 @@
  * emit.h - the CUDA code generator: one self-contained CUDA source per (program, nranks,
  * flavour, element type), printed from the checked per-rank IR.
  *
- * The source has no #include (NVRTC compiles it as is): the kernel's argument block from
- * runtime/abi.h, a prelude of device helpers written once (waits, signals, grid convergence,
- * the data-movement engine, the switch operations of the chosen flavour), then one function
- * per rank, rank_<r>(), holding one call per IR operation in program order, each under a
- * comment with its .cdsl line:col and the operation in canonical form printed from the IR.
+ * The source is short: macros that choose the rank count, flavour and element type, then
+ * #include "cdsl_device.cuh" (runtime/device/: the argument block from runtime/abi.h, waits,
+ * signals, grid convergence, the data-movement engine, the switch operations of the chosen
+ * flavour; NVRTC receives the headers by name), then one function per rank, rank_<r>(),
+ * holding one call per IR operation in program order, each under a comment with its .cdsl
+ * line:col and the operation in canonical form printed from the IR, and a #line directive
+ * that attributes the call to that .cdsl line (NVRTC compiles with -lineinfo, so
+ * compute-sanitizer and Nsight name .cdsl lines).
  * Nothing the user wrote reaches the source except as checked values: buffer names are
  * sanitised to [A-Za-z0-9_] and loop contexts to a safe character set.
  *
  * Files: emit_cuda.c (the walk over the IR, synchronisation placement: grid barriers where the
  * checker's ordering pass, order.c, set IrOp.sync_before), emit_fence.c (where the nvls flavour
- * needs fence.proxy.alias), emit_prelude.c (the device helpers' text), emit_packets.c (packets).
+ * needs fence.proxy.alias), emit_headers.c (the #include, the embedded headers, the
+ * standalone form), emit_packets.c (packets).
  */
 #ifndef CDSL_EMIT_H
 #define CDSL_EMIT_H
@@ -59,23 +63,46 @@ typedef struct EmitBuf {
     Arena *arena;
     char *s;
     size_t len, cap;
+    int lines;          /* newlines so far: the next text starts on line lines + 1 */
+    const char *cu_name; /* the file NVRTC is told (emit_cu_name), for #line; NULL: none */
 } EmitBuf;
 
 void emit_puts(EmitBuf *b, const char *s);
+/* #line for the code that follows: loc's .cdsl (or plan) line; emit_line_back() returns to
+ * the emitted file's own numbering. Nothing when loc has no source or the buffer no name. */
+void emit_line_at(EmitBuf *b, Loc loc);
+void emit_line_back(EmitBuf *b);
 void emit_printf(EmitBuf *b, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
 
-/* emit_packets.c: packets (docs/language.md, section 8), device code in compiler/device/packets.cu. */
+/* emit_packets.c: packets (docs/language.md, section 8), device code in
+ * runtime/device/cdsl_packets.cuh. */
 bool emit_packets_used(const IrProgram *p);
 void emit_packets_prelude(EmitBuf *b, const IrProgram *p);
 void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname);
 void emit_packets_leave(EmitBuf *b, const IrProgram *p);
 
-/* emit_prelude.c: the device helpers for a flavour and element type. */
-void emit_prelude(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype);
+/* emit_headers.c and the build's device_headers.c: the device library (runtime/device/ .cuh files
+ * and runtime/abi.h) embedded in libcdsl, each under the name the programs #include. */
+typedef struct EmitHeader {
+    const char *name;   /* "cdsl_device.cuh" */
+    const char *text;
+} EmitHeader;
+
+extern const EmitHeader emit_device_headers[];   /* ends with {NULL, NULL} */
+const EmitHeader *emit_header(const char *name, size_t len);
+/* The macros choosing rank count, flavour, element type (and the plan helpers; inlined helpers
+ * when the code of rank, -1 for every rank, makes few calls), then #include "cdsl_device.cuh". */
+void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, bool plan, int rank);
+/* src with each #include of one of the headers replaced by its text (recursively): one file
+ * that nvcc compiles alone. malloc'd; NULL when out of memory. */
+char *emit_paste_headers(const char *src);
+/* The file name NVRTC is told for this source, "allgather_mesh_p2p_f32.cu" (rank >= 0 adds
+ * "_rank"); the emitted #line directives name it when they go back to the source's own lines. */
+void emit_cu_name(char *buf, size_t size, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
 
 /* emit_fence.c: for the nvls flavour, where an access through one mapping (multicast or
  * unicast) may meet an earlier access of the same bytes through the other, one of the two a

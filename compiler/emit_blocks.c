@@ -5,18 +5,16 @@
  * MSCCL++'s executor runs it: block t of rank r runs plan_<r>_<t>(), its ops one call each in
  * order under a comment with the plan's line:col, and nothing between blocks but what the
  * plan says (barriers, and signals and waits through other ranks). The helpers are the
- * prelude's (emit_prelude.c, the same as for .cdsl programs) and compiler/device/
- * plan_blocks.cu's block-level ones: data ops spread over the block's own threads, signals
+ * device library's (runtime/device/cdsl_device.cuh, the same as for .cdsl programs) and
+ * cdsl_plan.cuh's block-level ones (CDSL_PLAN): data ops spread over the block's own threads, signals
  * and waits by thread 0 on the counter of the op's channel (abi.h's plan words), nop as
  * __syncthreads(), barriers counted in the rank's state words. A wait here is the prelude's,
  * which makes the whole block wait: stronger than the executor's (where only the waiting
  * thread does) and so within what the checker proved, since blocks.c asked for a nop after
  * every wait anyway.
  *
- * An in-place plan's rank starts by copying its input into its output with every block
- * (the rank's start, ir.h), then the blocks meet once. The rank's leave function, run by
- * every block, lets the last one out hand the waits' consumed arrivals to the next launch
- * and zero the barrier counts. The grid must have a block for each thread block of the
+ * The rank's leave function, run by every block, hands what its waits and barriers consumed
+ * to the next launch (cdsl_leave: block 0 writes the other copy of the bases, plain stores). The grid must have a block for each thread block of the
  * busiest rank (gpu_common.c launches exactly that many); others leave at once.
  *
  * Kept apart from emit_cuda.c, which emits .cdsl programs (one unit per rank spread over the
@@ -28,8 +26,6 @@
 
 #include "abi.h"
 
-extern const char *const cdsl_plan_blocks_cu[]; /* compiler/device/plan_blocks.cu, as lines */
-
 typedef struct Blocks {
     const IrProgram *p;
     cdsl_backend flavour;
@@ -38,6 +34,7 @@ typedef struct Blocks {
     int *waits;            /* [nranks * CDSL_PLAN_CHANNELS]: waits per (peer, channel), this rank */
     int switch_waits;
     int bar_uses[CDSL_PLAN_BARRIERS]; /* this block's uses of each barrier */
+    int bar_total[CDSL_PLAN_BARRIERS]; /* arrivals on each barrier per launch, this rank */
 } Blocks;
 
 static const char *const BUF_NAMES[] = {"B_input", "B_output", "B_scratch"};
@@ -144,8 +141,10 @@ static void put_sync(Blocks *e, const IrOp *op)
         emit_puts(o, "    __syncthreads();\n");
         break;
     case IR_BARRIER:
-        emit_printf(o, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", CDSL_STATE_BARRIER(e->p->nranks) + op->chan,
-                    ++e->bar_uses[op->chan] * op->arg, op->loc.line);
+        emit_printf(o, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", op->chan, ++e->bar_uses[op->chan] * op->arg,
+                    op->loc.line);
+        if (e->bar_uses[op->chan] * op->arg > e->bar_total[op->chan])
+            e->bar_total[op->chan] = e->bar_uses[op->chan] * op->arg;
         break;
     default:
         break;
@@ -159,30 +158,36 @@ static void put_block(Blocks *e, int r, int t, const IrSeq *s, int *i)
     for (; *i < s->nops && s->ops[*i].tb == t; ++*i) {
         const IrOp *op = &s->ops[*i];
         put_comment(e, op);
+        emit_line_at(&e->out, op->loc);
         if (ir_is_data(op->kind))
             put_data(e, op);
         else
             put_sync(e, op);
     }
+    emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
 }
 
-/* The last block out hands the consumed arrivals on, and zeroes the barrier counts. */
-static void put_leave(Blocks *e, int r, bool barriers)
+/* What the rank's launch consumed on each counter (base word), and the leave function that
+   hands it on (cdsl_leave: plain stores, run by every block). */
+static void put_leave(Blocks *e, int r)
 {
     EmitBuf *o = &e->out;
     int n = e->p->nranks;
-    emit_printf(o, "__device__ void plan_%d_leave(const CdslArgs &a)\n{\n    if (cdsl_last_out(a)) {\n", r);
+    emit_printf(o, "__device__ __forceinline__ u64 plan_%d_consumed(u32 w)\n{\n    switch (w) {\n", r);
     if (e->switch_waits)
-        emit_printf(o, "        a.state[CDSL_STATE_SWITCH] += %d * CDSL_NRANKS;\n", e->switch_waits);
+        emit_printf(o, "    case CDSL_STATE_SWITCH: return %d * CDSL_NRANKS;\n", e->switch_waits);
     for (int q = 0; q < n; q++)
         for (int c = 0; c < CDSL_PLAN_CHANNELS; c++)
             if (e->waits[q * CDSL_PLAN_CHANNELS + c])
-                emit_printf(o, "        a.state[%d] += %d;  // from rank %d, channel %d\n", state_word(e, c, q),
+                emit_printf(o, "    case %d: return %d;  // from rank %d, channel %d\n", state_word(e, c, q),
                             e->waits[q * CDSL_PLAN_CHANNELS + c], q, c);
-    for (int b = 0; barriers && b < CDSL_PLAN_BARRIERS; b++)
-        emit_printf(o, "        a.state[%d] = 0;  // barrier %d\n", CDSL_STATE_BARRIER(n) + b, b);
-    emit_puts(o, "    }\n}\n\n");
+    for (int b = 0; b < CDSL_PLAN_BARRIERS; b++)
+        if (e->bar_total[b])
+            emit_printf(o, "    case %d: return %d;  // barrier %d\n", CDSL_STATE_BARRIER(n) + b, e->bar_total[b], b);
+    emit_printf(o, "    default: return 0;\n    }\n}\n\n"
+                "__device__ void plan_%d_leave(const CdslArgs &a)\n{\n    cdsl_leave(a, plan_%d_consumed);\n}\n\n",
+                r, r);
 }
 
 static void put_rank(Blocks *e, int r)
@@ -190,17 +195,15 @@ static void put_rank(Blocks *e, int r)
     const IrProgram *p = e->p;
     const IrSeq *s = &p->ranks[r];
     int ntbs = ir_ntbs(p, r), i = 0;
-    bool barriers = false;
     e->rank = r;
     e->switch_waits = 0;
     memset(e->waits, 0, (size_t)p->nranks * CDSL_PLAN_CHANNELS * sizeof *e->waits);
-    for (int k = 0; k < s->nops; k++)
-        barriers |= s->ops[k].kind == IR_BARRIER;
+    memset(e->bar_total, 0, sizeof e->bar_total);
     emit_printf(&e->out, "/* ---- rank %d: %d thread block%s, %d operations */\n\n", r, ntbs, ntbs == 1 ? "" : "s",
                 s->nops);
     for (int t = 0; t < ntbs; t++)
         put_block(e, r, t, s, &i);
-    put_leave(e, r, barriers);
+    put_leave(e, r);
     emit_printf(&e->out, "__device__ void plan_%d(const CdslArgs &a)\n{\n", r);
     /* In place, the input already lies inside the output (the runtime lays it out so). */
     emit_puts(&e->out, "    switch (blockIdx.x) {\n");
@@ -219,9 +222,16 @@ static const char *sanitised(Arena *a, const char *s)
     return t;
 }
 
-/* What emit_cuda_rank did not already check (flavour, element type, size): the channels. */
+/* What emit_cuda_rank did not already check (flavour, element type, size): the channels and
+   the thread blocks (each needs a launch-number slot, runtime/abi.h). */
 static bool blocks_emittable(const IrProgram *p, Diag *d)
 {
+    for (int r = 0; r < p->nranks; r++)
+        if (ir_ntbs(p, r) > CDSL_MAX_BLOCKS) {
+            diag_error(d, p->loc, "gpu %d of the plan has %d thread blocks; the device code has room for %d", r,
+                       ir_ntbs(p, r), CDSL_MAX_BLOCKS);
+            return false;
+        }
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
@@ -240,29 +250,31 @@ const char *emit_cuda_blocks(const IrProgram *p, cdsl_backend flavour, cdsl_dtyp
     if (!blocks_emittable(p, d))
         return NULL;
     Blocks e = {.p = p, .flavour = flavour, .out = {.arena = a}};
+    char name[160];
+    emit_cu_name(name, sizeof name, p, flavour, dtype, rank);
+    e.out.cu_name = name;
     e.waits = ARENA_ARRAY(a, int, (size_t)p->nranks * CDSL_PLAN_CHANNELS);
     bool nvls = flavour == CDSL_BACKEND_NVLS;
     emit_printf(&e.out,
                 "// CUDA for the MSCCL++ plan %s (%s), imported and checked by cdslc:\n"
                 "// %d ranks, flavour %s, element type %s.\n"
                 "// plan_<r>_<t>() is thread block t of rank r: the block's checked ops in order, each\n"
-                "// under a comment with the plan's line:col. Self-contained for NVRTC: no headers.\n",
+                "// under a comment with the plan's line:col and a #line naming it. The helpers are\n"
+                "// cdsl's device library, cdsl_device.cuh with CDSL_PLAN (NVRTC gets it by name;\n"
+                "// cdslc --emit-cuda --standalone pastes it in for nvcc).\n",
                 sanitised(a, p->name), ir_coll_name(p->coll), p->nranks,
                 nvls ? "nvls (multimem through the NVLink switch)" : "p2p (peer memory, switch emulated)",
                 emit_dtype(dtype)->name);
     if (rank >= 0)
         emit_printf(&e.out, "// Rank %d's code only (cdslc --rank %d): the checker checked every rank.\n", rank, rank);
     emit_puts(&e.out, "\n");
-    emit_prelude(&e.out, p, flavour, dtype);
-    if (nvls)
-        emit_puts(&e.out, "#define CDSL_PLAN_NVLS 1\n");
-    for (const char *const *line = cdsl_plan_blocks_cu; *line; line++)
-        emit_puts(&e.out, *line);
-    emit_puts(&e.out, "\n/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
+    emit_include(&e.out, p, flavour, dtype, true, rank);
+    emit_puts(&e.out, "/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
     for (int r = 0; r < p->nranks; r++)
         if (rank < 0 || r == rank)
             put_rank(&e, r);
     emit_puts(&e.out, "extern \"C\" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)\n{\n"
+                      "    cdsl_enter(a);  // this launch's number, for the bases of its counters\n"
                       "    switch (a.rank) {\n");
     for (int r = 0; r < p->nranks; r++)
         if (rank < 0 || r == rank)

@@ -14,9 +14,10 @@
  *     own block;
  *   - nvls only: fence.proxy.alias where emit_fence.c says so.
  * Convergences are numbered per launch (the k-th one completes when the rank's arrival count
- * reaches k blocks' worth), and so are the waits on each counter (the n-th wait on peer p
+ * has grown by k blocks' worth), and so are the waits on each counter (the n-th wait on peer p
  * needs n arrivals beyond what earlier launches consumed); the numbers are printed into the
- * calls, and the rank's leave function records the totals for the next launch.
+ * calls, and rank_<r>_consumed() gives the totals that the leave function hands to the next
+ * launch (runtime/abi.h: two copies of the bases, no atomics at exit).
  */
 #include "emit.h"
 
@@ -40,11 +41,18 @@ static void reserve(EmitBuf *b, size_t more)
     b->cap = cap;
 }
 
+static void count_lines(EmitBuf *b, size_t from)
+{
+    for (const char *c = b->s + from; (c = strchr(c, '\n')); c++)
+        b->lines++;
+}
+
 void emit_puts(EmitBuf *b, const char *s)
 {
     size_t n = strlen(s);
     reserve(b, n);
     memcpy(b->s + b->len, s, n + 1);
+    count_lines(b, b->len);
     b->len += n;
 }
 
@@ -60,7 +68,41 @@ void emit_printf(EmitBuf *b, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    count_lines(b, b->len);
     b->len += (size_t)n;
+}
+
+/* The file's base name inside a C string literal: quotes, backslashes and control bytes
+   replaced, at most 240 bytes (user text never reaches the source unchecked). The base name
+   only, so that the source, and so the JIT cache's key, do not depend on how the file was
+   named (a relative path, the stdlib found by name); tools are told the folder instead
+   (compute-sanitizer prints the name, Nsight asks for source folders). */
+static void put_path(EmitBuf *b, const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char s[241];
+    size_t n = 0;
+    for (const char *c = slash && slash[1] ? slash + 1 : path; *c && n < sizeof s - 1; c++) {
+        unsigned char u = (unsigned char)*c;
+        s[n++] = u < 0x20 || u == 0x7f || u == '"' || u == '\\' ? '_' : (char)u;
+    }
+    s[n] = 0;
+    emit_puts(b, s);
+}
+
+void emit_line_at(EmitBuf *b, Loc loc)
+{
+    if (!b->cu_name || !loc.src || !loc.src->path || loc.line <= 0)
+        return;
+    emit_printf(b, "#line %d \"", loc.line);
+    put_path(b, loc.src->path);
+    emit_puts(b, "\"\n");
+}
+
+void emit_line_back(EmitBuf *b)
+{
+    if (b->cu_name)   /* the directive is on line lines + 1, so the next line is lines + 2 */
+        emit_printf(b, "#line %d \"%s\"\n", b->lines + 2, b->cu_name);
 }
 
 /* ---- Element types and what the switch can do with them -------------------------------------- */
@@ -203,6 +245,11 @@ static void put_comment(Emitter *e, const IrOp *op, Arena *a)
 
 /* ---- One rank ------------------------------------------------------------------------------- */
 
+static Loc p_loc(const Emitter *e)
+{
+    return e->p->loc;
+}
+
 static void put_data_call(Emitter *e, const IrOp *op)
 {
     static const char *const fn[] = {
@@ -253,20 +300,24 @@ static void put_meeting(Emitter *e, const IrOp *op)
     bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
                    op->sync_before;
     if (barrier) {
+        emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                     "// after the other blocks' work above\n", ++e->meets, op->loc.line);
         e->data_since_barrier = e->data_since_meet = false;
     } else if (signal && e->data_since_meet) {
+        emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
                     "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
         e->data_since_meet = false;
     }
 }
 
-static void put_fence(Emitter *e, const char *why)
+static void put_fence(Emitter *e, const char *why, Loc loc)
 {
-    if (why)
-        emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
+    if (!why)
+        return;
+    emit_line_at(&e->out, loc);
+    emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
 }
 
 static void put_op(Emitter *e, const IrOp *op, Arena *a)
@@ -274,49 +325,43 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     put_comment(e, op, a);
     put_meeting(e, op);
     if (ir_is_data(op->kind)) {
-        put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL);
+        put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL, op->loc);
+        emit_line_at(&e->out, op->loc);
         if (ir_is_packet(op->kind))
             emit_packets_op(&e->out, e->p, op, e->bufname);
         else
             put_data_call(e, op);
         e->data_since_barrier = e->data_since_meet = true;
     } else {
+        emit_line_at(&e->out, op->loc);
         put_sync_call(e, op);
     }
     if (e->fence)
         emit_fence_after(e->fence, op);
 }
 
-/* The leave function: the last block out hands the consumed arrivals to the next launch. */
+/* What the rank's launch consumed on each counter (base word), then the leave function, which
+   hands the bases and the launch number to the next launch (cdsl_leave: plain stores). */
 static void put_leave(Emitter *e, int r)
 {
     EmitBuf *o = &e->out;
     const IrSeq *s = &e->p->ranks[r];
-    emit_printf(o, "__device__ void rank_%d_leave(const CdslArgs &a)\n{\n", r);
-    bool any_wait = false;
-    for (int i = 0; i < s->nops; i++)
-        any_wait |= s->ops[i].kind == IR_WAIT || s->ops[i].kind == IR_SW_WAIT;
-    any_wait |= emit_packets_used(e->p); /* the epoch advances in every launch, on every rank */
-    if (!any_wait && !e->meets) {
-        emit_puts(o, "    (void)a;  // no waits and no convergences: nothing to hand over\n}\n\n");
-        return;
-    }
-    if (!any_wait) {
-        emit_puts(o, "    cdsl_last_out(a);  // resets the convergence count\n}\n\n");
-        return;
-    }
-    emit_puts(o, "    if (cdsl_last_out(a)) {  // arrivals the waits above consumed\n");
-    emit_packets_leave(o, e->p);
+    emit_printf(o, "__device__ __forceinline__ u64 rank_%d_consumed(u32 w)\n{\n    switch (w) {\n", r);
     if (e->switch_waits)
-        emit_printf(o, "        a.state[CDSL_STATE_SWITCH] += %d * CDSL_NRANKS;\n", e->switch_waits);
+        emit_printf(o, "    case CDSL_STATE_SWITCH: return %d * CDSL_NRANKS;\n", e->switch_waits);
     for (int i = 0; i < s->nops; i++) {
         int q = s->ops[i].peer;
         if (s->ops[i].kind == IR_WAIT && e->peer_waits[q]) {
-            emit_printf(o, "        a.state[CDSL_STATE_PEER + %d] += %d;\n", q, e->peer_waits[q]);
+            emit_printf(o, "    case CDSL_STATE_PEER + %d: return %d;\n", q, e->peer_waits[q]);
             e->peer_waits[q] = 0;
         }
     }
-    emit_puts(o, "    }\n}\n\n");
+    if (e->meets)
+        emit_printf(o, "    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(%d);\n", e->meets);
+    emit_packets_leave(o, e->p);
+    emit_puts(o, "    default: return 0;\n    }\n}\n\n");
+    emit_printf(o, "__device__ void rank_%d_leave(const CdslArgs &a)\n{\n    cdsl_leave(a, rank_%d_consumed);\n}\n\n",
+                r, r);
 }
 
 static void put_rank(Emitter *e, int r, Arena *a)
@@ -330,7 +375,8 @@ static void put_rank(Emitter *e, int r, Arena *a)
     emit_printf(&e->out, "__device__ bool rank_%d(const CdslArgs &a)\n{\n", r);
     for (int i = 0; i < s->nops; i++)
         put_op(e, &s->ops[i], a);
-    put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL);
+    put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL, s->nops ? s->ops[s->nops - 1].loc : p_loc(e));
+    emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
     put_leave(e, r);
 }
@@ -354,8 +400,9 @@ static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
                 "//\n"
                 "// cdsl_main runs once per rank. rank_<r>() below is that rank's checked list of\n"
                 "// operations, one call per operation in program order, each under a comment with\n"
-                "// its .cdsl line:col. Every data operation is spread over all of the rank's threads.\n"
-                "// Self-contained for NVRTC: no headers.\n\n");
+                "// its .cdsl line:col and a #line naming it. Every data operation is spread over all\n"
+                "// of the rank's threads. The helpers are cdsl's device library, cdsl_device.cuh\n"
+                "// (NVRTC gets it by name; cdslc --emit-cuda --standalone pastes it in for nvcc).\n\n");
 }
 
 static void put_buffers(Emitter *e)
@@ -373,6 +420,7 @@ static void put_kernel(Emitter *e)
     emit_puts(o, "/* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in\n"
                  "   place, never copied to local memory. ---- */\n\n"
                  "extern \"C\" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)\n{\n"
+                 "    cdsl_enter(a);  // this launch's number, for the bases of its counters\n"
                  "    switch (a.rank) {\n");
     for (int r = 0; r < e->p->nranks; r++)
         if (e->only < 0 || r == e->only)
@@ -425,8 +473,11 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
     if (flavour == CDSL_BACKEND_NVLS)
         e.fence = emit_fence_new(p, a);
     name_buffers(&e, a);
+    char name[160];
+    emit_cu_name(name, sizeof name, p, flavour, dtype, rank);
+    e.out.cu_name = name;
     put_header(&e, dtype, a);
-    emit_prelude(&e.out, p, flavour, dtype);
+    emit_include(&e.out, p, flavour, dtype, false, rank);
     emit_packets_prelude(&e.out, p);
     put_buffers(&e);
     for (int r = 0; r < p->nranks; r++) {

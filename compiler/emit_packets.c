@@ -1,30 +1,22 @@
 /*
  * emit_packets.c - the CUDA side of packets (docs/language.md, section 8), kept apart from
- * emit_cuda.c, which calls in at four places: the helpers after the prelude, one call per
- * packet op, the op's comment, and the epoch in the leave function. The device code itself is
- * compiler/device/packets.cu (the Makefile turns it into cdsl_packets_cu, an array of lines).
+ * emit_cuda.c, which calls in at four places: the #include after the library's, one call per
+ * packet op, the op's comment, and the epoch in the rank's consumed(). The device code itself
+ * is runtime/device/cdsl_packets.cuh, embedded with the other device headers.
  */
 #include "abi.h"
 #include "emit.h"
-
-extern const char *const cdsl_packets_cu[]; /* compiler/device/packets.cu, as lines */
 
 bool emit_packets_used(const IrProgram *p)
 {
     return ir_packet_buf(p) >= 0;
 }
 
+/* After the library's #include: the packet helpers (runtime/device/cdsl_packets.cuh). */
 void emit_packets_prelude(EmitBuf *b, const IrProgram *p)
 {
-    if (!emit_packets_used(p))
-        return;
-    emit_printf(b, "/* ---- Packets: compiler/device/packets.cu ---- */\n\n"
-                   "#define CDSL_STATE_PKT_EPOCH %d  /* state word: launches with packets so far */\n"
-                   "#define CDSL_PKT_COUNTER(p) (0x%xu + (u32)(p))  /* error[3]: a receive from p */\n\n",
-                CDSL_STATE_PKT_EPOCH(p->nranks), CDSL_PKT_COUNTER(0));
-    for (const char *const *line = cdsl_packets_cu; *line; line++)
-        emit_puts(b, *line);
-    emit_puts(b, "\n");
+    if (emit_packets_used(p))
+        emit_puts(b, "#include \"cdsl_packets.cuh\"  // runtime/device/: packets\n\n");
 }
 
 /* One call; bufname[b] is the enum name of buffer b in the source. */
@@ -39,9 +31,10 @@ void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char 
                     bufname[op->dst.buf], op->dst.first, op->dst.count, op->loc.line);
 }
 
-/* Inside the leave function's last-block-out branch: the next launch is another epoch. */
+/* In the rank's consumed(): every launch of a program with packets is the next epoch, on every
+   rank, whatever the rank itself sends or receives. */
 void emit_packets_leave(EmitBuf *b, const IrProgram *p)
 {
     if (emit_packets_used(p))
-        emit_puts(b, "        a.state[CDSL_STATE_PKT_EPOCH] += 1;  // the next launch's packets: the other parity\n");
+        emit_puts(b, "    case CDSL_STATE_PKT_EPOCH(CDSL_NRANKS): return 1;  // the next launch's packets: the other parity\n");
 }

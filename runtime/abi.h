@@ -1,33 +1,43 @@
 /*
  * abi.h - the contract between the kernels emit_cuda.c writes and the runtime that launches them.
  *
- * The emitted source is self-contained (NVRTC compiles it with no includes), so it carries its
- * own copy of CdslArgs; emit_cuda.c prints that copy from CDSL_ABI_ARGS_TEXT below, which is the
- * same text this header compiles, so the two cannot drift.
+ * The host compiles this header as C, and the device as C++: runtime/device/cdsl_device.cuh
+ * includes it, and the build embeds it with the device headers (NVRTC receives it as the
+ * named header "abi.h"), so the two sides cannot drift. Keep it plain C that is also C++.
  *
  * One kernel per (program, nranks, flavour, dtype): extern "C" __global__ void cdsl_main(CdslArgs).
  * The runtime launches it once per rank, on that rank's device and stream, with any grid size
  * that the device can hold co-resident with the other ranks placed on the same device; the
  * kernel spreads every data operation over gridDim.x * blockDim.x threads.
  *
- * Memory the runtime provides, all zeroed when the communicator is created and never reset, so
- * that barriers keep working across launches without host resets (counters only grow; waits
- * compare wrap-safe):
+ * Memory the runtime provides, all zeroed when the communicator is created and reset only after
+ * a failure, so that barriers keep working across launches without host resets (counters only
+ * grow; waits compare wrap-safe), and no launch ends with atomics to hand state over:
  *   sync words, on every rank, reachable by peers (peer_sync) and, for nvls, by multicast:
  *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
  *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
  *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is
  *                                   CDSL_SYNC_PEER + p), up to CDSL_PLAN_CHANNELS per pair
  *   state words, private to the rank:
- *     state[CDSL_STATE_SWITCH]      switch arrivals this rank has waited for so far
- *     state[CDSL_STATE_PEER + p]    arrivals from p this rank has consumed so far
- *     state[CDSL_STATE_GRID(n) + 0]  grid barrier arrival counter, [+1] its generation
- *     state[CDSL_STATE_BARRIER(n) + id]  a plan's barrier id: its blocks' arrivals this launch
- *     state[CDSL_STATE_CHAN(n, c, p)]  arrivals consumed on a plan's channel c >= 1 from p
- *     state[CDSL_STATE_PKT_EPOCH(n)]  launches of programs with packets so far: the packets'
- *                                   epoch (compiler/device/packets.cu), advanced by the last
- *                                   block out of each such launch
- * The plan words come after the others, so a .cdsl program's layout is what it always was.
+ *     two copies of the bases, CDSL_BASE_WORDS(n) words each: what the counters held when this
+ *     launch began. Launch number L reads copy L % 2; block 0 writes copy (L + 1) % 2 (the
+ *     bases plus what this launch consumed) as it leaves, so no block ever reads a copy while
+ *     it is written. Word w of a copy:
+ *       CDSL_STATE_SWITCH           switch arrivals this rank has waited for
+ *       CDSL_STATE_PEER + p         arrivals from p this rank has consumed
+ *       CDSL_STATE_GRID(n)          arrivals on the rank's grid counter
+ *       CDSL_STATE_BARRIER(n) + id  arrivals on a plan's barrier id
+ *       CDSL_STATE_CHAN(n, c, p)    arrivals consumed on a plan's channel c >= 1 from p
+ *       CDSL_STATE_PKT_EPOCH(n)     launches of programs with packets so far: the packets'
+ *                                   epoch (runtime/device/cdsl_packets.cuh); such a launch
+ *                                   consumes 1
+ *     state[CDSL_STATE_LIVE(n)]     the grid counter: block arrivals at the rank's convergences
+ *     state[CDSL_STATE_LIVE(n) + 1 + id]  a plan's barrier id: its blocks' arrivals
+ *     state[CDSL_STATE_LAUNCH(n) + b]  the launch number L, one copy per block slot b (a block
+ *                                   cannot tell when the others have read a shared one): block
+ *                                   b reads slot b and, as it leaves, writes L + 1 to every slot
+ *                                   b + k * gridDim, so that a launch with another grid size
+ *                                   finds them all equal. Hence at most CDSL_MAX_BLOCKS blocks.
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p), or
  *     CDSL_PKT_COUNTER(p) for a receive of rank p's packets.
@@ -35,7 +45,7 @@
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
 
-#define CDSL_ABI_VERSION 1
+#define CDSL_ABI_VERSION 3
 #define CDSL_ABI_MAX_BUFS 8
 
 enum {
@@ -47,44 +57,40 @@ enum {
 #define CDSL_STATE_GRID(nranks) (1 + (nranks))
 #define CDSL_PLAN_CHANNELS 16      /* channels between two ranks an imported plan may use */
 #define CDSL_PLAN_BARRIERS 16      /* barrier ids of a rank (MSCCL++'s MAX_DEVICE_SYNCERS) */
+#define CDSL_MAX_BLOCKS 1024       /* blocks per rank the runtime may launch */
+#define CDSL_ARGS_RANKS 16         /* ranks whose addresses the argument block carries */
 #define CDSL_SYNC_CHAN(nranks, c, p) ((c) ? 1 + (nranks) * (c) + (p) : CDSL_SYNC_PEER + (p))
 #define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
 #define CDSL_STATE_CHAN(nranks, c, p) \
     ((c) ? 3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
 #define CDSL_SYNC_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
 #define CDSL_STATE_PKT_EPOCH(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
-#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
+#define CDSL_BASE_WORDS(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
+#define CDSL_STATE_LIVE(nranks) (2 * CDSL_BASE_WORDS(nranks))
+#define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS)
+#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS)
 #define CDSL_PKT_COUNTER(p) (0x80000000u + (unsigned)(p))
 #define CDSL_ERROR_WORDS 4
 
-/* The argument block, by value. Pointers are device addresses valid on the rank's device. */
-#define CDSL_ABI_ARGS_TEXT                                                                     \
-    "typedef struct CdslArgs {\n"                                                              \
-    "    unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */\n"           \
-    "    unsigned long long spin_limit;    /* polls before a wait gives up */\n"               \
-    "    int rank, nranks;\n"                                                                  \
-    "    char *buf[8];                     /* this rank's buffers (input, output, scratch) */\n" \
-    "    char *const *peer_buf;            /* [nranks*8]: rank q's buffer b at q*8+b */\n"    \
-    "    char *mc_buf[8];                  /* nvls: multicast address of each buffer */\n"     \
-    "    unsigned long long *sync;         /* this rank's sync words */\n"                    \
-    "    unsigned long long *const *peer_sync; /* [nranks]: every rank's sync words */\n"     \
-    "    unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */\n" \
-    "    unsigned long long *state;        /* this rank's private state words */\n"           \
-    "    unsigned int *error;              /* the error record */\n"                          \
-    "} CdslArgs;\n"
-
+/* The argument block, by value (a kernel's parameters are at most 4 KiB: 1.4 KiB here). Pointers
+ * are device addresses valid on the rank's device. Up to CDSL_ARGS_RANKS ranks, every rank's
+ * buffer and sync addresses are in the block itself (peer_bufs, peer_syncs), so that a remote
+ * store or signal does not first wait for a load from a table; the tables peer_buf and
+ * peer_sync hold the same for any rank count, and the kernels of larger programs use them. */
 typedef struct CdslArgs {
-    unsigned long long chunk_bytes;
-    unsigned long long spin_limit;
+    unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */
+    unsigned long long spin_limit;    /* polls before a wait gives up */
     int rank, nranks;
-    char *buf[8];
-    char *const *peer_buf;
-    char *mc_buf[8];
-    unsigned long long *sync;
-    unsigned long long *const *peer_sync;
-    unsigned long long *mc_sync;
-    unsigned long long *state;
-    unsigned int *error;
+    char *buf[8];                     /* this rank's buffers (input, output, scratch) */
+    char *const *peer_buf;            /* [nranks*8]: rank q's buffer b at q*8+b */
+    char *mc_buf[8];                  /* nvls: multicast address of each buffer */
+    unsigned long long *sync;         /* this rank's sync words */
+    unsigned long long *const *peer_sync; /* [nranks]: every rank's sync words */
+    unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */
+    unsigned long long *state;        /* this rank's private state words */
+    unsigned int *error;              /* the error record */
+    char *peer_bufs[CDSL_ARGS_RANKS][CDSL_ABI_MAX_BUFS]; /* rank q's buffer b, q < CDSL_ARGS_RANKS */
+    unsigned long long *peer_syncs[CDSL_ARGS_RANKS];     /* rank q's sync words */
 } CdslArgs;
 
 #endif

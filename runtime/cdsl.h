@@ -165,6 +165,12 @@ int cdsl_stdlib_dir(char *out, size_t size);
  * program that did not pass its checks, and when memory ran out (errno is ENOMEM then). */
 const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype);
 
+/* The emitted source src (cdsl_emit_cuda's or cdsl_emit_cuda_rank's) as one file: each
+ * #include of cdsl's device library (cdsl_device.cuh and what it includes, embedded in
+ * libcdsl) replaced by the header's text, for nvcc. malloc'd, free() it; NULL when src is NULL
+ * or memory runs out. */
+char *cdsl_cuda_standalone(const char *src);
+
 typedef enum cdsl_artifact { CDSL_PTX, CDSL_CUBIN } cdsl_artifact;
 /* Compile the CUDA source through NVRTC (loaded at run time) for arch ("sm_90"; NULL or ""
  * for that default), through the cubin cache. *data is malloc'd; free() it. An unknown

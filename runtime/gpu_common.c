@@ -7,7 +7,7 @@
  *
  * A run (gpu_run) launches cdsl_main once per rank per iteration. The ranks of one device
  * spin on each other, so all of them must be resident at once: the grid is at most
- * occupancy x SMs / ranks-on-the-device blocks (and at most GPU_MAX_BLOCKS, fewer for small
+ * occupancy x SMs / ranks-on-the-device blocks (and at most one per SM, fewer for small
  * chunks), and every rank's kernel is launched before the host waits for any. Rank 0's
  * stream is the origin: it records the start event and a fork event that every other stream
  * waits on, and waits on every other stream's join event before recording the stop event, so
@@ -615,18 +615,33 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 
 /* ---- Running ------------------------------------------------------------------------------- */
 
-/* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
- * overrides it for tuning), and never more than each rank's share of its device, so that all
- * ranks placed on a device are resident together (they spin on each other). */
-unsigned gpu_grid_for(long share, size_t chunk_bytes)
+/* Blocks per rank (gpu_common.h). One block stores about 30 GB/s to peers, so a data operation
+ * needs a block per GPU_BYTES_PER_BLOCK it stores, up to every SM (PERF.md: 132 blocks reach
+ * the 364 GB/s that SM stores get, 32 only 325). */
+unsigned gpu_grid_for(long share, long sms, size_t op_bytes)
 {
-    long cap = gpu_env_long("CDSL_GPU_BLOCKS", GPU_MAX_BLOCKS);
+    long cap = gpu_env_long("CDSL_GPU_BLOCKS", sms > 0 ? sms : 1);
+    if (cap > CDSL_MAX_BLOCKS)
+        cap = CDSL_MAX_BLOCKS;
     if (share < cap)
         cap = share;
-    size_t want = (chunk_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
+    size_t want = (op_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
     if (want < (size_t)cap)
         cap = (long)want;
     return cap < 1 ? 1u : (unsigned)cap;
+}
+
+long gpu_op_chunks(const IrProgram *ir, int flavour)
+{
+    long most = 1;
+    for (int r = 0; ir && r < ir->nranks; r++)
+        for (int i = 0; i < ir->ranks[r].nops; i++) {
+            const IrOp *op = &ir->ranks[r].ops[i];
+            bool every_rank = op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE;
+            long n = ir_is_data(op->kind) ? (long)op->dst.count * (every_rank && flavour != CDSL_BACKEND_NVLS ? ir->nranks : 1) : 0;
+            most = n > most ? n : most;
+        }
+    return most;
 }
 
 unsigned gpu_plan_blocks(const IrProgram *ir)
@@ -649,11 +664,20 @@ static long gpu_share(const GpuComm *g)
     return share;
 }
 
+/* The fewest SMs of the communicator's devices. */
+static long gpu_sms(const GpuComm *g)
+{
+    long sms = LONG_MAX;
+    for (int d = 0; d < g->ndev; d++)
+        sms = g->devs[d].sm_count < sms ? g->devs[d].sm_count : sms;
+    return sms;
+}
+
 /* An imported plan runs one block per thread block of its busiest rank (emit_blocks.c). */
 static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
 {
     unsigned plan = gpu_plan_blocks(g->ir);
-    return plan ? plan : gpu_grid_for(gpu_share(g), chunk_bytes);
+    return plan ? plan : gpu_grid_for(gpu_share(g), gpu_sms(g), chunk_bytes * (size_t)gpu_op_chunks(g->ir, g->flavour));
 }
 
 static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
@@ -674,6 +698,11 @@ static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
         a->peer_buf = (char *const *)(uintptr_t)dv->peer_buf;
         a->sync = (unsigned long long *)(uintptr_t)rk->sync;
         a->peer_sync = (unsigned long long *const *)(uintptr_t)dv->peer_sync;
+        for (int p = 0; p < g->nranks && p < CDSL_ARGS_RANKS; p++) {  /* the tables' start, in place */
+            for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
+                a->peer_bufs[p][b] = (char *)(uintptr_t)g->ranks[p].buf[b];
+            a->peer_syncs[p] = (unsigned long long *)(uintptr_t)g->ranks[p].sync;
+        }
         a->mc_sync = (unsigned long long *)(uintptr_t)rk->mc_sync;
         a->state = (unsigned long long *)(uintptr_t)rk->state;
         a->error = (unsigned int *)(uintptr_t)rk->error;

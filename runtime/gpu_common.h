@@ -28,17 +28,16 @@
 #include "cuda_drv.h"
 #include "ir.h"
 
-/* Polls before a wait gives up when the caller gives no limit. One poll is an acquire load
- * of a local word (a few hundred ns on H100/H200), so 2^22 polls report a true hang after
- * roughly one to four seconds, while the longest legitimate wait (a peer's 128 MiB put, or a
+/* Polls before a wait gives up when the caller gives no limit. One poll is a relaxed
+ * system-scope load of a local word (a few hundred ns on H100/H200), so 2^22 polls report a
+ * true hang after roughly one to four seconds, while the longest legitimate wait (a peer's 128 MiB put, or a
  * peer kernel launched a few ms later) takes a few thousand polls. */
 #define GPU_DEFAULT_SPIN_LIMIT (1ULL << 22)
-#define GPU_MAX_BLOCKS 32           /* per rank: enough to fill NVLink, leaves SMs to others */
 #define GPU_MAX_THREADS 512
-#define GPU_BYTES_PER_BLOCK (32u * 1024) /* chunk bytes that justify one more block */
+#define GPU_BYTES_PER_BLOCK (32u * 1024) /* bytes one data operation stores that justify one more block */
 #define GPU_GRAPH_MAX_CHAIN 256     /* launches per rank captured in one graph */
 #define GPU_GRID_COUNTER 0xffffffffu /* error[3] when a rank's own grid barrier ran out
-                                        (emit_prelude.c's CDSL_GRID_COUNTER) */
+                                        (cdsl_device.cuh's CDSL_GRID_COUNTER) */
 
 typedef struct GpuDevice {
     int ordinal;                    /* CUDA device ordinal */
@@ -126,10 +125,14 @@ int gpu_publish(GpuComm *g);
 /* Zero every rank's sync words, state words and error record. Only with no kernel in flight:
  * then all counters restart together, which is the same as a fresh communicator. */
 int gpu_reset_words(GpuComm *g);
-/* Blocks per rank: what the chunk size justifies, at most GPU_MAX_BLOCKS (CDSL_GPU_BLOCKS
- * overrides it), and at most `share`, the rank's part of its device (all ranks placed on a
- * device must be resident together: they spin on each other). */
-unsigned gpu_grid_for(long share, size_t chunk_bytes);
+/* Blocks per rank: what the bytes of the largest data operation justify (op_bytes: see
+ * gpu_op_chunks), at most every SM (sms; CDSL_GPU_BLOCKS overrides it for tuning) and
+ * CDSL_MAX_BLOCKS, and never more than each rank's share of its device, so that all ranks
+ * placed on a device are resident together (they spin on each other). */
+unsigned gpu_grid_for(long share, long sms, size_t op_bytes);
+/* The most chunks one data operation of ir stores on any rank, counting every copy: an emulated
+ * switch store (p2p) writes one per rank. Times the chunk size: gpu_grid_for's op_bytes. */
+long gpu_op_chunks(const IrProgram *ir, int flavour);
 /* An imported plan's blocks per rank: its busiest rank's thread blocks; 0 for a .cdsl program. */
 unsigned gpu_plan_blocks(const IrProgram *ir);
 /* A positive integer from the environment (CDSL_GPU_BLOCKS, ...), or def. */

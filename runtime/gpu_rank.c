@@ -11,7 +11,7 @@
  * synchronisation, proved by the checker), and our kernel starts after the copy-in, so the
  * staging adds no race; the copy-out comes after our kernel ends, which is the rank's end.
  *
- * The grid: at most GPU_MAX_BLOCKS blocks (CDSL_GPU_BLOCKS overrides it), fewer for small
+ * The grid: at most one block per SM (CDSL_GPU_BLOCKS overrides it), fewer for small
  * chunks, and never more than this rank's share of the device when several ranks share it
  * (two processes on one GPU): the ranks spin on each other, and a rank's blocks must not
  * take the SMs its peers need. Processes on one GPU without MPS time-slice, so their
@@ -269,7 +269,9 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
 {
     unsigned plan = gpu_plan_blocks(g->ir);
-    return plan ? plan : gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), chunk);
+    return plan ? plan
+                : gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), g->sm_count,
+                               chunk * (size_t)gpu_op_chunks(g->ir, g->flavour));
 }
 
 /* The caller's stream belongs to our context; the caller's buffer is memory of our GPU. */
@@ -321,6 +323,11 @@ static void gpu_rank_args(const RankGpu *g, size_t chunk, CdslArgs *a)
     a->peer_buf = (char *const *)(uintptr_t)g->peer_buf;
     a->sync = (unsigned long long *)(uintptr_t)g->peer_syncs[g->rank];
     a->peer_sync = (unsigned long long *const *)(uintptr_t)g->peer_sync;
+    for (int p = 0; p < g->nranks && p < CDSL_ARGS_RANKS; p++) {  /* the tables' start, in place */
+        for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
+            a->peer_bufs[p][b] = (char *)(uintptr_t)g->peer_bufs[(size_t)p * CDSL_ABI_MAX_BUFS + b];
+        a->peer_syncs[p] = (unsigned long long *)(uintptr_t)g->peer_syncs[p];
+    }
     a->mc_sync = (unsigned long long *)(uintptr_t)g->mc_sync;
     a->state = (unsigned long long *)(uintptr_t)g->state;
     a->error = (unsigned int *)(uintptr_t)g->error;

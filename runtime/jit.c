@@ -4,14 +4,14 @@
  * emit (compiler/emit_cuda.c, once per flavour and element type, kept in the program) ->
  * NVRTC (runtime/nvrtc.c, loaded on first use, its version checked) -> cache lookup
  * (runtime/cache.c) -> compile on a miss -> cache store. The cache key covers everything that
- * decides the output: the emitted source, the NVRTC library that is loaded and would compile
- * (rt_nvrtc_identity: its version, build id and file), the options (architecture included) and
- * the artifact kind, so a new toolkit, a preloaded stand-in or a changed emitter never reuses
+ * decides the output: the emitted source, the device headers it includes (runtime/device/,
+ * embedded in libcdsl and handed to NVRTC by name), the NVRTC library that is loaded and would
+ * compile (rt_nvrtc_identity: its version, build id and file), the options (architecture and
+ * -lineinfo included) and the artifact kind, so a new toolkit, a preloaded stand-in or a changed emitter never reuses
  * another's entry. A hit therefore loads NVRTC too (about 6 ms of CPU, once per process): only
  * the loaded library can say which library it is. The cache itself decides what it trusts
  * (docs/security.md); an untrusted folder is reported here, once. cdsl_cache_clean() empties it.
  */
-#include <ctype.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +101,11 @@ const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     return flushed(p, emit_checked(p, flavour, dtype, rank));
 }
 
+char *cdsl_cuda_standalone(const char *src)
+{
+    return src ? emit_paste_headers(src) : NULL;
+}
+
 /* ---- Architecture ---------------------------------------------------------------------------- */
 
 typedef struct Arch {
@@ -151,11 +156,13 @@ static int check_arch(cdsl_program *p, cdsl_backend flavour, const char *arch, c
 
 /* ---- NVRTC through the cache ------------------------------------------------------------------ */
 
+enum { JOB_OPTIONS = 3, MAX_HEADERS = 16 };
+
 typedef struct Job {
     cdsl_program *p;
     const char *src;
     char arch_opt[64];
-    const char *options[2];
+    const char *options[JOB_OPTIONS];
     char name[160];
     cdsl_backend flavour;
     cdsl_dtype dtype;
@@ -172,14 +179,36 @@ static const RtNvrtc *load_nvrtc(Job *j)
     return n;
 }
 
-/* The key names the library that compiles (n), not one a search would find. */
+/* The device library as NVRTC takes it: names and texts, in two arrays. */
+static int device_headers(const char **names, const char **texts)
+{
+    int n = 0;
+    for (const EmitHeader *h = emit_device_headers; h->name && n < MAX_HEADERS; h++, n++) {
+        names[n] = h->name;
+        texts[n] = h->text;
+    }
+    return n;
+}
+
+/* The key names the library that compiles (n), not one a search would find, and holds every
+   header the source may include (name and text), since they are compile input too. */
 static void job_key(Job *j, const RtNvrtc *n)
 {
     const char *kind = j->what == CDSL_CUBIN ? "cubin" : "ptx", *nvrtc = rt_nvrtc_identity(n);
-    const void *parts[] = {j->src, nvrtc, j->options[0], j->options[1], kind};
-    size_t lens[] = {strlen(j->src), strlen(nvrtc), strlen(j->options[0]), strlen(j->options[1]),
-                     strlen(kind)};
-    rt_cache_key(parts, lens, 5, j->key);
+    const char *names[MAX_HEADERS], *texts[MAX_HEADERS];
+    int nh = device_headers(names, texts), k = 0;
+    const void *parts[3 + JOB_OPTIONS + 2 * MAX_HEADERS];
+    size_t lens[3 + JOB_OPTIONS + 2 * MAX_HEADERS];
+    const char *fixed[3 + JOB_OPTIONS] = {j->src, nvrtc, kind};
+    for (int i = 0; i < JOB_OPTIONS; i++)
+        fixed[3 + i] = j->options[i];
+    for (int i = 0; i < 3 + JOB_OPTIONS; i++, k++)
+        parts[k] = fixed[i], lens[k] = strlen(fixed[i]);
+    for (int i = 0; i < nh; i++) {
+        parts[k] = names[i], lens[k++] = strlen(names[i]);
+        parts[k] = texts[i], lens[k++] = strlen(texts[i]);
+    }
+    rt_cache_key(parts, lens, k, j->key);
 }
 
 static bool nvrtc_new_enough(Job *j, const RtNvrtc *n)
@@ -197,7 +226,9 @@ static bool nvrtc_new_enough(Job *j, const RtNvrtc *n)
 
 static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, size_t *len)
 {
-    RtNvrtcJob nj = {j->src, j->name, j->options, 2, j->what == CDSL_CUBIN};
+    const char *names[MAX_HEADERS], *texts[MAX_HEADERS];
+    int nh = device_headers(names, texts);
+    RtNvrtcJob nj = {j->src, j->name, j->options, JOB_OPTIONS, j->what == CDSL_CUBIN, nh, texts, names};
     char *log = NULL;
     cdsl_program *p = j->p;
     progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
@@ -323,11 +354,8 @@ static int compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtyp
              what == CDSL_CUBIN ? "sm" : "compute", a.sm, a.suffix);
     j.options[0] = j.arch_opt;
     j.options[1] = "-std=c++17";
-    snprintf(j.name, sizeof j.name, "%s_%s_%s%s.cu", p->ir->name, cdsl_backend_name(flavour),
-             cdsl_dtype_name(dtype), rank >= 0 ? "_rank" : "");
-    for (char *c = j.name; *c; c++)   /* a file name for NVRTC's messages: keep it plain */
-        if (!isalnum((unsigned char)*c) && *c != '.')
-            *c = '_';
+    j.options[2] = "-lineinfo";   /* compute-sanitizer and Nsight name .cdsl lines (#line) */
+    emit_cu_name(j.name, sizeof j.name, p->ir, flavour, dtype, rank);  /* what #line names too */
     return cached_compile(&j, arch, data, len);
 }
 

@@ -289,7 +289,8 @@ int rt_nvrtc_compile(const RtNvrtc *n, const RtNvrtcJob *job, void **data, size_
     *len = 0;
     *log = NULL;
     nvrtcProgram prog = NULL;
-    nvrtcResult r = n->CreateProgram(&prog, job->source, job->name, 0, NULL, NULL);
+    nvrtcResult r = n->CreateProgram(&prog, job->source, job->name, job->nheaders, job->headers,
+                                      job->include_names);
     if (r != 0) {
         *log = strdup_printf("nvrtcCreateProgram failed: %s", n->GetErrorString(r));
         return 1;

@@ -27,11 +27,14 @@ const char *rt_nvrtc_path(const RtNvrtc *n);
 const char *rt_nvrtc_identity(const RtNvrtc *n);
 
 typedef struct RtNvrtcJob {
-    const char *source;          /* CUDA C++, self-contained */
+    const char *source;          /* CUDA C++; it may #include the named headers below */
     const char *name;            /* the file name NVRTC uses in its messages */
     const char *const *options;  /* passed as given */
     int noptions;
     int want_cubin;              /* 1: the cubin (needs a real sm_XX arch), 0: the PTX */
+    int nheaders;                /* headers NVRTC resolves #include "<include_names[i]>" to */
+    const char *const *headers;
+    const char *const *include_names;
 } RtNvrtcJob;
 
 /* Compile. On success returns 0 and sets *data (malloc'd; PTX is NUL-terminated and *len

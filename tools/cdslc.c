@@ -36,6 +36,7 @@ typedef struct Args {
     int rank;             /* --rank R: emit rank R's code only; -1: every rank's */
     const char *rank_text;
     bool cache_clean;
+    bool standalone;      /* --standalone: the device library pasted into --emit-cuda's output */
 } Args;
 
 static const char usage_text[] =
@@ -63,7 +64,10 @@ static const char usage_text[] =
     "  --dump-ce            print the copy-engine plan: the stream operations p2p runs for\n"
     "                       bulk sizes (or why the program has none)\n"
     "  --emit-mscclpp       print the checked program as an MSCCL++ execution plan (JSON)\n"
-    "  --emit-cuda          print the CUDA source\n"
+    "  --emit-cuda          print the CUDA source: a short program that includes cdsl's device\n"
+    "                       library, cdsl_device.cuh (installed in include/cdsl/)\n"
+    "  --standalone         with --emit-cuda: paste the device library in, one file that\n"
+    "                       nvcc compiles alone (nvcc -cubin -arch=sm_90 -std=c++17 FILE.cu)\n"
     "  --emit-ptx           compile it with NVRTC and print the PTX\n"
     "  --emit-cubin         compile it with NVRTC to a cubin (needs -o)\n"
     "  --backend p2p|nvls   which device code to emit (default p2p)\n"
@@ -94,7 +98,7 @@ static int usage(const char *fmt, const char *arg)
 
 /* The emit options in Emit's order (EMIT_AST ...): an option's code maps onto its Emit. */
 enum { OPT_DUMP_AST = CLI_TOOL_FIRST, OPT_DUMP_IR, OPT_EMIT_DOT, OPT_DUMP_CE, OPT_EMIT_MSCCLPP, OPT_EMIT_CUDA, OPT_EMIT_PTX, OPT_EMIT_CUBIN,
-       OPT_BACKEND, OPT_DTYPE, OPT_ARCH, OPT_RANK, OPT_CACHE_CLEAN };
+       OPT_BACKEND, OPT_DTYPE, OPT_ARCH, OPT_RANK, OPT_CACHE_CLEAN, OPT_STANDALONE };
 
 static const struct option long_options[] = {
     CLI_COMPILE_LONG,
@@ -112,6 +116,7 @@ static const struct option long_options[] = {
     {"rank", required_argument, NULL, OPT_RANK},
     {"output", required_argument, NULL, 'o'},
     {"cache-clean", no_argument, NULL, OPT_CACHE_CLEAN},
+    {"standalone", no_argument, NULL, OPT_STANDALONE},
     {NULL, 0, NULL, 0},
 };
 
@@ -142,6 +147,7 @@ static int parse_option(void *arg, int opt, const char *v)
         a->rank_text = v;
         return 0;
     case OPT_CACHE_CLEAN: a->cache_clean = true; return 0;
+    case OPT_STANDALONE: a->standalone = true; return 0;
     }
     return usage("unknown option '%s'", "?");
 }
@@ -167,6 +173,8 @@ static int finish_args(Args *a, int argc)
                 "(see cdslc --help)\n", a->rank_text, c->n_text, c->opts.nranks - 1);
         return EXIT_USAGE;
     }
+    if (a->standalone && a->emit != EMIT_CUDA)
+        return usage("--standalone pastes the device library into CUDA source: it needs --emit-cuda%s", "");
     if (a->emit == EMIT_AST)
         c->opts.stop_after = CDSL_STAGE_PARSE;
     if (a->emit == EMIT_IR)
@@ -316,7 +324,16 @@ static int emit_device(cdsl_program *p, const Args *a)
                                        : cdsl_emit_cuda(p, a->backend, a->dtype);
         if (!src)
             return errno == ENOMEM ? EXIT_SYSTEM : EXIT_PROGRAM;
-        return write_output(a->output, src, strlen(src), false);
+        if (!a->standalone)
+            return write_output(a->output, src, strlen(src), false);
+        char *whole = cdsl_cuda_standalone(src);
+        if (!whole) {
+            fprintf(stderr, "cdslc: error: out of memory\n");
+            return EXIT_SYSTEM;
+        }
+        int rc = write_output(a->output, whole, strlen(whole), false);
+        free(whole);
+        return rc;
     }
     void *data = NULL;
     size_t len = 0;

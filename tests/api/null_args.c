@@ -25,7 +25,7 @@ static const char *const functions[] = {
     "cdsl_program_buf_name", "cdsl_chunk_bytes", "cdsl_comm_alloc", "cdsl_comm_chunk_bytes",
     "cdsl_comm_buf_bytes", "cdsl_comm_write", "cdsl_comm_read", "cdsl_run", "cdsl_comm_buffer",
     "cdsl_comm_register", "cdsl_run_async", "cdsl_comm_status", "cdsl_fill", "cdsl_check", "cdsl_cache_clean",
-    "cdsl_emit_cuda_rank", "cdsl_compile_device_rank", "cdsl_engine_name", "cdsl_engine_parse",
+    "cdsl_emit_cuda_rank", "cdsl_cuda_standalone", "cdsl_compile_device_rank", "cdsl_engine_name", "cdsl_engine_parse",
     "cdsl_get_unique_id", "cdsl_get_unique_id_engine", "cdsl_unique_id_engine", "cdsl_rank_config_init",
     "cdsl_comm_init_rank", "cdsl_rank_comm_destroy", "cdsl_rank_comm_rank", "cdsl_rank_comm_nranks",
     "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
@@ -246,6 +246,8 @@ static void rank_api(cdsl_program *p, FILE *quiet)
     size_t len = 1;
     EXPECT(cdsl_emit_cuda_rank(NULL, CDSL_BACKEND_P2P, CDSL_F32, 0) == NULL);
     done("cdsl_emit_cuda_rank");
+    EXPECT(cdsl_cuda_standalone(NULL) == NULL);
+    done("cdsl_cuda_standalone");
     EXPECT(cdsl_compile_device_rank(NULL, CDSL_BACKEND_P2P, CDSL_F32, 0, NULL, CDSL_PTX, &data, &len) ==
            CDSL_ERR_USAGE);
     EXPECT(cdsl_compile_device_rank(p, CDSL_BACKEND_P2P, CDSL_F32, -1, NULL, CDSL_PTX, NULL, NULL) ==

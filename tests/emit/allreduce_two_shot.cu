@@ -3,502 +3,16 @@
 //
 // cdsl_main runs once per rank. rank_<r>() below is that rank's checked list of
 // operations, one call per operation in program order, each under a comment with
-// its .cdsl line:col. Every data operation is spread over all of the rank's threads.
-// Self-contained for NVRTC: no headers.
-
-typedef unsigned int u32;
-typedef unsigned long long u64;
-
-/* The kernel's argument block: runtime/abi.h, ABI version 1. */
-typedef struct CdslArgs {
-    unsigned long long chunk_bytes;   /* bytes per chunk, a multiple of 4 */
-    unsigned long long spin_limit;    /* polls before a wait gives up */
-    int rank, nranks;
-    char *buf[8];                     /* this rank's buffers (input, output, scratch) */
-    char *const *peer_buf;            /* [nranks*8]: rank q's buffer b at q*8+b */
-    char *mc_buf[8];                  /* nvls: multicast address of each buffer */
-    unsigned long long *sync;         /* this rank's sync words */
-    unsigned long long *const *peer_sync; /* [nranks]: every rank's sync words */
-    unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */
-    unsigned long long *state;        /* this rank's private state words */
-    unsigned int *error;              /* the error record */
-} CdslArgs;
-static_assert(sizeof(CdslArgs) == 200, "CdslArgs differs from runtime/abi.h");
+// its .cdsl line:col and a #line naming it. Every data operation is spread over all
+// of the rank's threads. The helpers are cdsl's device library, cdsl_device.cuh
+// (NVRTC gets it by name; cdslc --emit-cuda --standalone pastes it in for nvcc).
 
 #define CDSL_NRANKS 2
-enum {
-    CDSL_SYNC_SWITCH = 0,   /* sync words: switch arrivals from every rank */
-    CDSL_SYNC_PEER = 1,     /* + p: arrivals rank p made for this rank */
-    CDSL_STATE_SWITCH = 0,  /* state words: switch arrivals consumed so far */
-    CDSL_STATE_PEER = 1,    /* + p: arrivals from p consumed so far */
-    CDSL_STATE_GRID = 3,    /* + 0: block arrivals this launch, + 1: blocks out */
-};
-
-/* Helpers return false when the rank has failed (a bounded wait ran out); the rank's code
-   then returns at once, so that the whole grid leaves instead of hanging. */
-#define CDSL_TRY(call) do { if (!(call)) return false; } while (0)
-
-enum CdslOrder { CDSL_RELEASE, CDSL_ACQUIRE, CDSL_RELAXED };
-#define CDSL_GRID_COUNTER 0xffffffffu   /* error[3] when the rank's own grid barrier ran out */
-
-/* ---- Memory-order primitives (PTX) ---------------------------------------------------------- */
-
-__device__ __forceinline__ u64 cdsl_ld_acquire_sys(const u64 *p)
-{
-    u64 v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ u64 cdsl_ld_relaxed_sys(const u64 *p)
-{
-    u64 v;
-    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ u64 cdsl_ld_acquire_gpu(const u64 *p)
-{
-    u64 v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-/* One arrival on a semaphore word (this GPU's or a peer's, through its unicast address). */
-__device__ __forceinline__ void cdsl_red_sys(u64 *p, CdslOrder order)
-{
-    if (order == CDSL_RELEASE)
-        asm volatile("red.release.sys.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
-    else
-        asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
-}
-
-/* ---- Bounded spins and the error record ----------------------------------------------------- */
-
-/* The first failure of the rank wins the record; the host reads it after the launch. */
-__device__ __noinline__ void cdsl_give_up(const CdslArgs &a, u32 line, u32 counter)
-{
-    if (atomicCAS(a.error, 0u, 1u) == 0u) {
-        a.error[1] = (u32)a.rank;
-        a.error[2] = line;
-        a.error[3] = counter;
-        __threadfence_system();
-    }
-}
-
-__device__ __forceinline__ bool cdsl_failed(const CdslArgs &a)
-{
-    return *(volatile u32 *)a.error != 0u;
-}
-
-enum CdslPoll { CDSL_POLL_ACQUIRE_SYS, CDSL_POLL_RELAXED_SYS, CDSL_POLL_ACQUIRE_GPU };
-
-/* Poll *word until it has reached target, wrap-safe: counters only grow and are never reset,
-   so (long long)(value - target) >= 0 is right even after 2^64 arrivals. At most
-   a.spin_limit polls (0: no bound); gives up early when another thread of the rank already
-   failed. Returns false when it gave up. */
-__device__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u64 target, CdslPoll how, u32 line,
-                          u32 counter)
-{
-    for (u64 polls = 1;; polls++) {
-        u64 v = how == CDSL_POLL_ACQUIRE_SYS   ? cdsl_ld_acquire_sys(word)
-                : how == CDSL_POLL_RELAXED_SYS ? cdsl_ld_relaxed_sys(word)
-                                               : cdsl_ld_acquire_gpu(word);
-        if ((long long)(v - target) >= 0)
-            return true;
-        if (a.spin_limit && polls >= a.spin_limit) {
-            cdsl_give_up(a, line, counter);
-            return false;
-        }
-        if ((polls & 255) == 0 && cdsl_failed(a))
-            return false;
-    }
-}
-
-/* ---- The rank's thread blocks ---------------------------------------------------------------
-   All blocks of a rank are resident at once (the runtime sizes the grid for that), so they can
-   wait for each other. state[CDSL_STATE_GRID] counts block arrivals during this launch: the
-   k-th convergence of the launch is complete when it reaches k * gridDim.x. A block arrives at
-   convergence k only after it has seen convergence k-1 complete, so no block is ever two
-   convergences ahead and the count cannot be reached by early arrivals for later ones.
-   state[CDSL_STATE_GRID + 1] counts blocks leaving; the last one out resets both to zero for
-   the next launch. */
-
-__device__ __noinline__ bool cdsl_blocks_meet(const CdslArgs &a, u32 k, bool everyone_waits, u32 line)
-{
-    u64 *count = &a.state[CDSL_STATE_GRID];
-    const u64 blocks = gridDim.x;
-    int bad = 0;
-    __syncthreads(); /* this block's share of the data operations is done */
-    if (threadIdx.x == 0) {
-        bad = !cdsl_spin(a, count, (k - 1) * blocks, CDSL_POLL_ACQUIRE_GPU, line, CDSL_GRID_COUNTER);
-        if (!bad) {
-            __threadfence(); /* release this block's writes to the block that goes on */
-            atomicAdd(count, 1ull);
-            if (everyone_waits || blockIdx.x == 0)
-                bad = !cdsl_spin(a, count, k * blocks, CDSL_POLL_ACQUIRE_GPU, line, CDSL_GRID_COUNTER);
-        }
-    }
-    return !__syncthreads_or(bad);
-}
-
-/* Grid barrier, the k-th convergence of this launch: no block goes on before every block of
-   the rank has finished what came before. */
-__device__ __forceinline__ bool cdsl_grid_barrier(const CdslArgs &a, u32 k, u32 line)
-{
-    return cdsl_blocks_meet(a, k, true, line);
-}
-
-/* Convergence before a signal, the k-th of this launch: only block 0 (whose thread 0 makes the
-   rank's one arrival) waits for the others; they arrive and go on. */
-__device__ __forceinline__ bool cdsl_converge(const CdslArgs &a, u32 k, u32 line)
-{
-    return cdsl_blocks_meet(a, k, false, line);
-}
-
-/* True in exactly one thread of the rank, the last to leave; it then owns the state words. */
-__device__ __noinline__ bool cdsl_last_out(const CdslArgs &a)
-{
-    if (threadIdx.x != 0)
-        return false;
-    __threadfence();
-    if (atomicAdd(&a.state[CDSL_STATE_GRID + 1], 1ull) != gridDim.x - 1)
-        return false;
-    __threadfence();
-    a.state[CDSL_STATE_GRID] = 0;
-    a.state[CDSL_STATE_GRID + 1] = 0;
-    return true;
-}
-
-/* ---- Waits --------------------------------------------------------------------------------
-   Every block's thread 0 polls the counter itself and then releases its block with
-   __syncthreads(): cheaper than one poller and a grid barrier, and each block's reads after
-   the wait are ordered after its own acquire. The target is the counter's value at the start
-   of this launch (state word, updated only by the last block out, so every block reads the
-   same) plus the arrivals this wait needs: the emitter numbers the waits of each rank. */
-
-__device__ __noinline__ bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 state_index,
-                                             u64 need, CdslOrder order, u32 line, u32 counter)
-{
-    int bad = 0;
-    if (threadIdx.x == 0) {
-        u64 target = a.state[state_index] + need;
-        bad = !cdsl_spin(a, word, target,
-                         order == CDSL_RELAXED ? CDSL_POLL_RELAXED_SYS : CDSL_POLL_ACQUIRE_SYS, line,
-                         counter);
-    }
-    return !__syncthreads_or(bad);
-}
-
-/* p.wait(): the nth arrival of rank p on this rank's semaphore for p, in this launch. */
-__device__ __forceinline__ bool cdsl_peer_wait(const CdslArgs &a, int p, u32 nth, CdslOrder order, u32 line)
-{
-    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_PEER + p], CDSL_STATE_PEER + p, nth, order, line,
-                          CDSL_SYNC_PEER + p);
-}
-
-/* p.signal(): one arrival on rank p's semaphore for this rank, made by one thread after the
-   rank's blocks have converged (the caller converges first). */
-__device__ __forceinline__ void cdsl_peer_signal(const CdslArgs &a, int p, CdslOrder order)
-{
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        cdsl_red_sys(&a.peer_sync[p][CDSL_SYNC_PEER + a.rank], order);
-}
-
-/* ---- Element type bf16: two elements per 32-bit word ---------------------------------------
-   Sums are kept in f32 and rounded to bf16 once at the end, as the switch does for nvls
-   (.acc::f32). bf16 is the upper half of an f32, so widening is a shift; narrowing rounds
-   to nearest even (PTX cvt.rn.bf16.f32 from sm_80, the same rounding by hand before). */
-
-__device__ __forceinline__ float cdsl_bf16_to_f32(u32 bits)
-{
-    return __uint_as_float(bits << 16);
-}
-
-__device__ __forceinline__ u32 cdsl_f32_to_bf16(float f)
-{
-#if __CUDA_ARCH__ >= 800
-    unsigned short h;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-#else
-    u32 u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (u >> 16) | 0x40u; /* NaN stays a (quiet) NaN */
-    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-#endif
-}
-
-struct CdslAcc {
-    float lo, hi;
-};
-__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w)
-{
-    s.lo = cdsl_bf16_to_f32(w & 0xffffu);
-    s.hi = cdsl_bf16_to_f32(w >> 16);
-}
-__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w)
-{
-    s.lo = __fadd_rn(s.lo, cdsl_bf16_to_f32(w & 0xffffu));
-    s.hi = __fadd_rn(s.hi, cdsl_bf16_to_f32(w >> 16));
-}
-__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s)
-{
-    return cdsl_f32_to_bf16(s.lo) | cdsl_f32_to_bf16(s.hi) << 16;
-}
-
-/* ---- Sums of 16-byte packs and 4-byte words, element by element ---------------------------- */
-
-template <typename W> struct CdslSum;
-
-template <> struct CdslSum<u32> {
-    CdslAcc s;
-    __device__ __forceinline__ void first(u32 w) { cdsl_acc_first(s, w); }
-    __device__ __forceinline__ void add(u32 w) { cdsl_acc_add(s, w); }
-    __device__ __forceinline__ u32 get() const { return cdsl_acc_word(s); }
-};
-
-template <> struct CdslSum<uint4> {
-    CdslAcc s[4];
-    __device__ __forceinline__ void first(uint4 w)
-    {
-        cdsl_acc_first(s[0], w.x), cdsl_acc_first(s[1], w.y), cdsl_acc_first(s[2], w.z), cdsl_acc_first(s[3], w.w);
-    }
-    __device__ __forceinline__ void add(uint4 w)
-    {
-        cdsl_acc_add(s[0], w.x), cdsl_acc_add(s[1], w.y), cdsl_acc_add(s[2], w.z), cdsl_acc_add(s[3], w.w);
-    }
-    __device__ __forceinline__ uint4 get() const
-    {
-        return make_uint4(cdsl_acc_word(s[0]), cdsl_acc_word(s[1]), cdsl_acc_word(s[2]), cdsl_acc_word(s[3]));
-    }
-};
-
-/* ---- Data movement ------------------------------------------------------------------------
-   A data operation is a source (what to load at a byte offset) and a destination (where to
-   store it). cdsl_apply spreads it over every thread of the rank: 16-byte packs in a
-   grid-stride loop (consecutive threads take consecutive packs: coalesced), four packs per
-   thread per round so that four loads are in flight, then 4-byte words for the tail.
-
-   Which thread handles element i of a range depends only on i, the range's length and the
-   launch (its grid and chunk size), never on the operation or on its other operands: two
-   operations on the same range meet in the same thread, so they need no barrier between them
-   (the checker's ordering pass, order.c, relies on this). Hence one choice for the whole
-   launch: packs when chunk_bytes is a multiple of 16 (then every chunk offset is 16-byte
-   aligned, buffers being so), 4-byte words otherwise (a chunk is only a multiple of 4).
-   Each operation is one out-of-line function, compiled once however many ranks and calls
-   use it: that keeps NVRTC fast. */
-
-template <typename W, typename S, typename D>
-__device__ __forceinline__ void cdsl_stream(const S &src, const D &dst, u64 first, u64 n)
-{
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * step < n; i += 4 * step) {
-        W v0 = src.template load<W>(first + i * sizeof(W));
-        W v1 = src.template load<W>(first + (i + step) * sizeof(W));
-        W v2 = src.template load<W>(first + (i + 2 * step) * sizeof(W));
-        W v3 = src.template load<W>(first + (i + 3 * step) * sizeof(W));
-        dst.template store<W>(first + i * sizeof(W), v0);
-        dst.template store<W>(first + (i + step) * sizeof(W), v1);
-        dst.template store<W>(first + (i + 2 * step) * sizeof(W), v2);
-        dst.template store<W>(first + (i + 3 * step) * sizeof(W), v3);
-    }
-    for (; i < n; i += step)
-        dst.template store<W>(first + i * sizeof(W), src.template load<W>(first + i * sizeof(W)));
-}
-
-__device__ __forceinline__ u64 cdsl_at(const CdslArgs &a, int chunk)
-{
-    return (u64)chunk * a.chunk_bytes;
-}
-
-template <typename S, typename D>
-__device__ __forceinline__ void cdsl_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
-{
-    u64 bytes = cdsl_at(a, chunks);
-    u64 packs = (a.chunk_bytes & 15) == 0 ? bytes / 16 : 0;
-    cdsl_stream<uint4>(src, dst, 0, packs);
-    cdsl_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4);
-}
-
-/* Buffer b of rank q: our own through its local address, a peer's through its peer mapping. */
-__device__ __forceinline__ char *cdsl_rank_buf(const CdslArgs &a, int q, int b)
-{
-    return q == a.rank ? a.buf[b] : a.peer_buf[q * 8 + b];
-}
-
-struct CdslLoad {   /* plain loads from one address range (local, or a peer's) */
-    const char *p;
-    template <typename W> __device__ __forceinline__ W load(u64 off) const
-    {
-        return *(const W *)(p + off);
-    }
-};
-
-struct CdslStore {  /* plain stores into one address range (local, or a peer's) */
-    char *p;
-    template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
-    {
-        *(W *)(p + off) = v;
-    }
-};
-
-struct CdslLoadSum2 {   /* x + y, element-wise */
-    const char *x, *y;
-    template <typename W> __device__ __forceinline__ W load(u64 off) const
-    {
-        CdslSum<W> s;
-        s.first(*(const W *)(x + off));
-        s.add(*(const W *)(y + off));
-        return s.get();
-    }
-};
-
-/* copy(dst, src): both local. */
-__device__ __noinline__ void cdsl_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
-    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* reduce(dst, x, y): all local. */
-__device__ __noinline__ void cdsl_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yb, int yc, int n)
-{
-    CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), a.buf[yb] + cdsl_at(a, yc)};
-    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* p.put(dst, src): local src into dst on rank p. */
-__device__ __noinline__ void cdsl_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
-{
-    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
-    CdslStore dst = {cdsl_rank_buf(a, p, db) + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* p.get(dst, src): src on rank p into local dst. */
-__device__ __noinline__ void cdsl_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
-{
-    CdslLoad src = {cdsl_rank_buf(a, p, sb) + cdsl_at(a, sc)};
-    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* ---- The switch, nvls flavour: multimem instructions on the multicast mappings --------------
-   a.mc_buf[b] maps buffer b of every rank at once (a multicast object); a.mc_sync the sync
-   words. A multicast address takes multimem.* only.
-
-   The alias rule (CUDA programming guide, virtual aliasing; PTX proxy-preserved causality;
-   NVLS.md): two accesses to the same bytes through the multicast and a unicast mapping, one
-   of them a write, are not ordered unless fence.proxy.alias lies on the path between them.
-   This program's emitter knows which bytes go through which mapping, so it places the fence
-   exactly: each thread executes it before an operation that accesses through one mapping
-   bytes that an access through the other may have touched (one of the two a write, by any
-   rank), after a wait before the first multicast access (for the other ranks' work before
-   the collective), and before the end of the rank if a multicast access may remain unfenced.
-   A fence after the waits that made the accesses visible lies on every such path. */
-
-__device__ __forceinline__ void cdsl_fence_alias()
-{
-    asm volatile("fence.proxy.alias;" : : : "memory");
-}
-
-/* multimem.ld_reduce for bf16: 16-byte packs as .v4.bf16x2, words as .bf16x2, summed in f32 (.acc::f32). */
-template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
-template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
-{
-    uint4 v;
-    asm volatile("multimem.ld_reduce.global.add.acc::f32.v4.bf16x2 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
-    return v;
-}
-template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
-{
-    u32 v;
-    asm volatile("multimem.ld_reduce.global.add.acc::f32.bf16x2 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
-    return v;
-}
-
-/* multimem.st of bit patterns: .v4.f32 for a 16-byte pack, .f32 for a word, whatever the
-   element type (a store does not look at the bits; there is no 1- or 2-byte form). */
-template <typename W> __device__ __forceinline__ void cdsl_mc_put(char *mc, W v);
-template <> __device__ __forceinline__ void cdsl_mc_put<uint4>(char *mc, uint4 v)
-{
-    asm volatile("multimem.st.global.v4.f32 [%0], {%1, %2, %3, %4};"
-                 : : "l"(mc), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
-}
-template <> __device__ __forceinline__ void cdsl_mc_put<u32>(char *mc, u32 v)
-{
-    asm volatile("multimem.st.global.f32 [%0], %1;" : : "l"(mc), "r"(v) : "memory");
-}
-
-struct CdslMcLoadSum {  /* the sum over every rank, from the multicast address */
-    const char *mc;
-    template <typename W> __device__ __forceinline__ W load(u64 off) const
-    {
-        return cdsl_mc_sum<W>(mc + off);
-    }
-};
-
-struct CdslMcStore {    /* one store that lands on every rank */
-    char *mc;
-    template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
-    {
-        cdsl_mc_put<W>(mc + off, v);
-    }
-};
-
-/* switch.store(dst, src): local src into dst on every rank. */
-__device__ __noinline__ void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
-    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* switch.reduce(dst, src): local dst = the sum over every rank of src. */
-__device__ __noinline__ void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
-    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
-__device__ __noinline__ void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
-    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* switch.signal(): one arrival, made once by the rank after its blocks converged: a single
-   multimem.red adds 1 to every rank's copy of the switch counter. */
-__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
-{
-    if (blockIdx.x != 0 || threadIdx.x != 0)
-        return;
-    u64 *mc = &a.mc_sync[CDSL_SYNC_SWITCH];
-    if (order == CDSL_RELEASE)
-        asm volatile("multimem.red.release.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
-    else
-        asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
-}
-
-/* switch.wait(): the nth wait of this launch completes when every rank has made its nth
-   arrival, i.e. this rank's copy of the counter has grown by nth * nranks. The arrivals came
-   through the multicast mapping and are polled through the unicast one, so each poller puts
-   fence.proxy.alias between them, as the CUDA guide's multicast barrier does. */
-__device__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
-{
-    if (threadIdx.x == 0)
-        cdsl_fence_alias();
-    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
-                          order, line, CDSL_SYNC_SWITCH);
-}
+#define CDSL_FLAVOUR_NVLS 1
+#define CDSL_ELEM_BF16 1
+#define CDSL_INLINE 1  // 10 helper calls: inlined
+#include "cdsl_device.cuh"  // runtime/device/: the device library
+static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
 
 /* ---- The program's buffers (chunk counts) ---- */
 
@@ -513,32 +27,52 @@ enum {
 __device__ bool rank_0(const CdslArgs &a)
 {
     // 6:12  switch.signal (relaxed)
+#line 6 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELAXED);
     // 7:12  switch.wait (relaxed)
+#line 7 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
     // 8:12  switch.reduce tmp[0] <- sum of input[0]
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_switch_reduce(a, B_tmp, 0, B_input, 0, 1);
     // 9:5  copy output[0] <- tmp[0]
+#line 9 "allreduce_two_shot.cdsl"
     cdsl_copy(a, B_output, 0, B_tmp, 0, 1);
     // 10:12  switch.store output[0] <- tmp[0]
+#line 10 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_grid_barrier(a, 1, 10));  // after the other blocks' work above
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // bytes written below may have been accessed through the unicast mapping
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_switch_store(a, B_output, 0, B_tmp, 0, 1);
     // 11:12  switch.signal (release)
+#line 11 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
+#line 11 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 12:12  switch.wait (acquire)
+#line 12 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
+#line 12 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
+#line 61 "allreduce_two_shot_nvls_bf16.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 rank_0_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(2);
+    default: return 0;
+    }
 }
 
 __device__ void rank_0_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_SWITCH] += 2 * CDSL_NRANKS;
-    }
+    cdsl_leave(a, rank_0_consumed);
 }
 
 /* ---- rank 1: 7 operations */
@@ -546,32 +80,52 @@ __device__ void rank_0_leave(const CdslArgs &a)
 __device__ bool rank_1(const CdslArgs &a)
 {
     // 6:12  switch.signal (relaxed)
+#line 6 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELAXED);
     // 7:12  switch.wait (relaxed)
+#line 7 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
     // 8:12  switch.reduce tmp[1] <- sum of input[1]
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the other ranks' work before the collective touched these bytes through unicast
+#line 8 "allreduce_two_shot.cdsl"
     cdsl_switch_reduce(a, B_tmp, 1, B_input, 1, 1);
     // 9:5  copy output[1] <- tmp[1]
+#line 9 "allreduce_two_shot.cdsl"
     cdsl_copy(a, B_output, 1, B_tmp, 1, 1);
     // 10:12  switch.store output[1] <- tmp[1]
+#line 10 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_grid_barrier(a, 1, 10));  // after the other blocks' work above
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // bytes written below may have been accessed through the unicast mapping
+#line 10 "allreduce_two_shot.cdsl"
     cdsl_switch_store(a, B_output, 1, B_tmp, 1, 1);
     // 11:12  switch.signal (release)
+#line 11 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
+#line 11 "allreduce_two_shot.cdsl"
     cdsl_switch_signal(a, CDSL_RELEASE);
     // 12:12  switch.wait (acquire)
+#line 12 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
+#line 12 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
+#line 114 "allreduce_two_shot_nvls_bf16.cu"
     return true;
+}
+
+__device__ __forceinline__ u64 rank_1_consumed(u32 w)
+{
+    switch (w) {
+    case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(2);
+    default: return 0;
+    }
 }
 
 __device__ void rank_1_leave(const CdslArgs &a)
 {
-    if (cdsl_last_out(a)) {  // arrivals the waits above consumed
-        a.state[CDSL_STATE_SWITCH] += 2 * CDSL_NRANKS;
-    }
+    cdsl_leave(a, rank_1_consumed);
 }
 
 /* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in
@@ -579,6 +133,7 @@ __device__ void rank_1_leave(const CdslArgs &a)
 
 extern "C" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)
 {
+    cdsl_enter(a);  // this launch's number, for the bases of its counters
     switch (a.rank) {
     case 0: rank_0(a); rank_0_leave(a); break;
     case 1: rank_1(a); rank_1_leave(a); break;

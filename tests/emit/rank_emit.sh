@@ -49,8 +49,9 @@ else
     fail "--rank 0 still reports the race the whole program has" "exit $rc: $(echo "$got" | head -2)"
 fi
 
-# 3. the same code as in the every-rank source
-section() { sed -n "/^__device__ bool rank_$2(/,/^}/p; /^__device__ void rank_$2_leave(/,/^}/p" "$1"; }
+# 3. the same code as in the every-rank source (but the #line that returns to the emitted
+#    file's own numbering: its line number and file name are the file's)
+section() { sed -n "/^__device__ bool rank_$2(/,/^}/p; /^__device__ void rank_$2_leave(/,/^}/p" "$1" | grep -v '^#line [0-9]* ".*\.cu"$'; }
 bad=0 count=0
 for f in stdlib/*.cdsl; do
     for b in p2p nvls; do

@@ -1,13 +1,14 @@
 #!/bin/bash
 # make install puts the tools, the library (libcdsl.a; libcdsl.so with its SONAME link), its
-# header, the stdlib, a pkg-config file and a CMake package (cdslConfig.cmake) under PREFIX,
+# header, the device library's headers (include/cdsl/), the stdlib, a pkg-config file and a CMake package (cdslConfig.cmake) under PREFIX,
 # and the installed cdslc finds the installed stdlib for imports; a program built against the
 # installed header and library links through pkg-config, and a CMake project links it through
 # find_package(cdsl) with cdsl::cdsl (libcdsl.so) and cdsl::cdsl_static (libcdsl.a).
 t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 if make -s install PREFIX="$t/usr" >"$t/log" 2>&1; then echo "[PASS] make install"; else echo "[FAIL] make install: $(tail -3 "$t/log" | tr '\n' ' ')"; exit 1; fi
 for f in bin/cdslc bin/cdslrun lib/libcdsl.a lib/libcdsl.so lib/libcdsl.so.0 include/cdsl.h lib/pkgconfig/cdsl.pc \
-    lib/cmake/cdsl/cdslConfig.cmake lib/cmake/cdsl/cdslConfigVersion.cmake share/cdsl/stdlib/allgather_ring.cdsl; do
+    lib/cmake/cdsl/cdslConfig.cmake lib/cmake/cdsl/cdslConfigVersion.cmake share/cdsl/stdlib/allgather_ring.cdsl \
+    include/cdsl/cdsl_device.cuh include/cdsl/cdsl_p2p.cuh include/cdsl/cdsl_nvls.cuh include/cdsl/cdsl_plan.cuh include/cdsl/abi.h; do
     [ -e "$t/usr/$f" ] && echo "[PASS] installed $f" || echo "[FAIL] installed $f: missing"
 done
 printf 'import "allgather_ring.cdsl";\n' > "$t/user.cdsl"

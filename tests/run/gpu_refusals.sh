@@ -182,7 +182,7 @@ static void kernel(const CdslArgs *a, unsigned blocks)
 {
     const char *g = getenv("FAKE_GIVEUP");      /* "rank:line:counter" */
     int r, line, ctr;
-    if (blocks < 1 || blocks > 32) die("grid");
+    if (blocks < 1 || blocks > 132) die("grid");  // at most one block per SM (the fake has 132)
     if (a->peer_sync[a->rank] != a->sync) die("peer_sync does not hold the rank's sync words");
     if (g && sscanf(g, "%d:%d:%d", &r, &line, &ctr) == 3 && r == a->rank) {
         a->error[0] = 1; a->error[1] = (unsigned)r; a->error[2] = (unsigned)line; a->error[3] = (unsigned)ctr;

@@ -1,10 +1,10 @@
 /*
- * packets.cu - device helpers for packets (docs/language.md, section 8): send_packets and
- * recv_packets, the flag travelling inside the data. Appended by compiler/emit_packets.c
- * after the prelude (emit_prelude.c: the argument block, cdsl_ld_relaxed_sys, bounded spins
- * and the error record, cdsl_rank_buf, cdsl_at) when a program has packets, for the p2p and
- * nvls flavours alike (packets go through a peer's unicast mapping; they never need the
- * switch). Not compiled on its own.
+ * cdsl_packets.cuh - device helpers for packets (docs/language.md, section 8): send_packets
+ * and recv_packets, the flag travelling inside the data. A program with packets includes it
+ * after cdsl_device.cuh (compiler/emit_packets.c; it uses the argument block,
+ * cdsl_ld_relaxed_sys, bounded spins and the error record, cdsl_rank_buf, cdsl_at and the
+ * launch's bases), for the p2p and nvls flavours alike (packets go through a peer's unicast
+ * mapping; they never need the switch).
  *
  * Packets are MSCCL++'s LL8: every 4-byte word of data travels in one 8-byte word beside a
  * 32-bit flag, written with one st.relaxed.sys.u64. A naturally aligned 64-bit scalar access
@@ -18,27 +18,34 @@
  * Layout (compiler/packet_layout.c, the sim uses the same): the receiver's packet slots are
  * its internal buffer `pb`; a packet op's data words start at word `slot * chunk_bytes / 4` of
  * its pair's place, and data word w of launch parity e & 1 is slot word 2w + (e & 1). The flag
- * is e + 1, e being this rank's count of launches of programs with packets
- * (state[CDSL_STATE_PKT_EPOCH], advanced by the last block out of every launch), the same on
- * every rank since every rank launches the same programs in the same order.
+ * is e + 1, e being this rank's count of launches of programs with packets: base word
+ * CDSL_STATE_PKT_EPOCH of the launch (runtime/abi.h), which the leave function hands on plus
+ * one (the rank's consumed() says 1 for it), with plain stores like every base, the same on
+ * every rank since every rank launches the same programs in the same order. A block reads it
+ * after a __syncthreads, since only thread 0 read the launch number (cdsl_enter).
  *
  * Every thread handles the words i, i + step, ... of the range (step: the rank's threads),
  * as the data operations do; a receive polls each of its words, bounded by a.spin_limit, and
  * reports a give-up as the receive from rank p (CDSL_PKT_COUNTER(p)).
  */
 
+#ifndef CDSL_PACKETS_CUH
+#define CDSL_PACKETS_CUH
+
 __device__ __forceinline__ void cdsl_st_relaxed_sys(u64 *p, u64 v)
 {
     asm volatile("st.relaxed.sys.global.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
 }
 
+/* The launch's packet epoch, for every thread of the block (all of them call it). */
 __device__ __forceinline__ u64 cdsl_pkt_epoch(const CdslArgs &a)
 {
-    return a.state[CDSL_STATE_PKT_EPOCH];
+    __syncthreads();
+    return cdsl_base(a, CDSL_STATE_PKT_EPOCH(CDSL_NRANKS));
 }
 
 /* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`. */
-__device__ __noinline__ void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n)
+__device__ CDSL_OUTLINE void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n)
 {
     const u32 *src = (const u32 *)(a.buf[sb] + cdsl_at(a, sc));
     u64 *slots = (u64 *)cdsl_rank_buf(a, p, pb);
@@ -51,7 +58,7 @@ __device__ __noinline__ void cdsl_send_packets(const CdslArgs &a, int p, int pb,
 
 /* p.recv_packets(dst): poll the packets rank p sent this rank at `slot`, then their data into
    chunks [dc, dc + n) of local buffer db. False (for the whole block) when a poll gave up. */
-__device__ __noinline__ bool cdsl_recv_packets(const CdslArgs &a, int p, int pb, int slot, int db, int dc, int n,
+__device__ CDSL_OUTLINE bool cdsl_recv_packets(const CdslArgs &a, int p, int pb, int slot, int db, int dc, int n,
                                                 u32 line)
 {
     u32 *dst = (u32 *)(a.buf[db] + cdsl_at(a, dc));
@@ -82,3 +89,5 @@ __device__ __noinline__ bool cdsl_recv_packets(const CdslArgs &a, int p, int pb,
     }
     return !__syncthreads_or(bad);
 }
+
+#endif /* CDSL_PACKETS_CUH */

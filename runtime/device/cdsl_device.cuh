@@ -1,0 +1,555 @@
+/*
+ * cdsl_device.cuh - the device library every kernel cdslc emits includes: the argument block
+ * (runtime/abi.h, the same text the host compiles), orders and bounded spins, the error
+ * record, convergence of a rank's blocks, peer signal and wait, the element type's sums, the
+ * data-movement engine with the local and peer operations, and the switch operations of the
+ * flavour (cdsl_nvls.cuh: multimem; cdsl_p2p.cuh: emulated over peer memory, with no multimem
+ * instruction at all). An imported MSCCL++ plan's block-level helpers are cdsl_plan.cuh.
+ *
+ * The emitted program chooses what it needs with macros defined before the #include:
+ *   CDSL_NRANKS        the rank count (required)
+ *   CDSL_FLAVOUR_NVLS or CDSL_FLAVOUR_P2P   the flavour (one of them, required)
+ *   CDSL_ELEM_F32, _F16, _BF16, _U32 or _S32  the element type (one of them, required)
+ *   CDSL_PLAN          the program is an imported plan: include cdsl_plan.cuh too
+ *   CDSL_INLINE        inline every helper (below)
+ *
+ * The emitted kernel calls cdsl_enter() first and each rank's leave function (cdsl_leave())
+ * last: between launches the counters' bases and the launch number are handed over with
+ * plain stores (runtime/abi.h says how).
+ *
+ * The build embeds these files in libcdsl (build/gen/device_headers.c); NVRTC receives them
+ * as named headers, so the emitted program stays short. cdslc --emit-cuda --standalone pastes
+ * them in place of the #include for nvcc.
+ *
+ * Helpers that move data, wait or meet are CDSL_OUTLINE: out of line (__noinline__) by default,
+ * so that each is compiled once however many ranks call it, which keeps NVRTC's time well under
+ * a second for eight ranks (inlining them all took it from 0.3 s to 5 s for allgather_mesh at
+ * -n 8); inlined (__forceinline__) when the program defines CDSL_INLINE, as the emitter does
+ * for small programs, where a call and its generic addressing cost more than they save.
+ */
+#ifndef CDSL_DEVICE_CUH
+#define CDSL_DEVICE_CUH
+
+#ifndef CDSL_NRANKS
+#error "define CDSL_NRANKS (the rank count) before including cdsl_device.cuh"
+#endif
+#if defined(CDSL_FLAVOUR_NVLS) == defined(CDSL_FLAVOUR_P2P)
+#error "define exactly one of CDSL_FLAVOUR_NVLS and CDSL_FLAVOUR_P2P before including cdsl_device.cuh"
+#endif
+#if defined(CDSL_ELEM_F32) + defined(CDSL_ELEM_F16) + defined(CDSL_ELEM_BF16) + defined(CDSL_ELEM_U32) + \
+        defined(CDSL_ELEM_S32) != 1
+#error "define exactly one of CDSL_ELEM_F32, _F16, _BF16, _U32, _S32 before including cdsl_device.cuh"
+#endif
+
+#ifdef CDSL_INLINE
+#define CDSL_OUTLINE __forceinline__
+#else
+#define CDSL_OUTLINE __noinline__
+#endif
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+/* The kernel's argument block and the word layout: the host's own header. */
+#include "abi.h"
+
+static_assert(sizeof(CdslArgs) <= 4096, "a kernel's parameters are at most 4 KiB");
+
+/* Rank q's sync words: through the argument block up to CDSL_ARGS_RANKS ranks, else the table. */
+__device__ __forceinline__ u64 *cdsl_rank_sync(const CdslArgs &a, int q)
+{
+#if CDSL_NRANKS <= CDSL_ARGS_RANKS
+    return a.peer_syncs[q];
+#else
+    return a.peer_sync[q];
+#endif
+}
+
+/* Helpers return false when the rank has failed (a bounded wait ran out); the rank's code
+   then returns at once, so that the whole grid leaves instead of hanging. */
+#define CDSL_TRY(call) do { if (!(call)) return false; } while (0)
+
+enum CdslOrder { CDSL_RELEASE, CDSL_ACQUIRE, CDSL_RELAXED };
+#define CDSL_GRID_COUNTER 0xffffffffu   /* error[3] when the rank's own grid barrier ran out */
+
+/* ---- Memory-order primitives (PTX) ----------------------------------------------------------
+   A release is one fence.acq_rel then relaxed reductions, an acquire relaxed polls then one
+   fence.acq_rel (PTX's release and acquire patterns): red.release.sys would be a full
+   MEMBAR.ALL.SYS per arrival and ld.acquire.sys an L1 invalidate per poll. */
+
+__device__ __forceinline__ void cdsl_fence_sys()
+{
+    asm volatile("fence.acq_rel.sys;" : : : "memory");
+}
+
+__device__ __forceinline__ void cdsl_fence_gpu()
+{
+    asm volatile("fence.acq_rel.gpu;" : : : "memory");
+}
+
+__device__ __forceinline__ u64 cdsl_ld_relaxed_sys(const u64 *p)
+{
+    u64 v;
+    asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ u64 cdsl_ld_relaxed_gpu(const u64 *p)
+{
+    u64 v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+
+/* One relaxed arrival on a semaphore word (this GPU's or a peer's, through its unicast
+   address); a release signal puts cdsl_fence_sys() before it. */
+__device__ __forceinline__ void cdsl_red_sys(u64 *p)
+{
+    asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
+}
+
+__device__ __forceinline__ void cdsl_red_gpu(u64 *p)
+{
+    asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" : : "l"(p) : "memory");
+}
+
+/* ---- Bounded spins and the error record ----------------------------------------------------- */
+
+/* The first failure of the rank wins the record; the host reads it after the launch. */
+__device__ __noinline__ void cdsl_give_up(const CdslArgs &a, u32 line, u32 counter)
+{
+    if (atomicCAS(a.error, 0u, 1u) == 0u) {
+        a.error[1] = (u32)a.rank;
+        a.error[2] = line;
+        a.error[3] = counter;
+        __threadfence_system();
+    }
+}
+
+__device__ __forceinline__ bool cdsl_failed(const CdslArgs &a)
+{
+    return *(volatile u32 *)a.error != 0u;
+}
+
+enum CdslScope { CDSL_SYS, CDSL_GPU };
+
+/* Poll *word (relaxed) until it has reached target, wrap-safe: counters only grow and are
+   never reset, so (long long)(value - target) >= 0 is right even after 2^64 arrivals; then one
+   acquire fence unless the wait is relaxed. At most a.spin_limit polls (0: no bound); gives up
+   early when another thread of the rank already failed. Returns false when it gave up. */
+__device__ __forceinline__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u64 target, CdslScope scope,
+                                          CdslOrder order, u32 line, u32 counter)
+{
+    for (u64 polls = 1;; polls++) {
+        u64 v = scope == CDSL_SYS ? cdsl_ld_relaxed_sys(word) : cdsl_ld_relaxed_gpu(word);
+        if ((long long)(v - target) >= 0)
+            break;
+        if (a.spin_limit && polls >= a.spin_limit) {
+            cdsl_give_up(a, line, counter);
+            return false;
+        }
+        if ((polls & 255) == 0 && cdsl_failed(a))
+            return false;
+    }
+    if (order != CDSL_RELAXED) {
+        if (scope == CDSL_SYS)
+            cdsl_fence_sys();
+        else
+            cdsl_fence_gpu();
+    }
+    return true;
+}
+
+/* ---- The launch number and the bases (runtime/abi.h) ----------------------------------------
+   Thread 0 of each block reads the launch number L from the block's slot when the kernel
+   starts (cdsl_enter); waits and convergences then count from copy L % 2 of the bases, what
+   the counters held when this launch began. cdsl_leave hands over: block 0 writes copy
+   (L + 1) % 2, every block writes L + 1 into its slots. Plain stores, no atomics, no fences:
+   the next launch of the rank starts after this one has ended. */
+
+__shared__ u64 cdsl_launch;
+
+__device__ __forceinline__ void cdsl_enter(const CdslArgs &a)
+{
+    if (threadIdx.x == 0)
+        cdsl_launch = a.state[CDSL_STATE_LAUNCH(CDSL_NRANKS) + blockIdx.x];
+}
+
+/* Word w of this launch's bases (thread 0 only: it read the launch number). */
+__device__ __forceinline__ u64 cdsl_base(const CdslArgs &a, u32 w)
+{
+    return a.state[(cdsl_launch & 1) * CDSL_BASE_WORDS(CDSL_NRANKS) + w];
+}
+
+/* consumed(w): the arrivals this launch consumed on the counter of base word w. */
+template <typename F> __device__ __forceinline__ void cdsl_leave(const CdslArgs &a, F consumed)
+{
+    __syncthreads(); /* every thread sees the launch number thread 0 read */
+    const u64 l = cdsl_launch;
+    if (blockIdx.x == 0) {
+        const u64 *from = a.state + (l & 1) * CDSL_BASE_WORDS(CDSL_NRANKS);
+        u64 *to = a.state + ((l + 1) & 1) * CDSL_BASE_WORDS(CDSL_NRANKS);
+        for (u32 w = threadIdx.x; w < CDSL_BASE_WORDS(CDSL_NRANKS); w += blockDim.x)
+            to[w] = from[w] + consumed(w);
+    }
+    for (u32 s = blockIdx.x + threadIdx.x * gridDim.x; s < CDSL_MAX_BLOCKS; s += blockDim.x * gridDim.x)
+        a.state[CDSL_STATE_LAUNCH(CDSL_NRANKS) + s] = l + 1;
+}
+
+/* ---- The rank's thread blocks ---------------------------------------------------------------
+   All blocks of a rank are resident at once (the runtime sizes the grid for that), so they can
+   wait for each other. The grid counter state[CDSL_STATE_LIVE] only grows; the k-th
+   convergence of the launch is complete when it has grown by k * gridDim.x since the launch
+   began. A block arrives at convergence k only after it has seen convergence k-1 complete, so
+   no block is ever two convergences ahead and the count cannot be reached by early arrivals
+   for later ones. One block is the whole rank: it only meets its own threads. */
+
+__device__ __forceinline__ u64 cdsl_meet_arrivals(u32 meets)
+{
+    return gridDim.x > 1 ? (u64)meets * gridDim.x : 0;
+}
+
+__device__ CDSL_OUTLINE bool cdsl_blocks_meet(const CdslArgs &a, u32 k, bool everyone_waits, u32 line)
+{
+    __syncthreads(); /* this block's share of the data operations is done */
+    if (gridDim.x == 1)
+        return true;
+    u64 *count = &a.state[CDSL_STATE_LIVE(CDSL_NRANKS)];
+    const u64 blocks = gridDim.x;
+    int bad = 0;
+    if (threadIdx.x == 0) {
+        const u64 base = cdsl_base(a, CDSL_STATE_GRID(CDSL_NRANKS));
+        bad = !cdsl_spin(a, count, base + (k - 1) * blocks, CDSL_GPU, CDSL_RELAXED, line, CDSL_GRID_COUNTER);
+        if (!bad) {
+            cdsl_fence_gpu(); /* release this block's writes to the block that goes on */
+            cdsl_red_gpu(count);
+            if (everyone_waits || blockIdx.x == 0)
+                bad = !cdsl_spin(a, count, base + k * blocks, CDSL_GPU, CDSL_ACQUIRE, line, CDSL_GRID_COUNTER);
+        }
+    }
+    return !__syncthreads_or(bad);
+}
+
+/* Grid barrier, the k-th convergence of this launch: no block goes on before every block of
+   the rank has finished what came before. */
+__device__ __forceinline__ bool cdsl_grid_barrier(const CdslArgs &a, u32 k, u32 line)
+{
+    return cdsl_blocks_meet(a, k, true, line);
+}
+
+/* Convergence before a signal, the k-th of this launch: only block 0 (whose threads make the
+   rank's arrivals) waits for the others; they arrive and go on. */
+__device__ __forceinline__ bool cdsl_converge(const CdslArgs &a, u32 k, u32 line)
+{
+    return cdsl_blocks_meet(a, k, false, line);
+}
+
+/* ---- Waits --------------------------------------------------------------------------------
+   Every block's thread 0 polls the counter itself and then releases its block with
+   __syncthreads(): cheaper than one poller and a grid barrier, and each block's reads after
+   the wait are ordered after its own acquire. The target is the counter's base for this
+   launch (the same in every block) plus the arrivals this wait needs: the emitter numbers the
+   waits of each rank. */
+
+__device__ CDSL_OUTLINE bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 base_word, u64 need,
+                                             CdslOrder order, u32 line, u32 counter)
+{
+    int bad = 0;
+    if (threadIdx.x == 0)
+        bad = !cdsl_spin(a, word, cdsl_base(a, base_word) + need, CDSL_SYS, order, line, counter);
+    return !__syncthreads_or(bad);
+}
+
+/* p.wait(): the nth arrival of rank p on this rank's semaphore for p, in this launch. */
+__device__ __forceinline__ bool cdsl_peer_wait(const CdslArgs &a, int p, u32 nth, CdslOrder order, u32 line)
+{
+    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_PEER + p], CDSL_STATE_PEER + p, nth, order, line,
+                          CDSL_SYNC_PEER + p);
+}
+
+/* p.signal(): one arrival on rank p's semaphore for this rank, made by one thread after the
+   rank's blocks have converged (the caller converges first): one fence, one relaxed red. */
+__device__ __forceinline__ void cdsl_peer_signal(const CdslArgs &a, int p, CdslOrder order)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (order == CDSL_RELEASE)
+            cdsl_fence_sys();
+        cdsl_red_sys(&cdsl_rank_sync(a, p)[CDSL_SYNC_PEER + a.rank]);
+    }
+}
+
+/* ---- The element type's sums ---------------------------------------------------------------- */
+
+#if defined(CDSL_ELEM_F32)
+/* ---- Element type f32: one element per 32-bit word, sums in f32 ------------------------------ */
+
+struct CdslAcc {
+    float v;
+};
+__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w) { s.v = __uint_as_float(w); }
+__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w) { s.v = __fadd_rn(s.v, __uint_as_float(w)); }
+__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s) { return __float_as_uint(s.v); }
+
+#elif defined(CDSL_ELEM_F16)
+/* ---- Element type f16: two elements per 32-bit word ----------------------------------------
+   Sums are kept in f32 and rounded to f16 once at the end, as the switch does for nvls
+   (.acc::f32). The conversions are PTX cvt on the bit patterns: NVRTC has no cuda_fp16.h
+   here. */
+
+__device__ __forceinline__ float cdsl_f16_to_f32(u32 bits)
+{
+    unsigned short h = (unsigned short)bits;
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+__device__ __forceinline__ u32 cdsl_f32_to_f16(float f)
+{
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+struct CdslAcc {
+    float lo, hi;
+};
+__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w)
+{
+    s.lo = cdsl_f16_to_f32(w & 0xffffu);
+    s.hi = cdsl_f16_to_f32(w >> 16);
+}
+__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w)
+{
+    s.lo = __fadd_rn(s.lo, cdsl_f16_to_f32(w & 0xffffu));
+    s.hi = __fadd_rn(s.hi, cdsl_f16_to_f32(w >> 16));
+}
+__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s)
+{
+    return cdsl_f32_to_f16(s.lo) | cdsl_f32_to_f16(s.hi) << 16;
+}
+
+#elif defined(CDSL_ELEM_BF16)
+/* ---- Element type bf16: two elements per 32-bit word ---------------------------------------
+   Sums are kept in f32 and rounded to bf16 once at the end, as the switch does for nvls
+   (.acc::f32). bf16 is the upper half of an f32, so widening is a shift; narrowing rounds
+   to nearest even (PTX cvt.rn.bf16.f32 from sm_80, the same rounding by hand before). */
+
+__device__ __forceinline__ float cdsl_bf16_to_f32(u32 bits)
+{
+    return __uint_as_float(bits << 16);
+}
+
+__device__ __forceinline__ u32 cdsl_f32_to_bf16(float f)
+{
+#if __CUDA_ARCH__ >= 800
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    u32 u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (u >> 16) | 0x40u; /* NaN stays a (quiet) NaN */
+    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+#endif
+}
+
+struct CdslAcc {
+    float lo, hi;
+};
+__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w)
+{
+    s.lo = cdsl_bf16_to_f32(w & 0xffffu);
+    s.hi = cdsl_bf16_to_f32(w >> 16);
+}
+__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w)
+{
+    s.lo = __fadd_rn(s.lo, cdsl_bf16_to_f32(w & 0xffffu));
+    s.hi = __fadd_rn(s.hi, cdsl_bf16_to_f32(w >> 16));
+}
+__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s)
+{
+    return cdsl_f32_to_bf16(s.lo) | cdsl_f32_to_bf16(s.hi) << 16;
+}
+
+#elif defined(CDSL_ELEM_U32)
+/* ---- Element type u32: one element per 32-bit word, sums wrap modulo 2^32 -------------------- */
+
+struct CdslAcc {
+    u32 v;
+};
+__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w) { s.v = w; }
+__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w) { s.v += w; }
+__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s) { return s.v; }
+
+#elif defined(CDSL_ELEM_S32)
+/* ---- Element type s32: one element per 32-bit word ------------------------------------------
+   Two's complement: the sum is the same bit pattern as the unsigned sum, wrapping like the
+   hardware's .s32 add, so it is computed unsigned (no signed overflow in C++). */
+
+struct CdslAcc {
+    u32 v;
+};
+__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w) { s.v = w; }
+__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w) { s.v += w; }
+__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s) { return s.v; }
+#endif
+
+/* ---- Sums of 16-byte packs and 4-byte words, element by element ---------------------------- */
+
+template <typename W> struct CdslSum;
+
+template <> struct CdslSum<u32> {
+    CdslAcc s;
+    __device__ __forceinline__ void first(u32 w) { cdsl_acc_first(s, w); }
+    __device__ __forceinline__ void add(u32 w) { cdsl_acc_add(s, w); }
+    __device__ __forceinline__ u32 get() const { return cdsl_acc_word(s); }
+};
+
+template <> struct CdslSum<uint4> {
+    CdslAcc s[4];
+    __device__ __forceinline__ void first(uint4 w)
+    {
+        cdsl_acc_first(s[0], w.x), cdsl_acc_first(s[1], w.y), cdsl_acc_first(s[2], w.z), cdsl_acc_first(s[3], w.w);
+    }
+    __device__ __forceinline__ void add(uint4 w)
+    {
+        cdsl_acc_add(s[0], w.x), cdsl_acc_add(s[1], w.y), cdsl_acc_add(s[2], w.z), cdsl_acc_add(s[3], w.w);
+    }
+    __device__ __forceinline__ uint4 get() const
+    {
+        return make_uint4(cdsl_acc_word(s[0]), cdsl_acc_word(s[1]), cdsl_acc_word(s[2]), cdsl_acc_word(s[3]));
+    }
+};
+
+/* ---- Data movement ------------------------------------------------------------------------
+   A data operation is a source (what to load at a byte offset) and a destination (where to
+   store it). cdsl_apply spreads it over every thread of the rank: 16-byte packs in a
+   grid-stride loop (consecutive threads take consecutive packs: coalesced), four packs per
+   thread per round so that four loads are in flight, then 4-byte words for the tail.
+
+   Which thread handles element i of a range depends only on i, the range's length and the
+   launch (its grid and chunk size), never on the operation or on its other operands: two
+   operations on the same range meet in the same thread, so they need no barrier between them
+   (the checker's ordering pass, order.c, relies on this). Hence one choice for the whole
+   launch: packs when chunk_bytes is a multiple of 16 (then every chunk offset is 16-byte
+   aligned, buffers being so), 4-byte words otherwise (a chunk is only a multiple of 4).
+   Each operation is one CDSL_OUTLINE function: compiled once however many ranks and calls use
+   it, which keeps NVRTC fast, unless the program is small enough to inline (CDSL_INLINE). */
+
+template <typename W, typename S, typename D>
+__device__ __forceinline__ void cdsl_stream(const S &src, const D &dst, u64 first, u64 n)
+{
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * step < n; i += 4 * step) {
+        W v0 = src.template load<W>(first + i * sizeof(W));
+        W v1 = src.template load<W>(first + (i + step) * sizeof(W));
+        W v2 = src.template load<W>(first + (i + 2 * step) * sizeof(W));
+        W v3 = src.template load<W>(first + (i + 3 * step) * sizeof(W));
+        dst.template store<W>(first + i * sizeof(W), v0);
+        dst.template store<W>(first + (i + step) * sizeof(W), v1);
+        dst.template store<W>(first + (i + 2 * step) * sizeof(W), v2);
+        dst.template store<W>(first + (i + 3 * step) * sizeof(W), v3);
+    }
+    for (; i < n; i += step)
+        dst.template store<W>(first + i * sizeof(W), src.template load<W>(first + i * sizeof(W)));
+}
+
+__device__ __forceinline__ u64 cdsl_at(const CdslArgs &a, int chunk)
+{
+    return (u64)chunk * a.chunk_bytes;
+}
+
+template <typename S, typename D>
+__device__ __forceinline__ void cdsl_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
+{
+    u64 bytes = cdsl_at(a, chunks);
+    u64 packs = (a.chunk_bytes & 15) == 0 ? bytes / 16 : 0;
+    cdsl_stream<uint4>(src, dst, 0, packs);
+    cdsl_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4);
+}
+
+/* Buffer b of rank q: our own through its local address, a peer's through its peer mapping,
+   from the argument block when it has room (CDSL_ARGS_RANKS), else from the table. */
+__device__ __forceinline__ char *cdsl_rank_buf(const CdslArgs &a, int q, int b)
+{
+#if CDSL_NRANKS <= CDSL_ARGS_RANKS
+    return q == a.rank ? a.buf[b] : a.peer_bufs[q][b];  /* in the argument block */
+#else
+    return q == a.rank ? a.buf[b] : a.peer_buf[q * CDSL_ABI_MAX_BUFS + b];
+#endif
+}
+
+struct CdslLoad {   /* plain loads from one address range (local, or a peer's) */
+    const char *p;
+    template <typename W> __device__ __forceinline__ W load(u64 off) const
+    {
+        return *(const W *)(p + off);
+    }
+};
+
+struct CdslStore {  /* plain stores into one address range (local, or a peer's) */
+    char *p;
+    template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
+    {
+        *(W *)(p + off) = v;
+    }
+};
+
+struct CdslLoadSum2 {   /* x + y, element-wise */
+    const char *x, *y;
+    template <typename W> __device__ __forceinline__ W load(u64 off) const
+    {
+        CdslSum<W> s;
+        s.first(*(const W *)(x + off));
+        s.add(*(const W *)(y + off));
+        return s.get();
+    }
+};
+
+/* copy(dst, src): both local. */
+__device__ CDSL_OUTLINE void cdsl_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* reduce(dst, x, y): all local. */
+__device__ CDSL_OUTLINE void cdsl_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yb, int yc, int n)
+{
+    CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), a.buf[yb] + cdsl_at(a, yc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* p.put(dst, src): local src into dst on rank p. */
+__device__ CDSL_OUTLINE void cdsl_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslStore dst = {cdsl_rank_buf(a, p, db) + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* p.get(dst, src): src on rank p into local dst. */
+__device__ CDSL_OUTLINE void cdsl_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {cdsl_rank_buf(a, p, sb) + cdsl_at(a, sc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* ---- The switch of the flavour, and an imported plan's helpers -------------------------------- */
+
+#if defined(CDSL_FLAVOUR_NVLS)
+#include "cdsl_nvls.cuh"
+#else
+#include "cdsl_p2p.cuh"
+#endif
+
+#ifdef CDSL_PLAN
+#include "cdsl_plan.cuh"
+#endif
+
+#endif /* CDSL_DEVICE_CUH */

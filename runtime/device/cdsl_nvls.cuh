@@ -1,0 +1,190 @@
+/*
+ * cdsl_nvls.cuh - the switch, nvls flavour: multimem instructions on the multicast mappings,
+ * and the alias fence between the multicast and the unicast mappings. Included by
+ * cdsl_device.cuh when the program defines CDSL_FLAVOUR_NVLS; not for use on its own.
+ */
+#ifndef CDSL_NVLS_CUH
+#define CDSL_NVLS_CUH
+
+/* ---- The switch, nvls flavour: multimem instructions on the multicast mappings --------------
+   a.mc_buf[b] maps buffer b of every rank at once (a multicast object); a.mc_sync the sync
+   words. A multicast address takes multimem.* only.
+
+   The alias rule (CUDA programming guide, virtual aliasing; PTX proxy-preserved causality;
+   NVLS.md): two accesses to the same bytes through the multicast and a unicast mapping, one
+   of them a write, are not ordered unless fence.proxy.alias lies on the path between them.
+   This program's emitter knows which bytes go through which mapping, so it places the fence
+   exactly: each thread executes it before an operation that accesses through one mapping
+   bytes that an access through the other may have touched (one of the two a write, by any
+   rank), after a wait before the first multicast access (for the other ranks' work before
+   the collective), and before the end of the rank if a multicast access may remain unfenced.
+   A fence after the waits that made the accesses visible lies on every such path. */
+
+__device__ __forceinline__ void cdsl_fence_alias()
+{
+    asm volatile("fence.proxy.alias;" : : : "memory");
+}
+
+#if defined(CDSL_ELEM_F32)
+/* multimem.ld_reduce for f32: 16-byte packs as .v4.f32, words as .f32. */
+template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
+template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
+{
+    uint4 v;
+    asm volatile("multimem.ld_reduce.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    return v;
+}
+template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
+{
+    u32 v;
+    asm volatile("multimem.ld_reduce.global.add.f32 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
+    return v;
+}
+#elif defined(CDSL_ELEM_F16)
+/* multimem.ld_reduce for f16: 16-byte packs as .v4.f16x2, words as .f16x2, summed in f32 (.acc::f32). */
+template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
+template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
+{
+    uint4 v;
+    asm volatile("multimem.ld_reduce.global.add.acc::f32.v4.f16x2 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    return v;
+}
+template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
+{
+    u32 v;
+    asm volatile("multimem.ld_reduce.global.add.acc::f32.f16x2 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
+    return v;
+}
+#elif defined(CDSL_ELEM_BF16)
+/* multimem.ld_reduce for bf16: 16-byte packs as .v4.bf16x2, words as .bf16x2, summed in f32 (.acc::f32). */
+template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
+template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
+{
+    uint4 v;
+    asm volatile("multimem.ld_reduce.global.add.acc::f32.v4.bf16x2 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
+    return v;
+}
+template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
+{
+    u32 v;
+    asm volatile("multimem.ld_reduce.global.add.acc::f32.bf16x2 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
+    return v;
+}
+#elif defined(CDSL_ELEM_U32)
+/* multimem.ld_reduce for u32: there is no vector form for integers, so a 16-byte pack is four
+   scalar .u32 loads. */
+template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
+template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
+{
+    u32 v;
+    asm volatile("multimem.ld_reduce.global.add.u32 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
+    return v;
+}
+template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
+{
+    return make_uint4(cdsl_mc_sum<u32>(mc), cdsl_mc_sum<u32>(mc + 4), cdsl_mc_sum<u32>(mc + 8),
+                      cdsl_mc_sum<u32>(mc + 12));
+}
+#elif defined(CDSL_ELEM_S32)
+/* multimem.ld_reduce for s32: there is no vector form for integers, so a 16-byte pack is four
+   scalar .s32 loads. */
+template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
+template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
+{
+    u32 v;
+    asm volatile("multimem.ld_reduce.global.add.s32 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
+    return v;
+}
+template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
+{
+    return make_uint4(cdsl_mc_sum<u32>(mc), cdsl_mc_sum<u32>(mc + 4), cdsl_mc_sum<u32>(mc + 8),
+                      cdsl_mc_sum<u32>(mc + 12));
+}
+#endif
+
+/* multimem.st of bit patterns: .v4.f32 for a 16-byte pack, .f32 for a word, whatever the
+   element type (a store does not look at the bits; there is no 1- or 2-byte form). */
+template <typename W> __device__ __forceinline__ void cdsl_mc_put(char *mc, W v);
+template <> __device__ __forceinline__ void cdsl_mc_put<uint4>(char *mc, uint4 v)
+{
+    asm volatile("multimem.st.global.v4.f32 [%0], {%1, %2, %3, %4};"
+                 : : "l"(mc), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
+}
+template <> __device__ __forceinline__ void cdsl_mc_put<u32>(char *mc, u32 v)
+{
+    asm volatile("multimem.st.global.f32 [%0], %1;" : : "l"(mc), "r"(v) : "memory");
+}
+
+struct CdslMcLoadSum {  /* the sum over every rank, from the multicast address */
+    const char *mc;
+    template <typename W> __device__ __forceinline__ W load(u64 off) const
+    {
+        return cdsl_mc_sum<W>(mc + off);
+    }
+};
+
+struct CdslMcStore {    /* one store that lands on every rank */
+    char *mc;
+    template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
+    {
+        cdsl_mc_put<W>(mc + off, v);
+    }
+};
+
+/* switch.store(dst, src): local src into dst on every rank. */
+__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* switch.reduce(dst, src): local dst = the sum over every rank of src. */
+__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
+__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
+    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* One arrival of the rank, by the calling thread: a single multimem.red adds 1 to every rank's
+   copy of the switch counter; a release puts one fence before it. */
+__device__ __forceinline__ void cdsl_switch_arrive_one(const CdslArgs &a, CdslOrder order)
+{
+    u64 *mc = &a.mc_sync[CDSL_SYNC_SWITCH];
+    if (order == CDSL_RELEASE)
+        cdsl_fence_sys();
+    asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+}
+
+/* switch.signal(): one arrival, made once by the rank after its blocks converged. */
+__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
+{
+    if (blockIdx.x == 0 && threadIdx.x == 0)
+        cdsl_switch_arrive_one(a, order);
+}
+
+/* switch.wait(): the nth wait of this launch completes when every rank has made its nth
+   arrival, i.e. this rank's copy of the counter has grown by nth * nranks. The arrivals came
+   through the multicast mapping and are polled through the unicast one, so each poller puts
+   fence.proxy.alias between them, as the CUDA guide's multicast barrier does. */
+__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+{
+    if (threadIdx.x == 0)
+        cdsl_fence_alias();
+    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
+                          order, line, CDSL_SYNC_SWITCH);
+}
+
+#endif /* CDSL_NVLS_CUH */

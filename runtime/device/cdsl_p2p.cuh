@@ -1,0 +1,118 @@
+/*
+ * cdsl_p2p.cuh - the switch, p2p flavour: emulated with unicast loads, stores and system-scope
+ * atomics through the peer mappings. It must contain no multimem instruction (tests/emit/
+ * nvrtc_all.sh checks the PTX). Included by cdsl_device.cuh when the program defines
+ * CDSL_FLAVOUR_P2P; not for use on its own.
+ */
+#ifndef CDSL_P2P_CUH
+#define CDSL_P2P_CUH
+
+/* ---- The switch, p2p flavour: emulated over peer memory -------------------------------------
+   What the switch does in one instruction is done here with unicast loads, stores and
+   system-scope atomics on every rank's memory through the peer mappings, with the same
+   meaning: a store lands on every rank, a reduction sums every rank's copy, an arrival counts
+   on every rank's switch counter. */
+
+/* Up to 16 ranks the loops over ranks unroll fully and keep every address in registers; with
+   more, addresses are looked up per use. A constant, not a macro, for #pragma unroll: nvcc
+   does not expand macros there. */
+#if CDSL_NRANKS <= 16
+constexpr int cdsl_rank_unroll = CDSL_NRANKS;
+
+struct CdslRanks {      /* the same byte range of buffer b on every rank, addresses kept */
+    char *p[CDSL_NRANKS];
+    __device__ __forceinline__ CdslRanks(const CdslArgs &a, int b, u64 off)
+    {
+#pragma unroll (cdsl_rank_unroll)
+        for (int q = 0; q < CDSL_NRANKS; q++)
+            p[q] = cdsl_rank_buf(a, q, b) + off;
+    }
+    __device__ __forceinline__ char *at(int q) const { return p[q]; }
+};
+#else
+constexpr int cdsl_rank_unroll = 4;
+
+struct CdslRanks {      /* the same byte range of buffer b on every rank, looked up per use */
+    const CdslArgs *a;
+    int b;
+    u64 off;
+    __device__ __forceinline__ CdslRanks(const CdslArgs &args, int buf, u64 o) : a(&args), b(buf), off(o) {}
+    __device__ __forceinline__ char *at(int q) const { return cdsl_rank_buf(*a, q, b) + off; }
+};
+#endif
+
+struct CdslRanksLoadSum {   /* the sum over every rank, rank 0 first */
+    CdslRanks r;
+    template <typename W> __device__ __forceinline__ W load(u64 off) const
+    {
+        CdslSum<W> s;
+        s.first(*(const W *)(r.at(0) + off));
+#pragma unroll (cdsl_rank_unroll)
+        for (int q = 1; q < CDSL_NRANKS; q++)
+            s.add(*(const W *)(r.at(q) + off));
+        return s.get();
+    }
+};
+
+struct CdslRanksStore {     /* the same value stored on every rank */
+    CdslRanks r;
+    template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
+    {
+#pragma unroll (cdsl_rank_unroll)
+        for (int q = 0; q < CDSL_NRANKS; q++)
+            *(W *)(r.at(q) + off) = v;
+    }
+};
+
+/* switch.store(dst, src): local src into dst on every rank. */
+__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* switch.reduce(dst, src): local dst = the sum over every rank of src. */
+__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
+__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
+    CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
+    cdsl_apply(a, src, dst, n);
+}
+
+/* One arrival on every rank's switch counter, by threads 0 .. nranks-1 of the calling block,
+   one rank each: a fence (for a release; one instruction for a warp) then a relaxed red, so
+   the arrivals go out in parallel. */
+__device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder order)
+{
+    for (int q = threadIdx.x; q < CDSL_NRANKS; q += blockDim.x) {
+        if (order == CDSL_RELEASE)
+            cdsl_fence_sys();
+        cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &cdsl_rank_sync(a, q)[CDSL_SYNC_SWITCH]);
+    }
+}
+
+/* switch.signal(): one arrival, made once by the rank (block 0) after its blocks converged. */
+__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
+{
+    if (blockIdx.x == 0)
+        cdsl_switch_arrive(a, order);
+}
+
+/* switch.wait(): the nth wait of this launch completes when every rank has made its nth
+   arrival, i.e. this rank's counter has grown by nth * nranks. */
+__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+{
+    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
+                          order, line, CDSL_SYNC_SWITCH);
+}
+
+#endif /* CDSL_P2P_CUH */
