@@ -162,6 +162,8 @@ typedef struct Emitter {
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
     bool data_since_barrier, data_since_meet;
+    bool recv_since_barrier;   /* a recv_packets since the last grid barrier */
+    bool fence_signal;         /* the next signal follows data operations: fence it */
 } Emitter;
 
 /* Keep [A-Za-z0-9_], replace anything else: user text never reaches the source verbatim. */
@@ -273,6 +275,15 @@ static void put_sync_call(Emitter *e, const IrOp *op)
     EmitBuf *o = &e->out;
     bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
     const char *order = op->relaxed ? "CDSL_RELAXED" : wait ? "CDSL_ACQUIRE" : "CDSL_RELEASE";
+    /* A relaxed signal orders the rank's earlier operations before what its partner does
+       after the wait (docs/language.md: rule 1 takes execution order for a read followed by
+       a write). Observing a relaxed arrival does not order the reads of other threads (or a
+       remote load still in flight) in PTX's model, so after data operations the arrival is
+       fenced all the same: the code of a release. */
+    if (!wait && op->relaxed && e->fence_signal)
+        order = "CDSL_RELEASE /* relaxed, after data operations: fenced */";
+    if (!wait)
+        e->fence_signal = false;
     switch (op->kind) {
     case IR_SIGNAL:
         emit_printf(o, "    cdsl_peer_signal(a, %d, %s);\n", op->peer, order);
@@ -294,21 +305,33 @@ static void put_sync_call(Emitter *e, const IrOp *op)
 }
 
 /* Grid barrier or convergence before op, when its data needs one. */
+/* Packets are ordered word by word on the GPU, but the checker takes a send as done, all of it,
+   before its receive, like a signal before its wait (docs/language.md, section 8). So all of
+   the rank's blocks meet before a send when data operations came since the last meeting (the
+   send's packets then say that everything before it is done, not only the words of the block
+   that sent them), and after a receive before the next data operation (which may touch words
+   other blocks received). Signals after a receive converge as after any data operation. */
+static bool packet_meeting(const Emitter *e, const IrOp *op)
+{
+    return op->kind == IR_PKT_SEND || e->recv_since_barrier;
+}
+
 static void put_meeting(Emitter *e, const IrOp *op)
 {
     bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
     bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
-                   op->sync_before;
+                   (op->sync_before || packet_meeting(e, op));
     if (barrier) {
         emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                     "// after the other blocks' work above\n", ++e->meets, op->loc.line);
-        e->data_since_barrier = e->data_since_meet = false;
+        e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = e->fence_signal = false;
     } else if (signal && e->data_since_meet) {
         emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
                     "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
         e->data_since_meet = false;
+        e->fence_signal = true;
     }
 }
 
@@ -332,6 +355,7 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
         else
             put_data_call(e, op);
         e->data_since_barrier = e->data_since_meet = true;
+        e->recv_since_barrier |= op->kind == IR_PKT_RECV;
     } else {
         emit_line_at(&e->out, op->loc);
         put_sync_call(e, op);
@@ -368,7 +392,7 @@ static void put_rank(Emitter *e, int r, Arena *a)
 {
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
-    e->data_since_barrier = e->data_since_meet = false;
+    e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
     if (e->fence)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");

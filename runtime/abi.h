@@ -70,6 +70,9 @@ enum {
 #define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS)
 #define CDSL_STATE_WORDS(nranks) (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS)
 #define CDSL_PKT_COUNTER(p) (0x80000000u + (unsigned)(p))
+/* A packet's 32-bit flag in epoch e: 1 .. 2^32 - 1, never the 0 of zeroed slots, and different
+ * for epochs e and e + 2, which share a parity slot (sim and the device code alike). */
+#define CDSL_PKT_FLAG(e) ((unsigned)((unsigned long long)(e) % 0xffffffffull) + 1u)
 #define CDSL_ERROR_WORDS 4
 
 /* The argument block, by value (a kernel's parameters are at most 4 KiB: 1.4 KiB here). Pointers

@@ -45,6 +45,7 @@ struct cdsl_comm {
     bool allocated;
     int nbufs;
     int chunks[IR_MAX_BUFS];
+    bool internal[IR_MAX_BUFS];     /* the runtime's own (the packet slots), never the caller's */
     size_t bytes[IR_MAX_BUFS];
     size_t chunk_bytes;
     /* In place (ir_in_place): `aliased` is the part of `holder` that starts at chunk
@@ -312,6 +313,7 @@ static void comm_set_layout(cdsl_comm *c, const IrProgram *ir, size_t chunk_byte
     c->chunk_bytes = chunk_bytes;
     for (int b = 0; b < ir->nbufs; b++) {
         c->chunks[b] = ir->bufs[b].nchunks;
+        c->internal[b] = ir->bufs[b].internal;
         c->bytes[b] = bytes[b];
     }
     c->aliased = c->holder = -1;
@@ -550,8 +552,10 @@ static bool comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 {
     if (!c->allocated || c->nbufs != ir->nbufs || (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
         return false;
+    /* A program without packets must not take the packet slots for a buffer of its own: what it
+       wrote there would pass for packets in the next run of the program that has them. */
     for (int b = 0; b < ir->nbufs; b++)
-        if (c->chunks[b] != ir->bufs[b].nchunks)
+        if (c->chunks[b] != ir->bufs[b].nchunks || c->internal[b] != ir->bufs[b].internal)
             return false;
     return true;
 }

@@ -428,6 +428,11 @@ int gpu_reset_words(GpuComm *g)
                 "zeroing rank %d's state words", q);
         GPU_TRY(g, d, g->cu->MemsetD8(rk->error, 0, CDSL_ERROR_WORDS * 4),
                 "zeroing rank %d's error record", q);
+        /* The packet epoch starts again at 0, so packets of earlier launches (flag 1, 2, ...)
+           would pass for this epoch's: the slots start again from zero too, as on sim. */
+        int pb = g->ir ? ir_packet_buf(g->ir) : -1;
+        if (pb >= 0 && pb < g->nbufs && rk->buf[pb])
+            GPU_TRY(g, d, g->cu->MemsetD8(rk->buf[pb], 0, g->bytes[pb]), "zeroing rank %d's packet slots", q);
     }
     return gpu_sync_all(g);
 }
@@ -1032,6 +1037,11 @@ int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
     st = gpu_timed(g, args, g->ce_run ? 0 : gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
     free(args);
     int fin = gpu_finish(g);    /* also after a failed launch: nothing may stay in flight */
+    /* A launch that failed part way left some ranks' counters, bases and records a run ahead
+       of the others: start them all again, as after a give-up (its own error stays the one
+       reported). */
+    if (st && !fin)
+        gpu_reset_words(g);
     if (!st)
         st = fin;
     if (!st)

@@ -550,10 +550,17 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
         return rt_failed(c);
     int local = rt_run_ok(c, p, dtype, chunk, io);
     /* A run the others handshake for (a new program, type or size) hears why we cannot run;
-     * a repeated run fails here alone, and the peers' waits run out of their bound. */
+     * a repeated run fails here alone, and the peers' waits run out of their bound. This rank
+     * has then skipped a run its peers make, so the communicator is failed here too: were it to
+     * go on, its next run would pair with the peers' run before (its signals answering their
+     * waits of the skipped run) and could verify with data of two different runs. */
     bool repeated = p && p == c->agreed.p && dtype == c->agreed.dtype && chunk == c->agreed.chunk_bytes;
+    if (local && repeated) {
+        c->failed = true;
+        return local;
+    }
     if (local)
-        return repeated ? local : rt_handshake(c, p, dtype, chunk, local);
+        return rt_handshake(c, p, dtype, chunk, local);
     int st = rt_agreed(c, p, dtype, chunk) ? CDSL_OK : rt_handshake(c, p, dtype, chunk, CDSL_OK);
     if (st)
         return st;

@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "backend.h"
 #include "driver.h"
 #include "ir.h"
@@ -441,7 +442,7 @@ static bool sim_pkt_send(SimWorker *w, const IrOp *op)
 {
     Sim *s = w->s;
     const char *src = sim_ptr(s, w->rank, op->src);
-    uint64_t flag = (uint32_t)(w->epoch + 1);
+    uint64_t flag = CDSL_PKT_FLAG(w->epoch);
     size_t words = (size_t)op->src.count * (s->chunk / 4);
     for (size_t j = 0; j < words; j++) {
         uint32_t v;
@@ -460,7 +461,7 @@ static bool sim_pkt_recv(SimWorker *w, const IrOp *op)
 {
     Sim *s = w->s;
     char *dst = sim_ptr(s, w->rank, op->dst);
-    w->want = (uint32_t)(w->epoch + 1);
+    w->want = CDSL_PKT_FLAG(w->epoch);
     size_t words = (size_t)op->dst.count * (s->chunk / 4);
     for (size_t j = 0; j < words; j++) {
         w->pkt_word = sim_pkt_word(s, w->rank, op, w->epoch, j);

@@ -18,7 +18,8 @@
  * Layout (compiler/packet_layout.c, the sim uses the same): the receiver's packet slots are
  * its internal buffer `pb`; a packet op's data words start at word `slot * chunk_bytes / 4` of
  * its pair's place, and data word w of launch parity e & 1 is slot word 2w + (e & 1). The flag
- * is e + 1, e being this rank's count of launches of programs with packets: base word
+ * is CDSL_PKT_FLAG(e) (runtime/abi.h: e + 1, skipping 0 when it wraps), e being this
+ * rank's count of launches of programs with packets: base word
  * CDSL_STATE_PKT_EPOCH of the launch (runtime/abi.h), which the leave function hands on plus
  * one (the rank's consumed() says 1 for it), with plain stores like every base, the same on
  * every rank since every rank launches the same programs in the same order. A block reads it
@@ -49,7 +50,7 @@ __device__ CDSL_OUTLINE void cdsl_send_packets(const CdslArgs &a, int p, int pb,
 {
     const u32 *src = (const u32 *)(a.buf[sb] + cdsl_at(a, sc));
     u64 *slots = (u64 *)cdsl_rank_buf(a, p, pb);
-    const u64 e = cdsl_pkt_epoch(a), flag = (u64)(u32)(e + 1) << 32;
+    const u64 e = cdsl_pkt_epoch(a), flag = (u64)CDSL_PKT_FLAG(e) << 32;
     const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
     const u64 step = (u64)gridDim.x * blockDim.x;
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += step)
@@ -64,7 +65,7 @@ __device__ CDSL_OUTLINE bool cdsl_recv_packets(const CdslArgs &a, int p, int pb,
     u32 *dst = (u32 *)(a.buf[db] + cdsl_at(a, dc));
     const u64 *slots = (const u64 *)a.buf[pb];
     const u64 e = cdsl_pkt_epoch(a);
-    const u32 flag = (u32)(e + 1);
+    const u32 flag = CDSL_PKT_FLAG(e);
     const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
     const u64 step = (u64)gridDim.x * blockDim.x;
     int bad = 0;

@@ -6,6 +6,7 @@
 #   - a program for another rank count or an unknown type in cdsl_fill/cdsl_check, an unknown
 #     artifact kind (misuse.c);
 #   - in-place layouts through the API, their refusals, cdsl_check_detail (in_place.c);
+#   - the packet slots: a program without packets is refused on them, CDSL_PKT_FLAG (packet_slots.c);
 #   - out of memory through the API (oom.c, address space limited: plain build only) and in
 #     the tools under ulimit -v: exit 3 with a message;
 #   - a chain of 256 files, each importing the next, compiled from a thread with a 1 MiB stack
@@ -74,6 +75,28 @@ IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_n
 build in_place "" && run_c in_place "" $IP
 # shellcheck disable=SC2086
 build in_place asan && run_c in_place asan $IP
+
+# ---- the packet slots are the runtime's: a program without packets may not run on them -------------
+cat >"$tmp/pa.cdsl" <<'CDSL'
+program pa implements allgather {
+    let other = peer(1 - rank);
+    other.send_packets(input[0]);
+    copy(output[rank], input[0]);
+    other.recv_packets(output[1 - rank]);
+}
+CDSL
+cat >"$tmp/pb.cdsl" <<'CDSL'
+program pb implements custom {
+    input[1];
+    output[2];
+    scratch t[4];
+    for k in 0 .. 4 { copy(t[k], input[0]); }
+    copy(output[0], input[0]);
+    copy(output[1], input[0]);
+}
+CDSL
+build packet_slots "" && run_c packet_slots "" "$tmp/pa.cdsl" "$tmp/pb.cdsl"
+build packet_slots asan && run_c packet_slots asan "$tmp/pa.cdsl" "$tmp/pb.cdsl"
 
 # ---- out of memory ------------------------------------------------------------------------------------
 # 16M operations: several GiB of IR; a loop of 20000 copies at -n 1 passes and emits ~2 MB of CUDA.

@@ -31,7 +31,7 @@ __device__ bool rank_0(const CdslArgs &a)
 #line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
 #line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 3, CDSL_RELAXED);
+    cdsl_peer_signal(a, 3, CDSL_RELEASE /* relaxed, after data operations: fenced */);
     // 9:10  wait for rank 1 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_RELAXED, 9));
@@ -98,7 +98,7 @@ __device__ bool rank_1(const CdslArgs &a)
 #line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
 #line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELAXED);
+    cdsl_peer_signal(a, 0, CDSL_RELEASE /* relaxed, after data operations: fenced */);
     // 9:10  wait for rank 2 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 9));
@@ -165,7 +165,7 @@ __device__ bool rank_2(const CdslArgs &a)
 #line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
 #line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 1, CDSL_RELAXED);
+    cdsl_peer_signal(a, 1, CDSL_RELEASE /* relaxed, after data operations: fenced */);
     // 9:10  wait for rank 3 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_RELAXED, 9));
@@ -232,7 +232,7 @@ __device__ bool rank_3(const CdslArgs &a)
 #line 8 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
 #line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELAXED);
+    cdsl_peer_signal(a, 2, CDSL_RELEASE /* relaxed, after data operations: fenced */);
     // 9:10  wait for rank 0 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_RELAXED, 9));

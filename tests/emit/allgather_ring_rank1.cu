@@ -33,7 +33,7 @@ __device__ bool rank_1(const CdslArgs &a)
 #line 8 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
 #line 8 "allgather_ring_rank1.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELAXED);
+    cdsl_peer_signal(a, 0, CDSL_RELEASE /* relaxed, after data operations: fenced */);
     // 9:10  wait for rank 2 (relaxed)
 #line 9 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 9));
