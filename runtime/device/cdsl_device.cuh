@@ -137,6 +137,19 @@ enum CdslScope { CDSL_SYS, CDSL_GPU };
    never reset, so (long long)(value - target) >= 0 is right even after 2^64 arrivals; then one
    acquire fence unless the wait is relaxed. At most a.spin_limit polls (0: no bound); gives up
    early when another thread of the rank already failed. Returns false when it gave up. */
+/* A wait polls at full speed for CDSL_SPIN_FAST polls (a peer that is a few microseconds behind),
+   then sleeps about CDSL_SPIN_SLEEP_NS between polls: a peer that is far behind (another
+   process still busy on the host) costs no memory traffic, and the spin limit stays a bound
+   of seconds however fast a relaxed poll is (2^22 polls: about 4 s or more). */
+#define CDSL_SPIN_FAST 4096u
+#define CDSL_SPIN_SLEEP_NS 1000u
+
+__device__ __forceinline__ void cdsl_spin_pause(u64 polls)
+{
+    if (polls > CDSL_SPIN_FAST)
+        __nanosleep(CDSL_SPIN_SLEEP_NS);
+}
+
 __device__ __forceinline__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u64 target, CdslScope scope,
                                           CdslOrder order, u32 line, u32 counter)
 {
@@ -144,6 +157,7 @@ __device__ __forceinline__ bool cdsl_spin(const CdslArgs &a, const u64 *word, u6
         u64 v = scope == CDSL_SYS ? cdsl_ld_relaxed_sys(word) : cdsl_ld_relaxed_gpu(word);
         if ((long long)(v - target) >= 0)
             break;
+        cdsl_spin_pause(polls);
         if (a.spin_limit && polls >= a.spin_limit) {
             cdsl_give_up(a, line, counter);
             return false;

@@ -77,6 +77,7 @@ __device__ CDSL_OUTLINE bool cdsl_recv_packets(const CdslArgs &a, int p, int pb,
                 dst[i] = (u32)v;
                 break;
             }
+            cdsl_spin_pause(polls);
             if (a.spin_limit && polls >= a.spin_limit) {
                 cdsl_give_up(a, line, CDSL_PKT_COUNTER(p));
                 bad = 1;
