@@ -13,8 +13,8 @@
  *
  * The grid: at most one block per SM (CDSL_GPU_BLOCKS overrides it), fewer for small
  * chunks, and never more than this rank's share of the device when several ranks share it
- * (two processes on one GPU): the ranks spin on each other, and a rank's blocks must not
- * take the SMs its peers need. Processes on one GPU without MPS time-slice, so their
+ * (two processes on one GPU), and then at most GPU_SHARED_PROCESS_BLOCKS: the ranks spin on
+ * each other, and a rank's blocks must not take the SMs its peers need. Processes on one GPU without MPS time-slice, so their
  * kernels take turns rather than run together: correct, but slow, and only for testing.
  */
 #include "gpu_rank.h"
@@ -266,12 +266,22 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 
 /* ---- a run ----------------------------------------------------------------------------------------- */
 
+/* Processes that share a GPU are never sure to be resident together (without MPS they take
+   turns; under MPS the server places their blocks, and each process sized its share from its
+   own kernel's occupancy), while each rank's blocks wait for each other at its grid barriers
+   and for the peers at every wait. Such ranks keep the small grid that ran there before the
+   grid grew to every SM (132 blocks each gave up waiting under MPS on one H200 from 16 MiB). */
+enum { GPU_SHARED_PROCESS_BLOCKS = 32 };
+
 static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
 {
     unsigned plan = gpu_plan_blocks(g->ir);
-    return plan ? plan
-                : gpu_grid_for((long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1), g->sm_count,
-                               chunk * (size_t)gpu_op_chunks(g->ir, g->flavour));
+    if (plan)
+        return plan;
+    long share = (long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1);
+    if (g->share > 1 && share > GPU_SHARED_PROCESS_BLOCKS)
+        share = GPU_SHARED_PROCESS_BLOCKS;
+    return gpu_grid_for(share, g->sm_count, chunk * (size_t)gpu_op_chunks(g->ir, g->flavour));
 }
 
 /* The caller's stream belongs to our context; the caller's buffer is memory of our GPU. */
