@@ -4,11 +4,17 @@
 Every program is a pure function of one integer seed. A program is built from a template (a
 collective written from known-good phases: an entry handshake, a data phase, an exit
 handshake, in switch / ring / mesh / pull / recursive-doubling shapes, or two phases composed
-into an allreduce), dressed with changes that keep it correct (stronger memory orders, data
+into an allreduce; and over packets, docs/language.md section 8: one-shot exchanges as in
+stdlib/*_ll.cdsl, packets mixed with puts, a ring, a relay and recursive doubling over packets,
+one-way shifts and broadcasts with their answers), dressed with changes that keep it correct (stronger memory orders, data
 operations split into per-chunk loops, phases moved into defs, extra barrier rounds, equal
 branches on `rank`), and then, for most seeds, given one injected bug (a mutation: a dropped
 wait, a weakened order, a moved signal, an off-by-one chunk, an extra early switch arrival, a
-switch operation whose source overlaps its destination, ...), sometimes on one rank only.
+switch operation whose source overlaps its destination; for packets: a one-way sender's answer
+dropped (the slot rule), a receive into the wrong chunk, swapped with another or moved above its
+send, what reads a received buffer moved above the receive, a send moved above what writes its
+source, the relay's round made relaxed (a receive publishes nothing else), a size changed),
+sometimes on one rank only. A packets mutation is given a packets template.
 
 The first lines of each program say how it was made, so that a failure can be read:
     // gen: seed=123 template=ag_ring(put) mutation=move_signal: ...
