@@ -725,7 +725,7 @@ def ag_packets(g, own, own_written):
 
 def ag_pk_mixed(g, own, own_written):
     """Packets carry some of the data, put/signal/wait the rest: either chunk 0 of each block
-    by packets and the rest by put (C >= 2), or pairs with (rank + p) even by packets and the
+    by packets and the rest by put (C >= 2), or pairs with (rank + p) % 3 == 1 by packets and the
     others by put."""
     C = g.C
     body = copy_own(g, own)
@@ -743,7 +743,7 @@ def ag_pk_mixed(g, own, own_written):
         body.append(mesh(g, lambda ch, p: [g.wait(ch, 'acquire', gp)]))
         return body
     g.variants.append('mixed pairs')
-    cond = lambda p: '(rank + %s) %% 2 == 0' % p
+    cond = lambda p: '(rank + %s) %% 3 == 1' % p      # both ways alike; with 2 ranks all packets
     body.append(mesh(g, lambda ch, p: [If(cond(p), [Pk('send', ch, src)],
                                           [Op('put', blk('output', 'rank', C), src, ch=ch), g.sig(ch, 'release', gp)])]))
     body.append(mesh(g, lambda ch, p: [If(cond(p), [Pk('recv', ch, blk('output', p, C))], [g.wait(ch, 'acquire', gp)])]))
@@ -1351,6 +1351,10 @@ def m_pk_drop_answer(g):
     g.body[:] = prune(g.body)
     for d in g.defs:
         d.body[:] = prune(d.body)
+    if 'pk_ring' in g.template:
+        # r's last receive comes after a chain of n-1 receives that starts at r+1's first send
+        g.harmless = True
+        return 'dropped the answer to the ring\'s packet senders (the ring\'s chain answers)'
     if g.n == 2 and 'bcast' not in g.template:
         g.harmless = True        # next is prev: the packets each way answer each other
         return 'dropped the answer to the one-way packet sender (none needed with 2 ranks)'
@@ -1385,6 +1389,8 @@ def m_pk_swap_recvs(g):
     if not sr:
         return None
     lst, i = g.rng.choice(sr)
+    # with a send before the pair (halves, fused), the moved receive may take what that one sent
+    g.harmless = any(pk_leaves(lst[k], 'send') for k in range(i - 1))
     lst[i - 1], lst[i] = lst[i], lst[i - 1]
     return 'receive `%s` moved above send `%s`' % (describe(lst[i - 1]), describe(lst[i]))
 
@@ -1416,6 +1422,7 @@ def m_pk_move_recv(g):
     lst, i, j = g.rng.choice(c)
     t = lst.pop(j)
     lst.insert(i, t)
+    g.harmless = g.coll == 'custom'      # whose values nothing checks
     return '`%s` moved above receive `%s`' % (describe(t), describe(lst[i + 1]))
 
 
@@ -1450,6 +1457,7 @@ def m_pk_publish_nothing(g):
         return None
     for x in c:
         x.order, x.explicit = 'relaxed', True
+    g.harmless = g.n == 2                # no third rank gets anything
     return 'the relay round signals relaxed: a receive publishes nothing, and nothing else does'
 
 
@@ -1526,6 +1534,8 @@ def generate(seed, max_n=9, mutate_p=0.6):
     g = Prog(seed, rng, n, coll, cval, use_param)
     if mut and mut[0].startswith('pk_'):
         g.want_pk = True
+        if n == 1 and max_n > 1:          # no packets move with one rank
+            n = g.n = rng.randint(2, max_n)
         if coll == 'barrier' or coll == 'custom' and n == 1:
             coll, fn = 'allgather', t_allgather
             g.coll = coll
@@ -1548,7 +1558,7 @@ def generate(seed, max_n=9, mutate_p=0.6):
         rest = [m for m in MUTATIONS if m is not mut and m[1]]
         rng.shuffle(rest)     # when the chosen one finds no place, another one does
         for name, m, _ in [mut] + rest:
-            if m is None:
+            if m is None or name.startswith('pk_') and g.n == 1:
                 continue
             d = m(g)
             if d:
