@@ -95,10 +95,13 @@ def sim_runs(seed, n, largest, count, packets=False):
     Chunks are mostly over one 256 KiB piece, so that a chunk moves in several pieces; a
     buffer holds at most 32 MiB / n (the suite's time goes into moving bytes). A program with
     packets has its last run small and of many iterations: a sender that may run two launches
-    ahead of its reader (the slot rule) shows only over several launches."""
+    ahead of its reader (the slot rule) shows only over several launches (a rejected one, of
+    one run, gets that run as a second)."""
     rng = random.Random(seed * 1000003 + 17)
     cap = (32 << 20) // max(n, 1)
     runs = []
+    if packets and count == 1:
+        count = 2
     for k in range(count):
         if largest == 0:
             size = 4096
