@@ -712,15 +712,23 @@ def ag_packets(g, own, own_written):
     style = pk_style(g)
     cp = copy_own(g, own)
     src = blk('output', 'rank', C) if cp and g.coin(0.3) else own('rank')
+    stage, later = [], []
+    if g.coin(0.2):
+        # sent from a stage written again after the sends: a receive gets the value at the send
+        g.variants.append('stage overwritten')
+        st = Ref(g.buf('stage', C), 0, C)
+        stage = [Op('copy', st, own('rank'))]
+        later = [Op('reduce', st, own('rank'), own('rank'))]
+        src = st
     r = pk_exchange(g, lambda p: src, lambda p: blk('output', p, C), style)
     if not isinstance(r, tuple):
-        return cp + r
+        return stage + cp + r + later
     sends, recvs = r
     sends = maybe_def(g, sends, 'send', C)
     recvs = maybe_def(g, recvs, 'recv', C)
     if src.buf != 'output' and g.coin(0.5):
-        return sends + cp + recvs          # the stdlib's order: the copy between
-    return cp + sends + recvs
+        return stage + sends + later + cp + recvs          # the stdlib's order: the copy between
+    return stage + cp + sends + later + recvs
 
 
 def ag_pk_mixed(g, own, own_written):
@@ -735,10 +743,19 @@ def ag_pk_mixed(g, own, own_written):
     if g.cval >= 2 and g.coin(0.5):
         g.variants.append('mixed chunks')
         rest = C + ' - 1'
-        body.append(mesh(g, lambda ch, p: [Pk('send', ch, Ref(src.buf, src.lo, 1)),
-                                           Op('put', Ref('output', add(mul('rank', C), 1), rest),
-                                              Ref(src.buf, add(src.lo, 1), rest), ch=ch),
-                                           g.sig(ch, 'release', gp)]))
+        gp = g.grp('pkpub')       # the put's own publication: the packets after it publish nothing
+        send = Pk('send', 'CH', Ref(src.buf, src.lo, 1))
+        put = Op('put', Ref('output', add(mul('rank', C), 1), rest), Ref(src.buf, add(src.lo, 1), rest), ch='CH')
+        first = [put, send] if g.coin() else [send, put]
+        if first[0] is put:
+            g.variants.append('put first')
+
+        def pair(ch, p):
+            ops = copy.deepcopy(first)
+            for o in ops:
+                o.ch = ch
+            return ops + [g.sig(ch, 'release', gp)]
+        body.append(mesh(g, pair))
         body.append(mesh(g, lambda ch, p: [Pk('recv', ch, Ref('output', mul(p, C), 1))]))
         body.append(mesh(g, lambda ch, p: [g.wait(ch, 'acquire', gp)]))
         return body
@@ -891,7 +908,7 @@ def phases(g, table):
 
 
 # every packets template (diff.py's coverage check wants each within seeds 1..3000)
-PK_TEMPLATES = ['ag_packets', 'ag_pk_mixed', 'ag_pk_ring', 'ag_pk_relay', 'ag_pk_rd', 'rs_packets', 'ar_ll',
+PK_TEMPLATES = ['stage overwritten', 'put first', 'ag_packets', 'ag_pk_mixed', 'ag_pk_ring', 'ag_pk_relay', 'ag_pk_rd', 'rs_packets', 'ar_ll',
                 'ar_packets+', '+packets', 'custom_pk_shift', 'custom_pk_bcast', 'packets halves',
                 'packets chunks', 'fused', 'answer signal', 'answer packets', 'mixed chunks', 'mixed pairs']
 
@@ -1440,9 +1457,19 @@ def m_pk_move_send(g):
                 if writes(lst[j]) & bufs:
                     c.append((lst, i, j))
                     break
+            for j in range(i + 1, len(lst)):       # a write after the send (value at the send)
+                if has(lst[j], Wait) or has(lst[j], Pk) or has(lst[j], Call):
+                    break
+                if writes(lst[j]) & bufs:
+                    c.append((lst, i, j))
+                    break
     if not c:
         return None
     lst, i, j = g.rng.choice(c)
+    if j > i:
+        t = lst.pop(j)
+        lst.insert(i, t)
+        return '`%s`, which writes the source of send `%s`, moved above it' % (describe(t), describe(lst[i + 1]))
     t = lst.pop(i)
     lst.insert(j, t)
     return 'send `%s` moved above `%s`, which writes its source' % (describe(t), describe(lst[j + 1]))
@@ -1453,12 +1480,37 @@ def m_pk_publish_nothing(g):
     receive wrote after a path of packets and relaxed signals only."""
     c = [x for lst in g.lists() for s in lst for x in leaves(s)
          if isinstance(x, Sig) and x.grp.startswith('relay')]
+    if not c and 'put first' in g.variants:
+        # packets after a put: without the put's own signal and wait, only the packets remain
+        return m_drop_group(g, 'pkpub', 'the put before the packets loses its signal and wait: '
+                            'the packets publish nothing else')
     if not c:
         return None
     for x in c:
         x.order, x.explicit = 'relaxed', True
     g.harmless = g.n == 2                # no third rank gets anything
     return 'the relay round signals relaxed: a receive publishes nothing, and nothing else does'
+
+
+def m_drop_group(g, prefix, what):
+    grps = {x.grp for lst in g.lists() for s in lst for x in leaves(s)
+            if isinstance(x, (Sig, Wait)) and x.grp.startswith(prefix)}
+
+    def prune(lst):
+        keep = []
+        for s in lst:
+            if isinstance(s, (Sig, Wait)) and s.grp in grps:
+                continue
+            for kid in children(s):
+                kid[:] = prune(kid)
+            if children(s) and not [x for x in leaves(s) if not isinstance(x, (Let, Comment, For, If))]:
+                continue
+            keep.append(s)
+        return keep
+    g.body[:] = prune(g.body)
+    for d in g.defs:
+        d.body[:] = prune(d.body)
+    return what
 
 
 def m_pk_size(g):
