@@ -5,7 +5,8 @@ For each program of tests/gen/gen.py (seeds START .. START+COUNT-1) it takes the
 verdict (`cdslc prog -n N`: 0 accepted, 1 rejected) and runs the program on the sim backend
 without the checker (`cdslrun --unchecked --backend sim --seed S --jitter J --size Z`, sizes
 chosen so that chunks move in several 256 KiB pieces, several jitter seeds, sometimes two
-iterations and other element types). The property:
+iterations and other element types; a program with packets also one small run of 24, where a
+packet sender that need not hear from its reader runs two launches ahead). The property:
 
     whatever the checker accepts verifies under every seed (exit 0);
     whatever sim shows wrong (exit 5) or stuck (exit 4) was rejected.
