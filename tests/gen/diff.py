@@ -5,7 +5,8 @@ For each program of tests/gen/gen.py (seeds START .. START+COUNT-1) it takes the
 verdict (`cdslc prog -n N`: 0 accepted, 1 rejected) and runs the program on the sim backend
 without the checker (`cdslrun --unchecked --backend sim --seed S --jitter J --size Z`, sizes
 chosen so that chunks move in several 256 KiB pieces, several jitter seeds, sometimes two
-iterations and other element types). The property:
+iterations and other element types; a program with packets also one small run of 24, where a
+packet sender that need not hear from its reader runs two launches ahead). The property:
 
     whatever the checker accepts verifies under every seed (exit 0);
     whatever sim shows wrong (exit 5) or stuck (exit 4) was rejected.
@@ -90,13 +91,18 @@ def first_error(text):
 
 # ---- run parameters ---------------------------------------------------------------------
 
-def sim_runs(seed, n, largest, count):
+def sim_runs(seed, n, largest, count, packets=False):
     """`count` deterministic sim runs for program `seed`: jitter seed, size, jitter, dtype, iters.
     Chunks are mostly over one 256 KiB piece, so that a chunk moves in several pieces; a
-    buffer holds at most 32 MiB / n (the suite's time goes into moving bytes)."""
+    buffer holds at most 32 MiB / n (the suite's time goes into moving bytes). A program with
+    packets has its last run small and of many iterations: a sender that may run two launches
+    ahead of its reader (the slot rule) shows only over several launches (a rejected one, of
+    one run, gets that run as a second)."""
     rng = random.Random(seed * 1000003 + 17)
     cap = (32 << 20) // max(n, 1)
     runs = []
+    if packets and count == 1:
+        count = 2
     for k in range(count):
         if largest == 0:
             size = 4096
@@ -106,10 +112,13 @@ def sim_runs(seed, n, largest, count):
                 chunk = 1 << 20
             chunk = min(chunk, cap // largest) // 4 * 4
             size = max(chunk, 4) * largest
+        many = packets and k == count - 1 and k > 0
+        if many:
+            size = 1024 * max(largest, 1)
         runs.append(['--seed', str(rng.randrange(1, 1 << 30)), '--size', str(size),
                      '--jitter', str(rng.choice([5, 20, 50])),
                      '--dtype', rng.choice(['f32', 'f32', 'f32', 'u32', 's32', 'f16', 'bf16']),
-                     '--iters', str(2 if k == 0 else rng.choice([1, 1, 2]))])
+                     '--iters', str(24 if many else 2 if k == 0 else rng.choice([1, 1, 2]))])
     return runs
 
 
@@ -201,7 +210,7 @@ def check_program(c, seed):
         return check_p2p(c, g, seed, path, args, crc, label)
     else:
         accepted = crc == 0
-        runs = sim_runs(seed, g.n, g.largest(), a.seeds if accepted else a.rejected_seeds)
+        runs = sim_runs(seed, g.n, g.largest(), a.seeds if accepted else a.rejected_seeds, '_packets(' in text)
         rrc, extra, rout = judge_sim(c, path, args, runs, SPIN_ACCEPTED if accepted else SPIN_REJECTED, accepted)
         what = RUN_EXITS.get(rrc, 'exit %d' % rrc) if runs else 'not run'
         c.stats.add(g.mutation, ('accepted, ' if accepted else 'rejected, sim ') + what)
@@ -350,6 +359,8 @@ def coverage(max_n, seeds=3000):
         g = gen.generate(s, max_n)
         text = g.text()
         seen |= {'coll ' + g.coll, 'n=%d' % g.n, 'mutation ' + g.mutation}
+        made = text.split('\n', 1)[0].split(' mutation=')[0]       # template and variants
+        seen |= {'template ' + t for t in gen.PK_TEMPLATES if t in made}
         seen |= {'op ' + w for w in re.findall(r'(?:switch|peer\([^)]*\)|next|prev|other)\.(\w+)\(', text)}
         body = text.split('\n', 4)[-1]
         seen |= {'stmt ' + w for w in ('for', 'let', 'if', 'else', 'def', 'scratch') if re.search(r'\b%s\b' % w, body)}
@@ -358,7 +369,9 @@ def coverage(max_n, seeds=3000):
             seen.add('-D chunks')
     want = ({'coll ' + c for c, _, _ in gen.TEMPLATES} | {'n=%d' % n for n in range(1, max_n + 1)} |
             {'mutation ' + m for m, _, _ in gen.MUTATIONS} | {'mutation none', '-D chunks'} |
-            {'op ' + o for o in ('store', 'reduce', 'reduce_store', 'signal', 'wait', 'put', 'get')} |
+            {'op ' + o for o in ('store', 'reduce', 'reduce_store', 'signal', 'wait', 'put', 'get',
+                                 'send_packets', 'recv_packets')} |
+            {'template ' + t for t in gen.PK_TEMPLATES} |
             {'stmt ' + w for w in ('for', 'let', 'if', 'else', 'def', 'scratch', 'copy', 'reduce')})
     if max_n < 3:
         want.discard('mutation drop_pair')      # needs a third rank

@@ -4,11 +4,17 @@
 Every program is a pure function of one integer seed. A program is built from a template (a
 collective written from known-good phases: an entry handshake, a data phase, an exit
 handshake, in switch / ring / mesh / pull / recursive-doubling shapes, or two phases composed
-into an allreduce), dressed with changes that keep it correct (stronger memory orders, data
+into an allreduce; and over packets, docs/language.md section 8: one-shot exchanges as in
+stdlib/*_ll.cdsl, packets mixed with puts, a ring, a relay and recursive doubling over packets,
+one-way shifts and broadcasts with their answers), dressed with changes that keep it correct (stronger memory orders, data
 operations split into per-chunk loops, phases moved into defs, extra barrier rounds, equal
 branches on `rank`), and then, for most seeds, given one injected bug (a mutation: a dropped
 wait, a weakened order, a moved signal, an off-by-one chunk, an extra early switch arrival, a
-switch operation whose source overlaps its destination, ...), sometimes on one rank only.
+switch operation whose source overlaps its destination; for packets: a one-way sender's answer
+dropped (the slot rule), a receive into the wrong chunk, swapped with another or moved above its
+send, what reads a received buffer moved above the receive, a send moved above what writes its
+source, the relay's round made relaxed (a receive publishes nothing else), a size changed),
+sometimes on one rank only. A packets mutation is given a packets template.
 
 The first lines of each program say how it was made, so that a failure can be read:
     // gen: seed=123 template=ag_ring(put) mutation=move_signal: ...
@@ -92,6 +98,13 @@ class Op:
         self.dst, self.src, self.src2 = copy.copy(dst), copy.copy(src), copy.copy(src2)
 
 
+class Pk:
+    """peer(p).send_packets(ref) (kind 'send') or peer(p).recv_packets(ref) (kind 'recv')."""
+
+    def __init__(self, kind, ch, ref, grp=None):
+        self.kind, self.ch, self.ref, self.grp = kind, ch, copy.copy(ref), grp
+
+
 class Let:
     def __init__(self, name, expr, idx=False):
         self.name, self.expr, self.idx = name, expr, idx
@@ -150,6 +163,8 @@ def emit_stmts(stmts, ind, out):
             else:
                 name = OPNAME[s.op]
             out.append('%s%s(%s);' % (pad, name, ', '.join(args)))
+        elif isinstance(s, Pk):
+            out.append('%s%s.%s_packets(%s);' % (pad, s.ch, s.kind, s.ref.text()))
         elif isinstance(s, Let):
             out.append('%slet %s = %s;' % (pad, s.name, s.expr))
         elif isinstance(s, For):
@@ -204,7 +219,7 @@ def leaves(s):
 
 def only(s, cls):
     """Whether every synchronisation or data leaf of s is a cls, and there is one."""
-    ls = [x for x in leaves(s) if isinstance(x, (Sig, Wait, Op, Call))]
+    ls = [x for x in leaves(s) if isinstance(x, (Sig, Wait, Op, Call, Pk))]
     return bool(ls) and all(isinstance(x, cls) for x in ls)
 
 
@@ -231,6 +246,8 @@ class Prog:
         self.expect = 'accept'
         self.ngrp = 0
         self.nfresh = 0
+        self.harmless = False                 # a mutation that may leave it correct
+        self.want_pk = False                  # a packets mutation is coming: packets templates
         if use_param:
             default = cval if rng.random() < 0.5 else rng.choice([1, 2, 3, 4])
             self.params.append(('chunks', default))
@@ -374,8 +391,8 @@ def subst_C(stmts, C, k):
         for attr in ('lo', 'hi', 'expr', 'cond', 'cnt'):
             if hasattr(s, attr) and isinstance(getattr(s, attr), str):
                 setattr(s, attr, pat.sub(k, getattr(s, attr)))
-        if isinstance(s, Op):
-            for r in (s.dst, s.src, s.src2):
+        if isinstance(s, (Op, Pk)):
+            for r in ((s.ref,) if isinstance(s, Pk) else (s.dst, s.src, s.src2)):
                 if r:
                     r.lo, r.cnt = pat.sub(k, r.lo), pat.sub(k, r.cnt)
         for kid in children(s):
@@ -644,38 +661,277 @@ def rs_mesh_put(g, dst):
     body.append(mesh(g, lambda ch, p: [g.wait(ch, 'acquire', gp)]))
     return body + local_sum(g, dst, recv)
 
+# packets phases (docs/language.md section 8): a send reads its source when it runs, the k-th
+# receive from p takes p's k-th send to this rank, a receive orders but publishes nothing else,
+# and every sender must hear from each of its readers before it ends (the slot rule).
+
+def pk_style(g, big=False):
+    """How one transfer of a block is cut into packet operations, the same on both sides:
+    whole, halves (1 chunk, then the rest: sizes differ) or one operation per chunk."""
+    ok = ['whole', 'whole']
+    if big or g.cval >= 2:
+        ok += ['halves', 'chunks']
+    st = g.rng.choice(ok)
+    if st != 'whole':
+        g.variants.append('packets ' + st)
+    return st
+
+
+def pk_ops(g, kind, ch, ref, style, grp=None):
+    """The packet operations of one transfer of ref (kind: send or recv) in this style."""
+    if style == 'whole':
+        return [Pk(kind, ch, ref, grp)]
+    if style == 'halves':
+        rest = ref.cnt + ' - 1'
+        return [Pk(kind, ch, Ref(ref.buf, ref.lo, 1), grp),
+                Pk(kind, ch, Ref(ref.buf, add(ref.lo, 1), rest), grp)]
+    i = g.fresh('i')
+    return [For(i, 0, ref.cnt, [Pk(kind, ch, Ref(ref.buf, add(ref.lo, i), 1), grp)])]
+
+
+def pk_exchange(g, src_of, dst_of, style):
+    """Every rank sends src_of(p) to every other p and receives p's into dst_of(p): split (all
+    sends, then all receives, either in a def) or fused (step s: send to rank+s, receive from
+    rank-s, so that no receive waits on a rank that is itself receiving first)."""
+    if g.coin(0.3):
+        g.variants.append('fused')
+        s = g.fresh('s')
+        to, fr = g.fresh('to'), g.fresh('fr')
+        return [For(s, 1, 'nranks', [Let(to, '(rank + %s) %% nranks' % s), Let(fr, '(rank + nranks - %s) %% nranks' % s)] +
+                    pk_ops(g, 'send', 'peer(%s)' % to, src_of(to), style) +
+                    pk_ops(g, 'recv', 'peer(%s)' % fr, dst_of(fr), style))]
+    sends = [mesh(g, lambda ch, p: pk_ops(g, 'send', ch, src_of(p), style))]
+    recvs = [mesh(g, lambda ch, p: pk_ops(g, 'recv', ch, dst_of(p), style))]
+    return sends, recvs
+
+
+def ag_packets(g, own, own_written):
+    """One-shot allgather over packets (allgather_ll): send my block to every peer, receive
+    theirs into output."""
+    C = g.C
+    style = pk_style(g)
+    cp = copy_own(g, own)
+    src = blk('output', 'rank', C) if cp and g.coin(0.3) else own('rank')
+    stage, later = [], []
+    if g.coin(0.2):
+        # sent from a stage written again after the sends: a receive gets the value at the send
+        g.variants.append('stage overwritten')
+        st = Ref(g.buf('stage', C), 0, C)
+        stage = [Op('copy', st, own('rank'))]
+        later = [Op('reduce', st, own('rank'), own('rank'))]
+        src = st
+    r = pk_exchange(g, lambda p: src, lambda p: blk('output', p, C), style)
+    if not isinstance(r, tuple):
+        return stage + cp + r + later
+    sends, recvs = r
+    sends = maybe_def(g, sends, 'send', C)
+    recvs = maybe_def(g, recvs, 'recv', C)
+    if src.buf != 'output' and g.coin(0.5):
+        return stage + sends + later + cp + recvs          # the stdlib's order: the copy between
+    return stage + cp + sends + later + recvs
+
+
+def ag_pk_mixed(g, own, own_written):
+    """Packets carry some of the data, put/signal/wait the rest: either chunk 0 of each block
+    by packets and the rest by put (C >= 2), or pairs with (rank + p) % 3 == 1 by packets and the
+    others by put."""
+    C = g.C
+    body = copy_own(g, own)
+    src = own('rank')
+    body += mesh_handshake(g, sorder_entry(g), worder_entry(g), 'entry')
+    gp = g.grp('publish')
+    if g.cval >= 2 and g.coin(0.5):
+        g.variants.append('mixed chunks')
+        rest = C + ' - 1'
+        gp = g.grp('pkpub')       # the put's own publication: the packets after it publish nothing
+        send = Pk('send', 'CH', Ref(src.buf, src.lo, 1))
+        put = Op('put', Ref('output', add(mul('rank', C), 1), rest), Ref(src.buf, add(src.lo, 1), rest), ch='CH')
+        first = [put, send] if g.coin() else [send, put]
+        if first[0] is put:
+            g.variants.append('put first')
+
+        def pair(ch, p):
+            ops = copy.deepcopy(first)
+            for o in ops:
+                o.ch = ch
+            return ops + [g.sig(ch, 'release', gp)]
+        body.append(mesh(g, pair))
+        body.append(mesh(g, lambda ch, p: [Pk('recv', ch, Ref('output', mul(p, C), 1))]))
+        body.append(mesh(g, lambda ch, p: [g.wait(ch, 'acquire', gp)]))
+        return body
+    g.variants.append('mixed pairs')
+    cond = lambda p: '(rank + %s) %% 3 == 1' % p      # both ways alike; with 2 ranks all packets
+    body.append(mesh(g, lambda ch, p: [If(cond(p), [Pk('send', ch, src)],
+                                          [Op('put', blk('output', 'rank', C), src, ch=ch), g.sig(ch, 'release', gp)])]))
+    body.append(mesh(g, lambda ch, p: [If(cond(p), [Pk('recv', ch, blk('output', p, C))], [g.wait(ch, 'acquire', gp)])]))
+    return body
+
+
+def ag_pk_ring(g, own, own_written):
+    """Ring allgather over packets: at step s send block rank-s to next, receive block
+    rank-s-1 from prev. One-way pairs (for n > 2): prev must answer next, by a signal
+    or by packets back."""
+    C = g.C
+    body = []
+    nx, pv = ring_peers(g, body)
+    body += copy_own(g, own)
+    out = lambda c: blk('output', c, C)
+    loop = [Let('c', '(rank + nranks - step) % nranks', idx=True),
+            Pk('send', nx, out('c')), Pk('recv', pv, out('(c + nranks - 1) % nranks'))]
+    body.append(For('step', 0, 'nranks - 1', loop))
+    return body + pk_answer(g, nx, pv)
+
+
+def pk_answer(g, nx, pv):
+    """The answer of a one-way sender: the reader pv... tells its sender (nx is whom I send to,
+    pv whom I read from): a relaxed signal, or packets back."""
+    if g.coin(0.6):
+        g.variants.append('answer signal')
+        gr = g.grp('answer')
+        return [g.sig(pv, sorder_entry(g), gr), g.wait(nx, worder_entry(g), gr)]
+    g.variants.append('answer packets')
+    ack = g.buf('ack', 1)
+    gr = g.grp('answer')
+    return [Pk('send', pv, Ref('output', 0, 1), gr), Pk('recv', nx, Ref(ack, 0, 1), gr)]
+
+
+def ag_pk_relay(g, own, own_written):
+    """Block r travels to r+1 as packets, then every other rank gets it from r+1 after a
+    release/acquire round: the receive publishes nothing, r+1's release publishes what its
+    receive wrote."""
+    C = g.C
+    body = []
+    nx, pv = ring_peers(g, body)
+    body += copy_own(g, own)
+    src = blk('output', 'rank', C) if own('rank').buf != 'output' or g.coin() else own('rank')
+    body += [Pk('send', nx, src), Pk('recv', pv, blk('output', '(rank + nranks - 1) % nranks', C))]
+    gp = g.grp('relay')
+    body.append(mesh(g, lambda ch, p: [g.sig(ch, 'release', gp)]))
+    body.append(mesh(g, lambda ch, p: [g.wait(ch, 'acquire', gp)]))
+    b = lambda p: blk('output', '(%s + nranks - 1) %% nranks' % p, C)
+    body.append(mesh(g, lambda ch, p: [If('%s != (rank + 1) %% nranks' % p, [Op('get', b(p), b(p), ch=ch)])]))
+    body += maybe_def(g, mesh_handshake(g, sorder_entry(g), worder_entry(g), 'exit'), 'done')
+    return body
+
+
+def ag_pk_rd(g, own, own_written):
+    """Recursive doubling over packets (n a power of two), in a def called once per distance."""
+    C = g.C
+    name = g.fresh('xchg')
+    params = ['d'] + (['k'] if C != '1' else [])
+    k = 'k' if C != '1' else '1'
+    dbody = [Let('bit', '(rank / d) % 2'), Let('other', 'peer(rank + d - 2 * d * bit)'),
+             Let('mine', '(rank / d) * d', idx=True), Let('theirs', 'mine + d - 2 * d * bit', idx=True),
+             Pk('send', 'other', Ref('output', mul('mine', k), mul('d', k))),
+             Pk('recv', 'other', Ref('output', mul('theirs', k), mul('d', k)))]
+    g.defs.append(Def(name, params, dbody))
+    body = copy_own(g, own)
+    if not body:
+        body = []
+    d = 1
+    while d < g.n:
+        body.append(Call(name, [d] + ([C] if C != '1' else [])))
+        d *= 2
+    return body
+
+
+def rs_packets(g, dst):
+    """One-shot reduce-scatter over packets: send p its block, receive mine from each p, sum."""
+    C = g.C
+    got = g.buf('got', mul('nranks', C))
+    style = pk_style(g)
+    r = pk_exchange(g, lambda p: blk('input', p, C), lambda p: blk(got, p, C), style)
+    body = r if not isinstance(r, tuple) else maybe_def(g, r[0], 'send', C) + maybe_def(g, r[1], 'recv', C)
+    return body + local_sum(g, dst, got)
+
+
+def ar_packets(g):
+    """One-shot allreduce over packets (allreduce_ll): every rank sends its whole input."""
+    C = g.C
+    all_ = mul('nranks', C)
+    got = g.buf('got', mul('nranks', all_))
+    style = pk_style(g, big=g.n >= 2)
+    body = pk_exchange(g, lambda p: Ref('input', 0, all_), lambda p: Ref(got, mul(p, all_), all_), style)
+    if isinstance(body, tuple):
+        body = body[0] + body[1]
+    out = Ref('output', 0, all_)
+    body.append(Op('copy', out, Ref('input', 0, all_)))
+    body.append(mesh(g, lambda ch, p: [Op('reduce', out, out, Ref(got, mul(p, all_), all_))]))
+    return body
+
+
+def custom_pk_oneway(g):
+    """Packets one way, answered: a shift to next, or a broadcast from a root."""
+    C = g.C
+    g.custom = (C, C, g.cval)
+    if g.coin(0.5):
+        g.template = 'custom_pk_shift'
+        body = []
+        nx, pv = ring_peers(g, body)
+        body += [Pk('send', nx, Ref('input', 0, C)), Pk('recv', pv, Ref('output', 0, C))]
+        return body + pk_answer(g, nx, pv)
+    g.template = 'custom_pk_bcast'
+    root = g.rng.randrange(g.n)
+    gr = g.grp('answer')
+    return [If('rank == %d' % root,
+               [mesh(g, lambda ch, p: [Pk('send', ch, Ref('input', 0, C))]),
+                Op('copy', Ref('output', 0, C), Ref('input', 0, C)),
+                mesh(g, lambda ch, p: [g.wait(ch, worder_entry(g), gr)])],
+               [Pk('recv', 'peer(%d)' % root, Ref('output', 0, C)),
+                g.sig('peer(%d)' % root, sorder_entry(g), gr)])]
+
 # ---- templates ----------------------------------------------------------------------------
 
 def pow2(n):
     return n & (n - 1) == 0
 
 AG_PHASES = [('switch', ag_switch, 1), ('staggered', ag_switch_staggered, 1), ('mixed', ag_mixed, 1),
-             ('ring', ag_ring, 2), ('mesh', ag_mesh, 1), ('pull', ag_pull, 1), ('rd', ag_rd, 1)]
+             ('ring', ag_ring, 2), ('mesh', ag_mesh, 1), ('pull', ag_pull, 1), ('rd', ag_rd, 1),
+             ('packets', ag_packets, 1), ('pk_mixed', ag_pk_mixed, 1), ('pk_ring', ag_pk_ring, 2),
+             ('pk_relay', ag_pk_relay, 2), ('pk_rd', ag_pk_rd, 1)]
 RS_PHASES = [('switch', rs_switch, 1), ('switch_rs', rs_switch_rs, 1), ('ring', rs_ring, 2),
-             ('mesh_get', rs_mesh_get, 1), ('mesh_put', rs_mesh_put, 1)]
+             ('mesh_get', rs_mesh_get, 1), ('mesh_put', rs_mesh_put, 1), ('packets', rs_packets, 1)]
 
 
 def ok_phase(name, nmin, n):
-    return n >= nmin and (name != 'rd' or pow2(n))
+    return n >= nmin and (not name.endswith('rd') or pow2(n))
+
+
+def is_pk(name):
+    return name == 'packets' or name.startswith('pk_')
+
+
+def phases(g, table):
+    """The phases that fit n; only packets ones when a packets mutation is to be injected."""
+    ok = [p for p in table if ok_phase(p[0], p[2], g.n)]
+    return [p for p in ok if is_pk(p[0])] if g.want_pk else ok
+
+
+# every packets template (diff.py's coverage check wants each within seeds 1..3000)
+PK_TEMPLATES = ['stage overwritten', 'put first', 'ag_packets', 'ag_pk_mixed', 'ag_pk_ring', 'ag_pk_relay', 'ag_pk_rd', 'rs_packets', 'ar_ll',
+                'ar_packets+', '+packets', 'custom_pk_shift', 'custom_pk_bcast', 'packets halves',
+                'packets chunks', 'fused', 'answer signal', 'answer packets', 'mixed chunks', 'mixed pairs']
 
 
 def t_allgather(g):
-    ok = [p for p in AG_PHASES if ok_phase(p[0], p[2], g.n)]
-    name, fn, _ = g.rng.choice(ok)
+    name, fn, _ = g.rng.choice(phases(g, AG_PHASES))
     g.template = 'ag_' + name
     return fn(g, lambda r: Ref('input', 0, g.C), False)
 
 
 def t_reducescatter(g):
-    ok = [p for p in RS_PHASES if ok_phase(p[0], p[2], g.n)]
-    name, fn, _ = g.rng.choice(ok)
+    name, fn, _ = g.rng.choice(phases(g, RS_PHASES))
     g.template = 'rs_' + name
     return fn(g, Ref('output', 0, g.C))
 
 
 def t_allreduce(g):
     C = g.C
-    kind = g.rng.choice(['oneshot', 'twoshot', 'reduce_all', 'compose', 'compose', 'compose'])
+    kind = g.rng.choice(['packets', 'compose'] if g.want_pk else
+                        ['oneshot', 'twoshot', 'reduce_all', 'packets', 'compose', 'compose', 'compose'])
+    if kind == 'packets':
+        g.template = 'ar_ll'
+        return ar_packets(g)
     if kind == 'oneshot':
         g.template = 'ar_oneshot'
         body = switch_round(g, sorder_entry(g), worder_entry(g), 'entry')
@@ -698,6 +954,8 @@ def t_allreduce(g):
     ag = [p for p in AG_PHASES if ok_phase(p[0], p[2], g.n)]
     rname, rfn, _ = g.rng.choice(rs)
     aname, afn, _ = g.rng.choice(ag)
+    if g.want_pk and not is_pk(rname) and not is_pk(aname):
+        aname, afn, _ = g.rng.choice(phases(g, AG_PHASES))
     g.template = 'ar_%s+%s' % (rname, aname)
     if aname in ('switch', 'staggered', 'mixed') or g.coin(0.3):
         part = g.buf('part', C)       # a switch store must not read what it writes
@@ -733,7 +991,10 @@ def t_barrier(g):
 
 def t_custom(g):
     C = g.C
-    kind = g.rng.choice(['shift', 'bcast_switch', 'gather'] if g.n > 1 else ['bcast_switch'])
+    kinds = ['shift', 'bcast_switch', 'gather', 'pk_oneway', 'pk_oneway'] if g.n > 1 else ['bcast_switch']
+    kind = g.rng.choice(['pk_oneway'] if g.want_pk and g.n > 1 else kinds)
+    if kind == 'pk_oneway':
+        return custom_pk_oneway(g)
     g.template = 'custom_' + kind
     if kind == 'shift':
         g.custom = (C, C, g.cval)
@@ -783,7 +1044,7 @@ def dress(g):
     # the same statement in both branches of an if on rank
     for lst in g.lists():
         for i, s in enumerate(lst):
-            if isinstance(s, (Op, Sig, Wait)) and g.coin(0.06):
+            if isinstance(s, (Op, Sig, Wait, Pk)) and g.coin(0.06):
                 if g.coin(0.5):
                     lst[i] = If(g.rng.choice(['rank % 2 == 0', 'rank == 0', 'rank < nranks / 2']),
                                 [s], [copy.deepcopy(s)])
@@ -1072,6 +1333,199 @@ def m_write_input(g):
     return 'the input overwritten at the end: `%s`' % describe(g.body[-1])
 
 
+# ---- packets mutations --------------------------------------------------------------------
+
+def pk_leaves(s, kind=None):
+    return [x for x in leaves(s) if isinstance(x, Pk) and (kind is None or x.kind == kind)]
+
+
+def only_pk(s, kind):
+    """s is packet operations of this kind only (with lets): a receive, a loop of sends, ..."""
+    ls = [x for x in leaves(s) if not isinstance(x, (Let, Comment))]
+    return bool(ls) and all(isinstance(x, Pk) and x.kind == kind for x in ls)
+
+
+def m_pk_drop_answer(g):
+    """The answer of a one-way sender dropped on both sides (its signal and wait, or its packets
+    back): the sender may run two launches ahead of its reader (the slot rule)."""
+    grps = sorted({x.grp for lst in g.lists() for s in lst for x in leaves(s)
+                   if isinstance(x, (Sig, Wait, Pk)) and x.grp and x.grp.startswith('answer')})
+    if not grps:
+        return None
+    gr = g.rng.choice(grps)
+
+    def prune(lst):
+        keep = []
+        for s in lst:
+            if isinstance(s, (Sig, Wait, Pk)) and s.grp == gr:
+                continue
+            for kid in children(s):
+                kid[:] = prune(kid)
+            if children(s) and not [x for x in leaves(s) if not isinstance(x, (Let, Comment, For, If))]:
+                continue      # a loop or if left empty
+            keep.append(s)
+        return keep
+    g.body[:] = prune(g.body)
+    for d in g.defs:
+        d.body[:] = prune(d.body)
+    if 'pk_ring' in g.template:
+        # r's last receive comes after a chain of n-1 receives that starts at r+1's first send
+        g.harmless = True
+        return 'dropped the answer to the ring\'s packet senders (the ring\'s chain answers)'
+    if g.n == 2 and 'bcast' not in g.template:
+        g.harmless = True        # next is prev: the packets each way answer each other
+        return 'dropped the answer to the one-way packet sender (none needed with 2 ranks)'
+    if any(v.startswith('extra') for v in g.variants):
+        g.harmless = True        # the extra rounds at the end order every rank before every end
+        return 'dropped the answer to the one-way packet sender (the extra rounds at the end answer)'
+    return 'dropped the answer to the one-way packet sender'
+
+
+def m_pk_recv_wrong_chunk(g):
+    c = [x for lst in g.lists() for s in lst if isinstance(s, Pk) and s.kind == 'recv' for x in [s]]
+    if not c:
+        return None
+    s = g.rng.choice(c)
+    before = s.ref.text()
+    s.ref.lo = '%s - 1' % par(s.ref.lo) if s.ref.lo != '0' and g.coin() else add(s.ref.lo, 1)
+    return 'receive into the wrong chunk: `%s` -> %s' % (before, s.ref.text())
+
+
+def m_pk_swap_recvs(g):
+    """Two receives from one peer swapped (sizes differ, or the data lands swapped), or a
+    receive moved above the send before it (every rank receives first: deadlock)."""
+    two = [(lst, i) for lst in g.lists() for i in range(len(lst) - 1)
+           if isinstance(lst[i], Pk) and isinstance(lst[i + 1], Pk) and lst[i].kind == lst[i + 1].kind == 'recv'
+           and lst[i].ch == lst[i + 1].ch]
+    if two and g.coin(0.6):
+        lst, i = g.rng.choice(two)
+        lst[i], lst[i + 1] = lst[i + 1], lst[i]
+        return 'receives swapped: `%s` now after `%s`' % (describe(lst[i + 1]), describe(lst[i]))
+    sr = [(lst, i) for lst in g.lists() for i in range(1, len(lst))
+          if only_pk(lst[i], 'recv') and only_pk(lst[i - 1], 'send')]
+    if not sr:
+        return None
+    lst, i = g.rng.choice(sr)
+    # with a send before the pair (halves, fused), the moved receive may take what that one sent
+    g.harmless = any(pk_leaves(lst[k], 'send') for k in range(i - 1))
+    lst[i - 1], lst[i] = lst[i], lst[i - 1]
+    return 'receive `%s` moved above send `%s`' % (describe(lst[i - 1]), describe(lst[i]))
+
+
+def writes(s):
+    return {x.dst.buf for x in leaves(s) if isinstance(x, Op) and x.op != 'put'} | \
+        {x.ref.buf for x in leaves(s) if isinstance(x, Pk) and x.kind == 'recv'}
+
+
+def reads(s):
+    return {r.buf for x in leaves(s) if isinstance(x, Op) and x.op != 'get' for r in (x.src, x.src2) if r} | \
+        {x.ref.buf for x in leaves(s) if isinstance(x, Pk) and x.kind == 'send'}
+
+
+def m_pk_move_recv(g):
+    """What reads a received buffer moved above the receive: it reads before the data came."""
+    c = []
+    for lst in g.lists():
+        for i, s in enumerate(lst):
+            if not only_pk(s, 'recv'):
+                continue
+            bufs = writes(s)
+            for j in range(i + 1, len(lst)):
+                if reads(lst[j]) & bufs and not has(lst[j], Wait) and not has(lst[j], Sig):
+                    c.append((lst, i, j))
+                    break
+    if not c:
+        return None
+    lst, i, j = g.rng.choice(c)
+    t = lst.pop(j)
+    lst.insert(i, t)
+    g.harmless = g.coll == 'custom'      # whose values nothing checks
+    return '`%s` moved above receive `%s`' % (describe(t), describe(lst[i + 1]))
+
+
+def m_pk_move_send(g):
+    """A send moved above what writes its source: it sends the old value."""
+    c = []
+    for lst in g.lists():
+        for i, s in enumerate(lst):
+            if not only_pk(s, 'send'):
+                continue
+            bufs = {x.ref.buf for x in pk_leaves(s)}
+            for j in range(i - 1, -1, -1):
+                if has(lst[j], Wait) or has(lst[j], Pk) or has(lst[j], Call):
+                    break
+                if writes(lst[j]) & bufs:
+                    c.append((lst, i, j))
+                    break
+            for j in range(i + 1, len(lst)):       # a write after the send (value at the send)
+                if has(lst[j], Wait) or has(lst[j], Pk) or has(lst[j], Call):
+                    break
+                if writes(lst[j]) & bufs:
+                    c.append((lst, i, j))
+                    break
+    if not c:
+        return None
+    lst, i, j = g.rng.choice(c)
+    if j > i:
+        t = lst.pop(j)
+        lst.insert(i, t)
+        return '`%s`, which writes the source of send `%s`, moved above it' % (describe(t), describe(lst[i + 1]))
+    t = lst.pop(i)
+    lst.insert(j, t)
+    return 'send `%s` moved above `%s`, which writes its source' % (describe(t), describe(lst[j + 1]))
+
+
+def m_pk_publish_nothing(g):
+    """The relay's release round made relaxed: the third rank's get reads what the relay's
+    receive wrote after a path of packets and relaxed signals only."""
+    c = [x for lst in g.lists() for s in lst for x in leaves(s)
+         if isinstance(x, Sig) and x.grp.startswith('relay')]
+    if not c and 'put first' in g.variants:
+        # packets after a put: without the put's own signal and wait, only the packets remain
+        return m_drop_group(g, 'pkpub', 'the put before the packets loses its signal and wait: '
+                            'the packets publish nothing else')
+    if not c:
+        return None
+    for x in c:
+        x.order, x.explicit = 'relaxed', True
+    g.harmless = g.n == 2                # no third rank gets anything
+    return 'the relay round signals relaxed: a receive publishes nothing, and nothing else does'
+
+
+def m_drop_group(g, prefix, what):
+    grps = {x.grp for lst in g.lists() for s in lst for x in leaves(s)
+            if isinstance(x, (Sig, Wait)) and x.grp.startswith(prefix)}
+
+    def prune(lst):
+        keep = []
+        for s in lst:
+            if isinstance(s, (Sig, Wait)) and s.grp in grps:
+                continue
+            for kid in children(s):
+                kid[:] = prune(kid)
+            if children(s) and not [x for x in leaves(s) if not isinstance(x, (Let, Comment, For, If))]:
+                continue
+            keep.append(s)
+        return keep
+    g.body[:] = prune(g.body)
+    for d in g.defs:
+        d.body[:] = prune(d.body)
+    return what
+
+
+def m_pk_size(g):
+    c = [s for lst in g.lists() for s in lst if isinstance(s, Pk)]
+    if not c:
+        return None
+    s = g.rng.choice(c)
+    before = describe(s)
+    if s.ref.cnt not in ('1', '0') and g.coin():
+        s.ref.cnt = s.ref.cnt + ' - 1' if not s.ref.cnt.endswith(' - 1') else s.ref.cnt[:-4]
+    else:
+        s.ref.cnt = add(s.ref.cnt, 1)
+    return 'packet size changed: `%s` -> `%s`' % (before, describe(s))
+
+
 MUTATIONS = [
     ('drop_wait', m_drop(Wait, 'wait'), 3),
     ('drop_signal', m_drop(Sig, 'signal'), 1),
@@ -1091,6 +1545,13 @@ MUTATIONS = [
     ('write_input', m_write_input, 1),
     ('loop_bound', m_loop_bound, 1),
     ('wrong_peer', m_wrong_peer, 1),
+    ('pk_drop_answer', m_pk_drop_answer, 2),
+    ('pk_recv_wrong_chunk', m_pk_recv_wrong_chunk, 2),
+    ('pk_swap_recvs', m_pk_swap_recvs, 2),
+    ('pk_move_recv', m_pk_move_recv, 2),
+    ('pk_move_send', m_pk_move_send, 2),
+    ('pk_publish_nothing', m_pk_publish_nothing, 1),
+    ('pk_size', m_pk_size, 2),
 ]
 
 # Mutations that may leave a program correct under the language's per-rank switch counting
@@ -1123,6 +1584,13 @@ def generate(seed, max_n=9, mutate_p=0.6):
             n = rng.randint(1, 4)
     use_param = cval != 1 or rng.random() < 0.3
     g = Prog(seed, rng, n, coll, cval, use_param)
+    if mut and mut[0].startswith('pk_'):
+        g.want_pk = True
+        if n == 1 and max_n > 1:          # no packets move with one rank
+            n = g.n = rng.randint(2, max_n)
+        if coll == 'barrier' or coll == 'custom' and n == 1:
+            coll, fn = 'allgather', t_allgather
+            g.coll = coll
     if mut and mut[0] == 'switch_overlap':
         style = rng.choice(['backward', 'backward', 'forward', 'exact'])
         if coll == 'allgather':
@@ -1142,12 +1610,12 @@ def generate(seed, max_n=9, mutate_p=0.6):
         rest = [m for m in MUTATIONS if m is not mut and m[1]]
         rng.shuffle(rest)     # when the chosen one finds no place, another one does
         for name, m, _ in [mut] + rest:
-            if m is None:
+            if m is None or name.startswith('pk_') and g.n == 1:
                 continue
             d = m(g)
             if d:
                 g.mutation, g.detail = name, d
-                g.expect = 'accept?' if name in MAYBE_HARMLESS else 'reject'
+                g.expect = 'accept?' if name in MAYBE_HARMLESS or g.harmless else 'reject'
                 break
     return g
 
