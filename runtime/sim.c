@@ -334,15 +334,18 @@ static bool sim_bound_reached(const Sim *s, unsigned long long idle, double sinc
 
 /* A view: a peer's process has died. The first rank found dead is kept in the shared control
  * words, so that every rank names that one, not a rank that left after reporting it. */
-static bool sim_peer_died(Sim *s)
+static void sim_peer_died(Sim *s, int q)
 {
-    int q = s->watch(s->watch_ctx);
-    if (q < 0)
-        return false;
     uint64_t none = 0;
     atomic_compare_exchange_strong(s->dead_word, &none, (uint64_t)q + 1);
     atomic_store_explicit(s->stop, 1, memory_order_relaxed);
-    return true;
+}
+
+/* Whether the word a wait polls holds what it waits for. */
+static bool sim_word_ready(_Atomic uint64_t *ctr, uint64_t want, bool flag)
+{
+    uint64_t v = atomic_load_explicit(ctr, flag ? memory_order_relaxed : memory_order_acquire);
+    return flag ? v >> 32 == want : v >= want;
 }
 
 /* Wait until *ctr >= want. False when the run stopped, or when this wait reached the bound
@@ -363,14 +366,22 @@ static bool sim_poll(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want, bool fl
     unsigned long long idle = 0;
     double since = 0;
     for (unsigned long long polls = 0;; polls++) {
-        uint64_t v = atomic_load_explicit(ctr, flag ? memory_order_relaxed : memory_order_acquire);
-        if (flag ? v >> 32 == want : v >= want)
+        if (sim_word_ready(ctr, want, flag))
             return true;
         if (sim_stopped(s))
             return false;
         sim_backoff(polls);
-        if (s->watch && polls >= SIM_YIELD_POLLS && polls % SIM_WATCH_POLLS == 0 && sim_peer_died(s))
-            return false;
+        if (s->watch && polls >= SIM_YIELD_POLLS && polls % SIM_WATCH_POLLS == 0) {
+            int q = s->watch(s->watch_ctx);
+            /* A peer that made its arrival and then left (its part done) is no failure: its
+               arrival came before its exit, so a poll after seeing the exit sees it. */
+            if (q >= 0 && sim_word_ready(ctr, want, flag))
+                return true;
+            if (q >= 0) {
+                sim_peer_died(s, q);
+                return false;
+            }
+        }
         uint64_t now = atomic_load_explicit(s->progress, memory_order_relaxed);
         if (now != seen) {
             seen = now;
