@@ -34,21 +34,14 @@ for p in $progs; do
             --sizes "${SIZES:-1K:64M}" --bench --iters "${ITERS:-200}" >"$LOGS/${p}_$side.txt" 2>&1
     done
     python3 - "$LOGS/${p}_old.txt" "$LOGS/${p}_new.txt" "$p" <<'PY'
-import re, sys
-def rows(path):
-    out = {}
-    try:
-        for line in open(path):
-            m = re.match(r'\s+(\d+)\s+\d+\s+\S+\s+([\d.]+)\s+\S+\s+\S+\s+(\S+)', line)
-            if m: out[int(m.group(1))] = (float(m.group(2)), m.group(3))
-    except OSError:
-        pass
-    return out
-old, new, name = rows(sys.argv[1]), rows(sys.argv[2]), sys.argv[3]
+import sys
+sys.path.insert(0, "bench")
+from targets import read_rows   # bench/targets.py: cdslrun --bench rows, {size: (us, busbw, wrong)}
+old, new, name = read_rows(sys.argv[1]), read_rows(sys.argv[2]), sys.argv[3]
 for size in sorted(set(old) | set(new)):
     o, n = old.get(size), new.get(size)
     ratio = f"{o[0] / n[0]:.2f}" if o and n and n[0] > 0 else "n/a"
-    ok = "yes" if o and n and o[1] == "0" and n[1] == "0" else f"old={o[1] if o else '-'} new={n[1] if n else '-'}"
+    ok = "yes" if o and n and o[2] == "0" and n[2] == "0" else f"old={o[2] if o else '-'} new={n[2] if n else '-'}"
     print(f"  {name:<18} {size:>10} {o[0] if o else float('nan'):>10.2f} {n[0] if n else float('nan'):>10.2f} {ratio:>8}  {ok}")
 PY
 done

@@ -29,7 +29,8 @@ KIB, GIB = 1 << 10, 1 << 30
 
 
 def read_rows(path):
-    """{size: (time_us, busbw)} from nccl-tests-style rows; {} when the file is missing."""
+    """{size: (time_us, busbw, wrong)} from nccl-tests-style rows (wrong: the row's #wrong
+    column as printed); {} when the file is missing."""
     rows = {}
     try:
         with open(path) as f:
@@ -37,7 +38,7 @@ def read_rows(path):
                 p = line.split()
                 if len(p) >= 7 and not line.startswith("#") and p[0].isdigit():
                     try:
-                        rows[int(p[0])] = (float(p[3]), float(p[5]))
+                        rows[int(p[0])] = (float(p[3]), float(p[5]), p[6])
                     except ValueError:
                         pass
     except OSError:

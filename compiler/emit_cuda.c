@@ -163,7 +163,6 @@ typedef struct Emitter {
     int switch_waits, meets;            /* switch waits and block convergences so far */
     bool data_since_barrier, data_since_meet;
     bool recv_since_barrier;   /* a recv_packets since the last grid barrier */
-    bool fence_signal;         /* the next signal follows data operations: fence it */
 } Emitter;
 
 /* Keep [A-Za-z0-9_], replace anything else: user text never reaches the source verbatim. */
@@ -270,7 +269,7 @@ static void put_data_call(Emitter *e, const IrOp *op)
     emit_printf(o, "%d);\n", op->dst.count);
 }
 
-static void put_sync_call(Emitter *e, const IrOp *op)
+static void put_sync_call(Emitter *e, const IrOp *op, bool after_data)
 {
     EmitBuf *o = &e->out;
     bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
@@ -280,10 +279,8 @@ static void put_sync_call(Emitter *e, const IrOp *op)
        a write). Observing a relaxed arrival does not order the reads of other threads (or a
        remote load still in flight) in PTX's model, so after data operations the arrival is
        fenced all the same: the code of a release. */
-    if (!wait && op->relaxed && e->fence_signal)
+    if (!wait && op->relaxed && after_data)
         order = "CDSL_RELEASE /* relaxed, after data operations: fenced */";
-    if (!wait)
-        e->fence_signal = false;
     switch (op->kind) {
     case IR_SIGNAL:
         emit_printf(o, "    cdsl_peer_signal(a, %d, %s);\n", op->peer, order);
@@ -316,7 +313,9 @@ static bool packet_meeting(const Emitter *e, const IrOp *op)
     return op->kind == IR_PKT_SEND || e->recv_since_barrier;
 }
 
-static void put_meeting(Emitter *e, const IrOp *op)
+/* True when the op is a signal that the rank's blocks converged for (data operations came since
+   the last meeting). */
+static bool put_meeting(Emitter *e, const IrOp *op)
 {
     bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
     bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
@@ -325,14 +324,15 @@ static void put_meeting(Emitter *e, const IrOp *op)
         emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                     "// after the other blocks' work above\n", ++e->meets, op->loc.line);
-        e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = e->fence_signal = false;
+        e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
     } else if (signal && e->data_since_meet) {
         emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
                     "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
         e->data_since_meet = false;
-        e->fence_signal = true;
+        return true;
     }
+    return false;
 }
 
 static void put_fence(Emitter *e, const char *why, Loc loc)
@@ -346,7 +346,7 @@ static void put_fence(Emitter *e, const char *why, Loc loc)
 static void put_op(Emitter *e, const IrOp *op, Arena *a)
 {
     put_comment(e, op, a);
-    put_meeting(e, op);
+    bool after_data = put_meeting(e, op);
     if (ir_is_data(op->kind)) {
         put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL, op->loc);
         emit_line_at(&e->out, op->loc);
@@ -358,7 +358,7 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
         e->recv_since_barrier |= op->kind == IR_PKT_RECV;
     } else {
         emit_line_at(&e->out, op->loc);
-        put_sync_call(e, op);
+        put_sync_call(e, op, after_data);
     }
     if (e->fence)
         emit_fence_after(e->fence, op);
