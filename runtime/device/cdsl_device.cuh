@@ -451,11 +451,11 @@ template <> struct CdslSum<uint4> {
    Each operation is one CDSL_OUTLINE function: compiled once however many ranks and calls use
    it, which keeps NVRTC fast, unless the program is small enough to inline (CDSL_INLINE). */
 
+/* Thread `i` of `step` threads (the grid's, or one block's for a plan: cdsl_plan.cuh) moves
+   elements i, i + step, ... of [first, first + n) words of W. */
 template <typename W, typename S, typename D>
-__device__ __forceinline__ void cdsl_stream(const S &src, const D &dst, u64 first, u64 n)
+__device__ __forceinline__ void cdsl_stream(const S &src, const D &dst, u64 first, u64 n, u64 i, u64 step)
 {
-    const u64 step = (u64)gridDim.x * blockDim.x;
-    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     for (; i + 3 * step < n; i += 4 * step) {
         W v0 = src.template load<W>(first + i * sizeof(W));
         W v1 = src.template load<W>(first + (i + step) * sizeof(W));
@@ -475,13 +475,22 @@ __device__ __forceinline__ u64 cdsl_at(const CdslArgs &a, int chunk)
     return (u64)chunk * a.chunk_bytes;
 }
 
+/* `chunks` chunks moved by thread i of step threads: packs, then the 4-byte tail. */
 template <typename S, typename D>
-__device__ __forceinline__ void cdsl_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
+__device__ __forceinline__ void cdsl_apply_by(const CdslArgs &a, const S &src, const D &dst, int chunks, u64 i,
+                                              u64 step)
 {
     u64 bytes = cdsl_at(a, chunks);
     u64 packs = (a.chunk_bytes & 15) == 0 ? bytes / 16 : 0;
-    cdsl_stream<uint4>(src, dst, 0, packs);
-    cdsl_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4);
+    cdsl_stream<uint4>(src, dst, 0, packs, i, step);
+    cdsl_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4, i, step);
+}
+
+/* Spread over every thread of the rank's grid. */
+template <typename S, typename D>
+__device__ __forceinline__ void cdsl_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
+{
+    cdsl_apply_by(a, src, dst, chunks, (u64)blockIdx.x * blockDim.x + threadIdx.x, (u64)gridDim.x * blockDim.x);
 }
 
 /* Buffer b of rank q: our own through its local address, a peer's through its peer mapping,

@@ -16,33 +16,12 @@
 
 /* ---- Data movement inside one block ------------------------------------------------------ */
 
-template <typename W, typename S, typename D>
-__device__ __forceinline__ void cdsl_tb_stream(const S &src, const D &dst, u64 first, u64 n)
-{
-    const u64 step = blockDim.x;
-    u64 i = threadIdx.x;
-    for (; i + 3 * step < n; i += 4 * step) {
-        W v0 = src.template load<W>(first + i * sizeof(W));
-        W v1 = src.template load<W>(first + (i + step) * sizeof(W));
-        W v2 = src.template load<W>(first + (i + 2 * step) * sizeof(W));
-        W v3 = src.template load<W>(first + (i + 3 * step) * sizeof(W));
-        dst.template store<W>(first + i * sizeof(W), v0);
-        dst.template store<W>(first + (i + step) * sizeof(W), v1);
-        dst.template store<W>(first + (i + 2 * step) * sizeof(W), v2);
-        dst.template store<W>(first + (i + 3 * step) * sizeof(W), v3);
-    }
-    for (; i < n; i += step)
-        dst.template store<W>(first + i * sizeof(W), src.template load<W>(first + i * sizeof(W)));
-}
-
-/* A plan's chunks are multiples of its buffer alignment (16 bytes or more): 16-byte packs. */
+/* A plan's chunks are multiples of its buffer alignment (16 bytes or more): 16-byte packs,
+   spread over the block's own threads. */
 template <typename S, typename D>
 __device__ __forceinline__ void cdsl_tb_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
 {
-    u64 bytes = cdsl_at(a, chunks);
-    u64 packs = (a.chunk_bytes & 15) == 0 ? bytes / 16 : 0;
-    cdsl_tb_stream<uint4>(src, dst, 0, packs);
-    cdsl_tb_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4);
+    cdsl_apply_by(a, src, dst, chunks, threadIdx.x, blockDim.x);
 }
 
 /* copy: both local. */
