@@ -9,6 +9,7 @@
  * Usage: packet_slots WITH_PACKETS.cdsl WITHOUT.cdsl (tests/api/hardening.sh writes both).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "abi.h"
@@ -66,6 +67,9 @@ int main(int argc, char **argv)
     cdsl_comm_opts_init(&co);
     co.backend = CDSL_BACKEND_SIM;
     co.nranks = 2;
+    char *said = NULL;
+    size_t said_len = 0;
+    co.log = open_memstream(&said, &said_len);   /* the refusal's message, checked below */
     cdsl_comm *c = NULL;
     int bad = !with || !without || cdsl_comm_create(&co, &c) || cdsl_comm_alloc(c, with, CHUNK);
     if (!bad)
@@ -73,11 +77,18 @@ int main(int argc, char **argv)
     if (!bad)
         bad |= check(cdsl_run(c, without, CDSL_U32, 1, NULL) == CDSL_ERR_USAGE,
                      "a program without packets is refused on buffers whose slots have its scratch's size");
+    if (!bad) {
+        fflush(co.log);
+        bad |= check(said && strstr(said, "the communicator's buffers were not allocated for pb's layout"),
+                     "the refusal says the buffers were not allocated for the program's layout");
+    }
     if (!bad)
         bad |= check(!run_verified(c, with), "the program with packets verifies after that refusal");
     bad |= flags_ok();
     cdsl_comm_destroy(c);
     cdsl_program_destroy(with);
     cdsl_program_destroy(without);
+    fclose(co.log);
+    free(said);
     return bad;
 }
