@@ -50,6 +50,7 @@ struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limi
     r->budget.max_steps = limits ? limits->steps : CDSL_CHECK_STEPS_DEFAULT;
     r->budget.at = p->loc;
     order_program(p, &r->budget);
+    partition_program(p);
     hb_match(p, &r->hb);
     int before = d->nerrors;
     order_blocks_check(r, d); /* a plan's thread blocks: each may be taken as a sequence */

@@ -134,7 +134,7 @@ static void put_sync(Blocks *e, const IrOp *op)
         emit_printf(o, "    cdsl_tb_switch_signal(a, %s);\n", order_of(op));
         break;
     case IR_SW_WAIT:
-        emit_printf(o, "    CDSL_TRY(cdsl_switch_wait(a, %d, %s, %d));\n    cdsl_tb_after_wait();\n",
+        emit_printf(o, "    CDSL_TRY(cdsl_plan_switch_wait(a, %d, %s, %d));\n    cdsl_tb_after_wait();\n",
                     ++e->switch_waits, order_of(op), op->loc.line);
         break;
     case IR_NOP:

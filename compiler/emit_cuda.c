@@ -7,11 +7,14 @@
  *     overwrites what other blocks of the rank touched since the last grid barrier, signals
  *     and waits included, since they do not make every block wait), unless no data operation
  *     happened since the last grid barrier;
- *   - a convergence before every signal that follows a data operation: the rank's blocks
- *     arrive, block 0 waits for all of them and its thread 0 makes the rank's one arrival
- *     (the others go on: nobody else needs to wait for a signal);
- *   - waits need no barrier: every block's thread 0 polls the counter itself and releases its
- *     own block;
+ *   - signals arrive block by block (CDSL_BY_BLOCK: block b vouches for its own share of the
+ *     rank's work, on its partner's word b) when every data operation since the rank's last
+ *     grid barrier is reached through the same blocks on every rank (partition.c's
+ *     same_blocks); otherwise the rank's blocks converge first (block 0 waits for all of
+ *     them; the others go on) and block 0 arrives for every block (CDSL_FOR_ALL). The
+ *     convergence is skipped when only signals came since the last one;
+ *   - waits need no barrier: every block's thread 0 polls its own word of the counter and
+ *     releases its own block;
  *   - nvls only: fence.proxy.alias where emit_fence.c says so.
  * Convergences are numbered per launch (the k-th one completes when the rank's arrival count
  * has grown by k blocks' worth), and so are the waits on each counter (the n-th wait on peer p
@@ -162,6 +165,8 @@ typedef struct Emitter {
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
     bool data_since_barrier, data_since_meet;
+    bool wait_since_meet;      /* a wait since the last grid barrier or convergence */
+    bool mixed_since_barrier;  /* a data op not same_blocks since the last grid barrier */
     bool recv_since_barrier;   /* a recv_packets since the last grid barrier */
 } Emitter;
 
@@ -269,7 +274,7 @@ static void put_data_call(Emitter *e, const IrOp *op)
     emit_printf(o, "%d);\n", op->dst.count);
 }
 
-static void put_sync_call(Emitter *e, const IrOp *op, bool after_data)
+static void put_sync_call(Emitter *e, const IrOp *op, bool after_data, const char *how)
 {
     EmitBuf *o = &e->out;
     bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
@@ -283,10 +288,10 @@ static void put_sync_call(Emitter *e, const IrOp *op, bool after_data)
         order = "CDSL_RELEASE /* relaxed, after data operations: fenced */";
     switch (op->kind) {
     case IR_SIGNAL:
-        emit_printf(o, "    cdsl_peer_signal(a, %d, %s);\n", op->peer, order);
+        emit_printf(o, "    cdsl_peer_signal(a, %d, %s, %s);\n", op->peer, order, how);
         break;
     case IR_SW_SIGNAL:
-        emit_printf(o, "    cdsl_switch_signal(a, %s);\n", order);
+        emit_printf(o, "    cdsl_switch_signal(a, %s, %s);\n", order, how);
         break;
     case IR_WAIT:
         emit_printf(o, "    CDSL_TRY(cdsl_peer_wait(a, %d, %d, %s, %d));\n", op->peer,
@@ -313,26 +318,35 @@ static bool packet_meeting(const Emitter *e, const IrOp *op)
     return op->kind == IR_PKT_SEND || e->recv_since_barrier;
 }
 
-/* True when the op is a signal that the rank's blocks converged for (data operations came since
-   the last meeting). */
-static bool put_meeting(Emitter *e, const IrOp *op)
+/* A grid barrier before a data op that needs one. */
+static void put_barrier(Emitter *e, const IrOp *op)
 {
-    bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
-    bool barrier = ir_is_data(op->kind) && e->data_since_barrier &&
-                   (op->sync_before || packet_meeting(e, op));
-    if (barrier) {
-        emit_line_at(&e->out, op->loc);
-        emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
-                    "// after the other blocks' work above\n", ++e->meets, op->loc.line);
-        e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
-    } else if (signal && e->data_since_meet) {
+    if (!(ir_is_data(op->kind) && e->data_since_barrier && (op->sync_before || packet_meeting(e, op))))
+        return;
+    emit_line_at(&e->out, op->loc);
+    emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
+                "// after the other blocks' work above\n", ++e->meets, op->loc.line);
+    e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
+    e->wait_since_meet = e->mixed_since_barrier = false;
+}
+
+/* How a signal arrives (cdsl_device.cuh, cdsl_arrive), with the convergence it needs first.
+   Block by block unless a data op since the last grid barrier may be reached through other
+   blocks on another rank (partition.c): then block 0 arrives for all, after the blocks
+   converged, unless only signals came since the last convergence (block 0 still knows all
+   the others had done then). */
+static const char *put_arrival(Emitter *e, const IrOp *op)
+{
+    if (!e->mixed_since_barrier)
+        return "CDSL_BY_BLOCK";
+    if (e->data_since_meet || e->wait_since_meet) {
         emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
-                    "// the rank's data operations above are done\n", ++e->meets, op->loc.line);
-        e->data_since_meet = false;
-        return true;
+                    "// the rank's work above is done (other blocks reach some of it elsewhere)\n",
+                    ++e->meets, op->loc.line);
+        e->data_since_meet = e->wait_since_meet = false;
     }
-    return false;
+    return "CDSL_FOR_ALL";
 }
 
 static void put_fence(Emitter *e, const char *why, Loc loc)
@@ -346,7 +360,10 @@ static void put_fence(Emitter *e, const char *why, Loc loc)
 static void put_op(Emitter *e, const IrOp *op, Arena *a)
 {
     put_comment(e, op, a);
-    bool after_data = put_meeting(e, op);
+    put_barrier(e, op);
+    bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
+    bool after_data = e->data_since_meet; /* before put_arrival's convergence, if any */
+    const char *how = signal ? put_arrival(e, op) : NULL;
     if (ir_is_data(op->kind)) {
         put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL, op->loc);
         emit_line_at(&e->out, op->loc);
@@ -356,9 +373,11 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
             put_data_call(e, op);
         e->data_since_barrier = e->data_since_meet = true;
         e->recv_since_barrier |= op->kind == IR_PKT_RECV;
+        e->mixed_since_barrier |= !op->same_blocks;
     } else {
         emit_line_at(&e->out, op->loc);
-        put_sync_call(e, op, after_data);
+        put_sync_call(e, op, signal && after_data, how);
+        e->wait_since_meet |= op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
     }
     if (e->fence)
         emit_fence_after(e->fence, op);
@@ -393,6 +412,7 @@ static void put_rank(Emitter *e, int r, Arena *a)
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
     e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
+    e->wait_since_meet = e->mixed_since_barrier = false;
     if (e->fence)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");

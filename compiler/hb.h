@@ -208,6 +208,9 @@ void post_check(CheckResult *r, Diag *d);
 /* order.c */
 void order_program(IrProgram *p, CheckBudget *b); /* b NULL: no limits */
 
+/* partition.c: IrOp.same_blocks, for block-by-block signals (never fails) */
+void partition_program(IrProgram *p);
+
 /* order.c, for imported plans: each thread block's ops can be taken in program order */
 void order_blocks_check(CheckResult *r, Diag *d);
 

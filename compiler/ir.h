@@ -78,6 +78,9 @@ typedef struct IrOp {
                            WAIT/SW_WAIT: relaxed instead of acquire */
     /* Filled by the checker's intra-rank pass (order.c) for the code generator: */
     bool sync_before;   /* all of this rank's thread blocks must converge before this op */
+    /* ... and by partition.c: */
+    bool same_blocks;   /* data op: every access to its chunks that writes, or meets a write,
+                           goes through the same thread blocks on every rank */
     int16_t chan;       /* SIGNAL/WAIT: which channel between the two ranks (0 in .cdsl; the
                            k-th wait on a channel matches the peer's k-th signal on it);
                            BARRIER: the barrier's id */

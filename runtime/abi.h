@@ -14,10 +14,16 @@
  * a failure, so that barriers keep working across launches without host resets (counters only
  * grow; waits compare wrap-safe), and no launch ends with atomics to hand state over:
  *   sync words, on every rank, reachable by peers (peer_sync) and, for nvls, by multicast:
+ *     an imported plan's (emit_blocks.c):
  *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
  *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
  *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is
  *                                   CDSL_SYNC_PEER + p), up to CDSL_PLAN_CHANNELS per pair
+ *     a .cdsl program's (emit_cuda.c), one word per block slot w < CDSL_SYNC_BLOCKS, since block
+ *     b of a rank waits for block b of its partners (compiler/partition.c says when that is
+ *     enough; cdsl_device.cuh, "Block-by-block arrivals"):
+ *     sync[CDSL_SYNC_BLOCK(n, 0, w)]      switch arrivals from all ranks, for block w
+ *     sync[CDSL_SYNC_BLOCK(n, 1 + p, w)]  arrivals that rank p made for this rank's block w
  *   state words, private to the rank:
  *     two copies of the bases, CDSL_BASE_WORDS(n) words each: what the counters held when this
  *     launch began. Launch number L reads copy L % 2; block 0 writes copy (L + 1) % 2 (the
@@ -38,6 +44,12 @@
  *                                   b reads slot b and, as it leaves, writes L + 1 to every slot
  *                                   b + k * gridDim, so that a launch with another grid size
  *                                   finds them all equal. Hence at most CDSL_MAX_BLOCKS blocks.
+ *     state[CDSL_STATE_BLOCK_BASE(n, src, w)]  the base of block word (src, w): the arrivals
+ *                                   consumed on it. Only block w reads or writes it in a launch
+ *                                   (it adds what the launch consumed as it leaves), so one copy
+ *                                   will do; words and bases of slots the grid does not reach
+ *                                   stay as they are, and agree for a later, larger grid.
+ *                                   A .cdsl program's grid has at most CDSL_SYNC_BLOCKS blocks.
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p), or
  *     CDSL_PKT_COUNTER(p) for a receive of rank p's packets.
@@ -45,7 +57,7 @@
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
 
-#define CDSL_ABI_VERSION 3
+#define CDSL_ABI_VERSION 4
 #define CDSL_ABI_MAX_BUFS 8
 
 enum {
@@ -63,12 +75,17 @@ enum {
 #define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
 #define CDSL_STATE_CHAN(nranks, c, p) \
     ((c) ? 3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
-#define CDSL_SYNC_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
+#define CDSL_SYNC_BLOCKS 256        /* blocks of a .cdsl program's grid, each with its own words */
+#define CDSL_SYNC_PLAN_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
+#define CDSL_SYNC_BLOCK(nranks, src, w) (CDSL_SYNC_PLAN_WORDS(nranks) + (src) * CDSL_SYNC_BLOCKS + (w))
+#define CDSL_SYNC_WORDS(nranks) (CDSL_SYNC_PLAN_WORDS(nranks) + (1 + (nranks)) * CDSL_SYNC_BLOCKS)
 #define CDSL_STATE_PKT_EPOCH(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
 #define CDSL_BASE_WORDS(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
 #define CDSL_STATE_LIVE(nranks) (2 * CDSL_BASE_WORDS(nranks))
 #define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS)
-#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS)
+#define CDSL_STATE_BLOCK_BASE(nranks, src, w) \
+    (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS + (src) * CDSL_SYNC_BLOCKS + (w))
+#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_BLOCK_BASE(nranks, 1 + (nranks), 0))
 #define CDSL_PKT_COUNTER(p) (0x80000000u + (unsigned)(p))
 /* A packet's 32-bit flag in epoch e: 1 .. 2^32 - 1, never the 0 of zeroed slots, and different
  * for epochs e and e + 2, which share a parity slot (sim and the device code alike). */

@@ -506,6 +506,18 @@ static int gpu_launch_shape(GpuComm *g, int d)
     return CDSL_OK;
 }
 
+/* Every rank runs the same block size: block b of one rank waits for block b of another, and
+ * the elements a block moves depend on it (compiler/partition.c). The fewest threads of the
+ * devices fit every device's kernel, and fewer threads only let more blocks be resident. */
+static void gpu_same_threads(GpuComm *g)
+{
+    int fewest = g->devs[0].threads;
+    for (int d = 1; d < g->ndev; d++)
+        fewest = g->devs[d].threads < fewest ? g->devs[d].threads : fewest;
+    for (int d = 0; d < g->ndev; d++)
+        g->devs[d].threads = fewest;
+}
+
 /* The cubin for one architecture, compiled once per load for all devices that share it. */
 typedef struct GpuCubin {
     char arch[16];
@@ -600,6 +612,8 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
             st = gpu_load_device(g, d, &c);
     }
     free(c.data);
+    if (!st)
+        gpu_same_threads(g);
     if (!st && !(g->loaded_src = strdup(src))) {
         rt_error(g->cfg.log, "out of memory");
         st = CDSL_ERR_SYSTEM;
@@ -623,14 +637,20 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 /* Blocks per rank (gpu_common.h). One block stores about 30 GB/s to peers, so a data operation
  * needs a block per GPU_BYTES_PER_BLOCK it stores, up to every SM (PERF.md: 132 blocks reach
  * the 364 GB/s that SM stores get, 32 only 325). */
-unsigned gpu_grid_for(long share, long sms, size_t op_bytes)
+unsigned gpu_grid_cap(long share, long sms)
 {
     long cap = gpu_env_long("CDSL_GPU_BLOCKS", sms > 0 ? sms : 1);
-    if (cap > CDSL_MAX_BLOCKS)
-        cap = CDSL_MAX_BLOCKS;
+    if (cap > CDSL_SYNC_BLOCKS) /* a .cdsl program's counters have a word per block (abi.h) */
+        cap = CDSL_SYNC_BLOCKS;
     if (share < cap)
         cap = share;
-    size_t want = (op_bytes + GPU_BYTES_PER_BLOCK - 1) / GPU_BYTES_PER_BLOCK;
+    return cap < 1 ? 1u : (unsigned)cap;
+}
+
+unsigned gpu_grid_for(long share, long sms, size_t op_bytes)
+{
+    long cap = gpu_grid_cap(share, sms);
+    size_t want = op_bytes / GPU_BYTES_PER_BLOCK + (op_bytes % GPU_BYTES_PER_BLOCK != 0);
     if (want < (size_t)cap)
         cap = (long)want;
     return cap < 1 ? 1u : (unsigned)cap;
@@ -942,7 +962,7 @@ void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const 
         snprintf(what, sizeof what, "the switch barrier");
     else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + nranks))
         snprintf(what, sizeof what, "peer %u's semaphore", ctr - CDSL_SYNC_PEER);
-    else if (ctr > (unsigned)nranks && ctr < (unsigned)CDSL_SYNC_WORDS(nranks)) /* a plan's channel c >= 1 */
+    else if (ctr > (unsigned)nranks && ctr < (unsigned)CDSL_SYNC_PLAN_WORDS(nranks)) /* a plan's channel c >= 1 */
         snprintf(what, sizeof what, "peer %u's semaphore, channel %u", (ctr - 1) % (unsigned)nranks,
                  (ctr - 1) / (unsigned)nranks);
     else if (ctr == GPU_GRID_COUNTER)

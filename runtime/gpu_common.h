@@ -127,9 +127,11 @@ int gpu_publish(GpuComm *g);
 int gpu_reset_words(GpuComm *g);
 /* Blocks per rank: what the bytes of the largest data operation justify (op_bytes: see
  * gpu_op_chunks), at most every SM (sms; CDSL_GPU_BLOCKS overrides it for tuning) and
- * CDSL_MAX_BLOCKS, and never more than each rank's share of its device, so that all ranks
+ * CDSL_SYNC_BLOCKS, and never more than each rank's share of its device, so that all ranks
  * placed on a device are resident together (they spin on each other). */
 unsigned gpu_grid_for(long share, long sms, size_t op_bytes);
+/* The most of those: gpu_grid_for's bound for the largest operations. */
+unsigned gpu_grid_cap(long share, long sms);
 /* The most chunks one data operation of ir stores on any rank, counting every copy: an emulated
  * switch store (p2p) writes one per rank. Times the chunk size: gpu_grid_for's op_bytes. */
 long gpu_op_chunks(const IrProgram *ir, int flavour);

@@ -273,15 +273,40 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
    grid grew to every SM (132 blocks each gave up waiting under MPS on one H200 from 16 MiB). */
 enum { GPU_SHARED_PROCESS_BLOCKS = 32 };
 
+/* The most blocks this rank's kernel may run with. */
+static int gpu_rank_most_blocks(const RankGpu *g)
+{
+    long share = (long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1);
+    if (g->share > 1 && share > GPU_SHARED_PROCESS_BLOCKS)
+        share = GPU_SHARED_PROCESS_BLOCKS;
+    return (int)gpu_grid_cap(share, g->sm_count);
+}
+
+/* Every rank must launch the same grid of the same block size: block b of one rank waits for
+   block b of another, and which elements a block moves depends on both (compiler/partition.c).
+   So each rank says what it can (gpu_rank_op_shape), rank_comm.c takes the least of all
+   (gpu_rank_op_agree), and the grid follows from that and the chunk size, the same everywhere. */
 static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
 {
     unsigned plan = gpu_plan_blocks(g->ir);
     if (plan)
         return plan;
-    long share = (long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1);
-    if (g->share > 1 && share > GPU_SHARED_PROCESS_BLOCKS)
-        share = GPU_SHARED_PROCESS_BLOCKS;
-    return gpu_grid_for(share, g->sm_count, chunk * (size_t)gpu_op_chunks(g->ir, g->flavour));
+    long most = g->agreed_blocks > 0 ? g->agreed_blocks : gpu_rank_most_blocks(g);
+    return gpu_grid_for(most, most, chunk * (size_t)gpu_op_chunks(g->ir, g->flavour));
+}
+
+void gpu_rank_op_shape(cdsl_rank_comm *r, int *threads, int *blocks)
+{
+    RankGpu *g = r->engine;
+    *threads = g->threads;
+    *blocks = gpu_rank_most_blocks(g);
+}
+
+void gpu_rank_op_agree(cdsl_rank_comm *r, int threads, int blocks)
+{
+    RankGpu *g = r->engine;
+    g->agreed_threads = threads;
+    g->agreed_blocks = blocks;
 }
 
 /* The caller's stream belongs to our context; the caller's buffer is memory of our GPU. */
@@ -354,8 +379,9 @@ static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(sym_in, cin, in_bytes, s), "copying the input in (%zu bytes)", in_bytes);
     void *params[] = {&args};
     unsigned blocks = gpu_rank_grid(g, chunk);
-    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->fn, blocks, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL),
-                 "launching the kernel (%u blocks of %d threads)", blocks, g->threads);
+    int threads = g->agreed_threads > 0 ? g->agreed_threads : g->threads;
+    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->fn, blocks, 1, 1, (unsigned)threads, 1, 1, 0, s, params, NULL),
+                 "launching the kernel (%u blocks of %d threads)", blocks, threads);
     if (out && out_bytes && cout != sym_out)
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(cout, sym_out, out_bytes, s), "copying the output out (%zu bytes)",
                      out_bytes);

@@ -48,6 +48,7 @@ typedef struct RankGpu {
     CUmodule module;
     CUfunction fn;
     int threads, blocks_per_sm;
+    int agreed_threads, agreed_blocks; /* what every rank runs (gpu_rank_op_agree); 0: not yet */
     char *loaded_src;
     const IrProgram *ir;
     const void *checked_in, *checked_out;           /* caller pointers already checked */
@@ -73,6 +74,8 @@ int gpu_rank_op_run(cdsl_rank_comm *r, size_t chunk, const void *in, size_t in_b
                     void *stream);
 /* RtRankOps.zero: this rank's device memory at `at`, after its work in flight has ended. */
 int gpu_rank_op_zero(cdsl_rank_comm *r, void *at, size_t bytes);
+void gpu_rank_op_shape(cdsl_rank_comm *r, int *threads, int *blocks);
+void gpu_rank_op_agree(cdsl_rank_comm *r, int threads, int blocks);
 /* After the caller synchronised: the error record; `dead` >= 0 names a peer whose process
  * is gone (or -1). */
 int gpu_rank_status(RankGpu *g, int dead, long dead_pid);

@@ -65,6 +65,11 @@ typedef struct RtRankOps {
     /* Zero `bytes` of this rank's own memory at `at` (its packet slots, docs/language.md §8),
      * after this rank's runs in flight have ended, and before returning. */
     int (*zero)(RtRank *r, void *at, size_t bytes);
+    /* GPU engines, after load: the block size and the most blocks this rank's kernel can run
+     * with; and what every rank agreed on (the least of each), which every launch then uses:
+     * a block of one rank waits for the same block of another. NULL on sim. */
+    void (*shape)(RtRank *r, int *threads, int *blocks);
+    void (*agree)(RtRank *r, int threads, int blocks);
 } RtRankOps;
 
 extern const RtRankOps rt_engine_sim;

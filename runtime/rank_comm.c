@@ -258,6 +258,7 @@ typedef struct RtHello {
     uint64_t region;                /* bytes the layout needs */
     unsigned char digest[32];
     char name[64];
+    int32_t threads, blocks;        /* after loading (GPU engines): the launch shape it can run */
 } RtHello;
 
 static void rt_hex8(const unsigned char *d, char *out)
@@ -313,18 +314,27 @@ static int rt_exchange(cdsl_rank_comm *c, const char *what, const RtHello *mine,
     return st;
 }
 
-/* Every rank has loaded its code (or one says it could not). */
+/* Every rank has loaded its code (or one says it could not); GPU engines then launch the
+   least block size and grid of all ranks. */
 static int rt_loaded_everywhere(cdsl_rank_comm *c, int mine)
 {
     RtHello h = {.status = mine}, *all;
+    if (!mine && c->ops->shape)
+        c->ops->shape(c, &h.threads, &h.blocks);
     int st = rt_exchange(c, "loading a run's code", &h, &all);
     if (st)
         return st;
-    for (int q = 0; q < c->nranks && !st; q++)
+    int32_t threads = h.threads, blocks = h.blocks;
+    for (int q = 0; q < c->nranks && !st; q++) {
         if (all[q].status) {
             rt_error(c->log, "rank %d could not load its code for the run (its own message says why)", q);
             st = CDSL_ERR_SYSTEM;
         }
+        threads = all[q].threads < threads ? all[q].threads : threads;
+        blocks = all[q].blocks < blocks ? all[q].blocks : blocks;
+    }
+    if (!st && c->ops->agree)
+        c->ops->agree(c, threads, blocks);
     free(all);
     return st;
 }

@@ -195,6 +195,33 @@ __device__ __forceinline__ u64 cdsl_base(const CdslArgs &a, u32 w)
     return a.state[(cdsl_launch & 1) * CDSL_BASE_WORDS(CDSL_NRANKS) + w];
 }
 
+#ifndef CDSL_PLAN
+/* The base of this block's word of counter src (0: the switch, 1 + p: peer p): a .cdsl
+   program's counters have a word per block, each with its own base (runtime/abi.h). Only
+   block b reads and writes slot b's bases in a launch, so one copy will do. */
+__device__ __forceinline__ u64 cdsl_block_base(const CdslArgs &a, u32 src)
+{
+    return a.state[CDSL_STATE_BLOCK_BASE(CDSL_NRANKS, src, blockIdx.x)];
+}
+
+/* The counter whose consumption (the rank's consumed(w)) block word src counts. */
+__device__ __forceinline__ u32 cdsl_block_counter(u32 src)
+{
+    return src == 0 ? (u32)CDSL_STATE_SWITCH : (u32)CDSL_STATE_PEER + src - 1;
+}
+
+/* Block b adds what this launch consumed (alike in every block) to its own slot's bases, after
+   its waits (the caller's __syncthreads). Slots beyond the grid had no arrivals: unchanged. */
+template <typename F> __device__ __forceinline__ void cdsl_leave_blocks(const CdslArgs &a, F consumed)
+{
+    for (u32 src = threadIdx.x; src < 1 + CDSL_NRANKS; src += blockDim.x) {
+        const u64 add = consumed(cdsl_block_counter(src));
+        if (add)
+            a.state[CDSL_STATE_BLOCK_BASE(CDSL_NRANKS, src, blockIdx.x)] += add;
+    }
+}
+#endif
+
 /* consumed(w): the arrivals this launch consumed on the counter of base word w. */
 template <typename F> __device__ __forceinline__ void cdsl_leave(const CdslArgs &a, F consumed)
 {
@@ -206,6 +233,9 @@ template <typename F> __device__ __forceinline__ void cdsl_leave(const CdslArgs 
         for (u32 w = threadIdx.x; w < CDSL_BASE_WORDS(CDSL_NRANKS); w += blockDim.x)
             to[w] = from[w] + consumed(w);
     }
+#ifndef CDSL_PLAN
+    cdsl_leave_blocks(a, consumed);
+#endif
     for (u32 s = blockIdx.x + threadIdx.x * gridDim.x; s < CDSL_MAX_BLOCKS; s += blockDim.x * gridDim.x)
         a.state[CDSL_STATE_LAUNCH(CDSL_NRANKS) + s] = l + 1;
 }
@@ -262,8 +292,9 @@ __device__ __forceinline__ bool cdsl_converge(const CdslArgs &a, u32 k, u32 line
    Every block's thread 0 polls the counter itself and then releases its block with
    __syncthreads(): cheaper than one poller and a grid barrier, and each block's reads after
    the wait are ordered after its own acquire. The target is the counter's base for this
-   launch (the same in every block) plus the arrivals this wait needs: the emitter numbers the
-   waits of each rank. */
+   launch plus the arrivals this wait needs: the emitter numbers the waits of each rank. An
+   imported plan's counters are one word each (cdsl_wait_word); a .cdsl program's have a word
+   per block (cdsl_wait_block, below). */
 
 __device__ CDSL_OUTLINE bool cdsl_wait_word(const CdslArgs &a, const u64 *word, u32 base_word, u64 need,
                                              CdslOrder order, u32 line, u32 counter)
@@ -274,23 +305,64 @@ __device__ CDSL_OUTLINE bool cdsl_wait_word(const CdslArgs &a, const u64 *word, 
     return !__syncthreads_or(bad);
 }
 
-/* p.wait(): the nth arrival of rank p on this rank's semaphore for p, in this launch. */
-__device__ __forceinline__ bool cdsl_peer_wait(const CdslArgs &a, int p, u32 nth, CdslOrder order, u32 line)
-{
-    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_PEER + p], CDSL_STATE_PEER + p, nth, order, line,
-                          CDSL_SYNC_PEER + p);
-}
+#ifndef CDSL_PLAN
+/* ---- Block-by-block arrivals (a .cdsl program) ---------------------------------------------
+   Block b of a rank polls only word b of a counter (runtime/abi.h: CDSL_SYNC_BLOCK), and every
+   rank runs the same grid, so block b waits for block b of its partners. A signal arrives in
+   one of two ways, and every word of the grid gets exactly one arrival either way:
+     CDSL_BY_BLOCK  each block adds one to word b of the partner, once its own threads are done
+                    with what came before (__syncthreads): it vouches for block b's share of
+                    the rank's work, which is enough when every data operation since the rank's
+                    last grid barrier is reached through the same blocks on every rank
+                    (compiler/partition.c; docs/internals.md, "Block-by-block arrivals");
+     CDSL_FOR_ALL   block 0, after the rank's blocks converged (cdsl_converge), adds one to
+                    every word 0 .. G-1 of the partner: it vouches for all of them.
+   A release puts one fence before each thread's relaxed reduction (one instruction per warp). */
+enum CdslArrive { CDSL_BY_BLOCK, CDSL_FOR_ALL };
 
-/* p.signal(): one arrival on rank p's semaphore for this rank, made by one thread after the
-   rank's blocks have converged (the caller converges first): one fence, one relaxed red. */
-__device__ __forceinline__ void cdsl_peer_signal(const CdslArgs &a, int p, CdslOrder order)
+/* arrive(c, w): one relaxed arrival on word w of counter c, for c < counters. The calling
+   block's threads take a (counter, word) each. */
+template <typename F>
+__device__ __forceinline__ void cdsl_arrive(CdslArrive how, u32 counters, CdslOrder order, F arrive)
 {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (how == CDSL_BY_BLOCK)
+        __syncthreads(); /* the block's share of what came before is done */
+    else if (blockIdx.x != 0)
+        return;
+    const u32 words = how == CDSL_FOR_ALL ? gridDim.x : 1, first = how == CDSL_FOR_ALL ? 0 : blockIdx.x;
+    for (u32 t = threadIdx.x; t < words * counters; t += blockDim.x) {
         if (order == CDSL_RELEASE)
             cdsl_fence_sys();
-        cdsl_red_sys(&cdsl_rank_sync(a, p)[CDSL_SYNC_PEER + a.rank]);
+        arrive(t / words, first + t % words);
     }
 }
+
+/* Thread 0 of block b polls word b of counter src (0: the switch, 1 + p: peer p) until it has
+   grown by `need` this launch. `counter` names it in the error record. */
+__device__ CDSL_OUTLINE bool cdsl_wait_block(const CdslArgs &a, u32 src, u64 need, CdslOrder order, u32 line,
+                                              u32 counter)
+{
+    int bad = 0;
+    if (threadIdx.x == 0) {
+        const u64 *word = &a.sync[CDSL_SYNC_BLOCK(CDSL_NRANKS, src, blockIdx.x)];
+        bad = !cdsl_spin(a, word, cdsl_block_base(a, src) + need, CDSL_SYS, order, line, counter);
+    }
+    return !__syncthreads_or(bad);
+}
+
+/* p.wait(): the nth arrival of rank p for this block, in this launch. */
+__device__ __forceinline__ bool cdsl_peer_wait(const CdslArgs &a, int p, u32 nth, CdslOrder order, u32 line)
+{
+    return cdsl_wait_block(a, 1 + p, nth, order, line, CDSL_SYNC_PEER + p);
+}
+
+/* p.signal(): one arrival on each of rank p's words for this rank. */
+__device__ __forceinline__ void cdsl_peer_signal(const CdslArgs &a, int p, CdslOrder order, CdslArrive how)
+{
+    u64 *words = &cdsl_rank_sync(a, p)[CDSL_SYNC_BLOCK(CDSL_NRANKS, 1 + a.rank, 0)];
+    cdsl_arrive(how, 1, order, [&](u32, u32 w) { cdsl_red_sys(&words[w]); });
+}
+#endif
 
 /* ---- The element type's sums ---------------------------------------------------------------- */
 

@@ -158,8 +158,9 @@ __device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db,
     cdsl_apply(a, src, dst, n);
 }
 
-/* One arrival of the rank, by the calling thread: a single multimem.red adds 1 to every rank's
-   copy of the switch counter; a release puts one fence before it. */
+/* An imported plan's switch: one arrival of the rank, by the calling thread: a single
+   multimem.red adds 1 to every rank's copy of the switch counter (one word, abi.h); a release
+   puts one fence before it. */
 __device__ __forceinline__ void cdsl_switch_arrive_one(const CdslArgs &a, CdslOrder order)
 {
     u64 *mc = &a.mc_sync[CDSL_SYNC_SWITCH];
@@ -168,23 +169,39 @@ __device__ __forceinline__ void cdsl_switch_arrive_one(const CdslArgs &a, CdslOr
     asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
 }
 
-/* switch.signal(): one arrival, made once by the rank after its blocks converged. */
-__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
-{
-    if (blockIdx.x == 0 && threadIdx.x == 0)
-        cdsl_switch_arrive_one(a, order);
-}
-
-/* switch.wait(): the nth wait of this launch completes when every rank has made its nth
-   arrival, i.e. this rank's copy of the counter has grown by nth * nranks. The arrivals came
-   through the multicast mapping and are polled through the unicast one, so each poller puts
-   fence.proxy.alias between them, as the CUDA guide's multicast barrier does. */
-__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+/* The plan's switch.wait(): the nth wait of this launch completes when every rank has made its
+   nth arrival, i.e. this rank's copy of the counter has grown by nth * nranks. The arrivals
+   came through the multicast mapping and are polled through the unicast one, so the poller
+   puts fence.proxy.alias between them, as the CUDA guide's multicast barrier does. */
+__device__ __forceinline__ bool cdsl_plan_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
 {
     if (threadIdx.x == 0)
         cdsl_fence_alias();
     return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
                           order, line, CDSL_SYNC_SWITCH);
 }
+
+#ifndef CDSL_PLAN
+/* A .cdsl program's switch.signal(): one multimem.red per switch word (abi.h: CDSL_SYNC_BLOCK)
+   adds 1 to that word on every rank, block by block or for all blocks (cdsl_device.cuh,
+   cdsl_arrive). */
+__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order, CdslArrive how)
+{
+    cdsl_arrive(how, 1, order, [&](u32, u32 w) {
+        u64 *mc = &a.mc_sync[CDSL_SYNC_BLOCK(CDSL_NRANKS, 0, w)];
+        asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+    });
+}
+
+/* switch.wait(): block b's nth wait of this launch completes when every rank has made its nth
+   arrival on word b (grown by nth * nranks); fence.proxy.alias between the multicast arrivals
+   and the unicast polls, as above. */
+__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+{
+    if (threadIdx.x == 0)
+        cdsl_fence_alias();
+    return cdsl_wait_block(a, 0, (u64)nth * CDSL_NRANKS, order, line, CDSL_SYNC_SWITCH);
+}
+#endif
 
 #endif /* CDSL_NVLS_CUH */

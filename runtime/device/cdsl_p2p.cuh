@@ -88,9 +88,9 @@ __device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db,
     cdsl_apply(a, src, dst, n);
 }
 
-/* One arrival on every rank's switch counter, by threads 0 .. nranks-1 of the calling block,
-   one rank each: a fence (for a release; one instruction for a warp) then a relaxed red, so
-   the arrivals go out in parallel. */
+/* An imported plan's switch: one arrival on every rank's switch counter (one word, abi.h), by
+   threads 0 .. nranks-1 of the calling block, one rank each: a fence (for a release; one
+   instruction for a warp) then a relaxed red, so the arrivals go out in parallel. */
 __device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder order)
 {
     for (int q = threadIdx.x; q < CDSL_NRANKS; q += blockDim.x) {
@@ -100,19 +100,31 @@ __device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder 
     }
 }
 
-/* switch.signal(): one arrival, made once by the rank (block 0) after its blocks converged. */
-__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order)
-{
-    if (blockIdx.x == 0)
-        cdsl_switch_arrive(a, order);
-}
-
-/* switch.wait(): the nth wait of this launch completes when every rank has made its nth
-   arrival, i.e. this rank's counter has grown by nth * nranks. */
-__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+/* The plan's switch.wait(): the nth wait of this launch completes when every rank has made its
+   nth arrival, i.e. this rank's counter has grown by nth * nranks. */
+__device__ __forceinline__ bool cdsl_plan_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
 {
     return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
                           order, line, CDSL_SYNC_SWITCH);
 }
+
+#ifndef CDSL_PLAN
+/* A .cdsl program's switch.signal(): one arrival on every rank's switch words (abi.h:
+   CDSL_SYNC_BLOCK), block by block or for all blocks (cdsl_device.cuh, cdsl_arrive). */
+__device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order, CdslArrive how)
+{
+    cdsl_arrive(how, CDSL_NRANKS, order, [&](u32 q, u32 w) {
+        u64 *words = (int)q == a.rank ? a.sync : cdsl_rank_sync(a, (int)q);
+        cdsl_red_sys(&words[CDSL_SYNC_BLOCK(CDSL_NRANKS, 0, w)]);
+    });
+}
+
+/* switch.wait(): the nth wait of this launch completes for block b when every rank has made
+   its nth arrival on word b, i.e. it has grown by nth * nranks. */
+__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+{
+    return cdsl_wait_block(a, 0, (u64)nth * CDSL_NRANKS, order, line, CDSL_SYNC_SWITCH);
+}
+#endif
 
 #endif /* CDSL_P2P_CUH */

@@ -27,7 +27,7 @@ __device__ bool rank_0(const CdslArgs &a)
 {
     // 5:12  switch.signal (relaxed)
 #line 5 "allgather_nvls.cdsl"
-    cdsl_switch_signal(a, CDSL_RELAXED);
+    cdsl_switch_signal(a, CDSL_RELAXED, CDSL_BY_BLOCK);
     // 6:12  switch.wait (relaxed)
 #line 6 "allgather_nvls.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 6));
@@ -38,15 +38,13 @@ __device__ bool rank_0(const CdslArgs &a)
     cdsl_switch_store(a, B_output, 0, B_input, 0, 1);
     // 8:12  switch.signal (release)
 #line 8 "allgather_nvls.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_nvls.cdsl"
-    cdsl_switch_signal(a, CDSL_RELEASE);
+    cdsl_switch_signal(a, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 9:12  switch.wait (acquire)
 #line 9 "allgather_nvls.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "allgather_nvls.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 50 "allgather_nvls_nvls_f32.cu"
+#line 48 "allgather_nvls_nvls_f32.cu"
     return true;
 }
 
@@ -54,7 +52,6 @@ __device__ __forceinline__ u64 rank_0_consumed(u32 w)
 {
     switch (w) {
     case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
     default: return 0;
     }
 }
@@ -70,7 +67,7 @@ __device__ bool rank_1(const CdslArgs &a)
 {
     // 5:12  switch.signal (relaxed)
 #line 5 "allgather_nvls.cdsl"
-    cdsl_switch_signal(a, CDSL_RELAXED);
+    cdsl_switch_signal(a, CDSL_RELAXED, CDSL_BY_BLOCK);
     // 6:12  switch.wait (relaxed)
 #line 6 "allgather_nvls.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 6));
@@ -81,15 +78,13 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_switch_store(a, B_output, 1, B_input, 0, 1);
     // 8:12  switch.signal (release)
 #line 8 "allgather_nvls.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_nvls.cdsl"
-    cdsl_switch_signal(a, CDSL_RELEASE);
+    cdsl_switch_signal(a, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 9:12  switch.wait (acquire)
 #line 9 "allgather_nvls.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "allgather_nvls.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 93 "allgather_nvls_nvls_f32.cu"
+#line 88 "allgather_nvls_nvls_f32.cu"
     return true;
 }
 
@@ -97,7 +92,6 @@ __device__ __forceinline__ u64 rank_1_consumed(u32 w)
 {
     switch (w) {
     case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
     default: return 0;
     }
 }

@@ -28,7 +28,7 @@ __device__ bool rank_1(const CdslArgs &a)
 {
     // 5:12  switch.signal (relaxed)
 #line 5 "allgather_nvls_rank1.cdsl"
-    cdsl_switch_signal(a, CDSL_RELAXED);
+    cdsl_switch_signal(a, CDSL_RELAXED, CDSL_BY_BLOCK);
     // 6:12  switch.wait (relaxed)
 #line 6 "allgather_nvls_rank1.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 6));
@@ -39,15 +39,13 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_switch_store(a, B_output, 1, B_input, 0, 1);
     // 8:12  switch.signal (release)
 #line 8 "allgather_nvls_rank1.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_nvls_rank1.cdsl"
-    cdsl_switch_signal(a, CDSL_RELEASE);
+    cdsl_switch_signal(a, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 9:12  switch.wait (acquire)
 #line 9 "allgather_nvls_rank1.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 9));
 #line 9 "allgather_nvls_rank1.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 51 "allgather_nvls_nvls_f32_rank.cu"
+#line 49 "allgather_nvls_nvls_f32_rank.cu"
     return true;
 }
 
@@ -55,7 +53,6 @@ __device__ __forceinline__ u64 rank_1_consumed(u32 w)
 {
     switch (w) {
     case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
     default: return 0;
     }
 }

@@ -24,51 +24,43 @@ enum {
 
 __device__ bool rank_0(const CdslArgs &a)
 {
-    // 7:5  copy output[0] <- input[0]
-#line 7 "allgather_ring_p2p.cdsl"
+    // 8:5  copy output[0] <- input[0]
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 0, B_input, 0, 1);
-    // 8:10  signal rank 3 (relaxed)
-#line 8 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 3, CDSL_RELEASE /* relaxed, after data operations: fenced */);
-    // 9:10  wait for rank 1 (relaxed)
+    // 9:10  signal rank 3 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_RELAXED, 9));
-    // 12:14  put to rank 1: output[0] <- output[0]  (step=0)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 3, CDSL_RELEASE /* relaxed, after data operations: fenced */, CDSL_BY_BLOCK);
+    // 10:10  wait for rank 1 (relaxed)
+#line 10 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_RELAXED, 10));
+    // 13:14  put to rank 1: output[0] <- output[0]  (step=0)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 1, B_output, 0, B_output, 0, 1);
-    // 13:14  signal rank 1 (release)  (step=0)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 1, CDSL_RELEASE);
-    // 14:14  wait for rank 3 (acquire)  (step=0)
+    // 14:14  signal rank 1 (release)  (step=0)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 1: output[3] <- output[3]  (step=1)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 1, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 3 (acquire)  (step=0)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 1: output[3] <- output[3]  (step=1)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 1, B_output, 3, B_output, 3, 1);
-    // 13:14  signal rank 1 (release)  (step=1)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 1, CDSL_RELEASE);
-    // 14:14  wait for rank 3 (acquire)  (step=1)
+    // 14:14  signal rank 1 (release)  (step=1)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 3, 2, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 1: output[2] <- output[2]  (step=2)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 1, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 3 (acquire)  (step=1)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 3, 2, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 1: output[2] <- output[2]  (step=2)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 1, B_output, 2, B_output, 2, 1);
-    // 13:14  signal rank 1 (release)  (step=2)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 1, CDSL_RELEASE);
-    // 14:14  wait for rank 3 (acquire)  (step=2)
+    // 14:14  signal rank 1 (release)  (step=2)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 3, 3, CDSL_ACQUIRE, 14));
-#line 72 "allgather_ring_p2p_s32.cu"
+    cdsl_peer_signal(a, 1, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 3 (acquire)  (step=2)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 3, 3, CDSL_ACQUIRE, 15));
+#line 64 "allgather_ring_p2p_s32.cu"
     return true;
 }
 
@@ -77,7 +69,6 @@ __device__ __forceinline__ u64 rank_0_consumed(u32 w)
     switch (w) {
     case CDSL_STATE_PEER + 1: return 1;
     case CDSL_STATE_PEER + 3: return 3;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
     default: return 0;
     }
 }
@@ -91,51 +82,43 @@ __device__ void rank_0_leave(const CdslArgs &a)
 
 __device__ bool rank_1(const CdslArgs &a)
 {
-    // 7:5  copy output[1] <- input[0]
-#line 7 "allgather_ring_p2p.cdsl"
+    // 8:5  copy output[1] <- input[0]
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 1, B_input, 0, 1);
-    // 8:10  signal rank 0 (relaxed)
-#line 8 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELEASE /* relaxed, after data operations: fenced */);
-    // 9:10  wait for rank 2 (relaxed)
+    // 9:10  signal rank 0 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 9));
-    // 12:14  put to rank 2: output[1] <- output[1]  (step=0)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 0, CDSL_RELEASE /* relaxed, after data operations: fenced */, CDSL_BY_BLOCK);
+    // 10:10  wait for rank 2 (relaxed)
+#line 10 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 10));
+    // 13:14  put to rank 2: output[1] <- output[1]  (step=0)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 2, B_output, 1, B_output, 1, 1);
-    // 13:14  signal rank 2 (release)  (step=0)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE);
-    // 14:14  wait for rank 0 (acquire)  (step=0)
+    // 14:14  signal rank 2 (release)  (step=0)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 2: output[0] <- output[0]  (step=1)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 2, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 0 (acquire)  (step=0)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 2: output[0] <- output[0]  (step=1)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 2, B_output, 0, B_output, 0, 1);
-    // 13:14  signal rank 2 (release)  (step=1)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE);
-    // 14:14  wait for rank 0 (acquire)  (step=1)
+    // 14:14  signal rank 2 (release)  (step=1)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 0, 2, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 2: output[3] <- output[3]  (step=2)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 2, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 0 (acquire)  (step=1)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 0, 2, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 2: output[3] <- output[3]  (step=2)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 2, B_output, 3, B_output, 3, 1);
-    // 13:14  signal rank 2 (release)  (step=2)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE);
-    // 14:14  wait for rank 0 (acquire)  (step=2)
+    // 14:14  signal rank 2 (release)  (step=2)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 14));
-#line 139 "allgather_ring_p2p_s32.cu"
+    cdsl_peer_signal(a, 2, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 0 (acquire)  (step=2)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 15));
+#line 122 "allgather_ring_p2p_s32.cu"
     return true;
 }
 
@@ -144,7 +127,6 @@ __device__ __forceinline__ u64 rank_1_consumed(u32 w)
     switch (w) {
     case CDSL_STATE_PEER + 2: return 1;
     case CDSL_STATE_PEER + 0: return 3;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
     default: return 0;
     }
 }
@@ -158,51 +140,43 @@ __device__ void rank_1_leave(const CdslArgs &a)
 
 __device__ bool rank_2(const CdslArgs &a)
 {
-    // 7:5  copy output[2] <- input[0]
-#line 7 "allgather_ring_p2p.cdsl"
+    // 8:5  copy output[2] <- input[0]
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 2, B_input, 0, 1);
-    // 8:10  signal rank 1 (relaxed)
-#line 8 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 1, CDSL_RELEASE /* relaxed, after data operations: fenced */);
-    // 9:10  wait for rank 3 (relaxed)
+    // 9:10  signal rank 1 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_RELAXED, 9));
-    // 12:14  put to rank 3: output[2] <- output[2]  (step=0)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 1, CDSL_RELEASE /* relaxed, after data operations: fenced */, CDSL_BY_BLOCK);
+    // 10:10  wait for rank 3 (relaxed)
+#line 10 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 3, 1, CDSL_RELAXED, 10));
+    // 13:14  put to rank 3: output[2] <- output[2]  (step=0)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 3, B_output, 2, B_output, 2, 1);
-    // 13:14  signal rank 3 (release)  (step=0)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 3, CDSL_RELEASE);
-    // 14:14  wait for rank 1 (acquire)  (step=0)
+    // 14:14  signal rank 3 (release)  (step=0)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 3: output[1] <- output[1]  (step=1)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 3, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 1 (acquire)  (step=0)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 1, 1, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 3: output[1] <- output[1]  (step=1)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 3, B_output, 1, B_output, 1, 1);
-    // 13:14  signal rank 3 (release)  (step=1)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 3, CDSL_RELEASE);
-    // 14:14  wait for rank 1 (acquire)  (step=1)
+    // 14:14  signal rank 3 (release)  (step=1)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 1, 2, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 3: output[0] <- output[0]  (step=2)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 3, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 1 (acquire)  (step=1)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 1, 2, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 3: output[0] <- output[0]  (step=2)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 3, B_output, 0, B_output, 0, 1);
-    // 13:14  signal rank 3 (release)  (step=2)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 3, CDSL_RELEASE);
-    // 14:14  wait for rank 1 (acquire)  (step=2)
+    // 14:14  signal rank 3 (release)  (step=2)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 1, 3, CDSL_ACQUIRE, 14));
-#line 206 "allgather_ring_p2p_s32.cu"
+    cdsl_peer_signal(a, 3, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 1 (acquire)  (step=2)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 1, 3, CDSL_ACQUIRE, 15));
+#line 180 "allgather_ring_p2p_s32.cu"
     return true;
 }
 
@@ -211,7 +185,6 @@ __device__ __forceinline__ u64 rank_2_consumed(u32 w)
     switch (w) {
     case CDSL_STATE_PEER + 3: return 1;
     case CDSL_STATE_PEER + 1: return 3;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
     default: return 0;
     }
 }
@@ -225,51 +198,43 @@ __device__ void rank_2_leave(const CdslArgs &a)
 
 __device__ bool rank_3(const CdslArgs &a)
 {
-    // 7:5  copy output[3] <- input[0]
-#line 7 "allgather_ring_p2p.cdsl"
+    // 8:5  copy output[3] <- input[0]
+#line 8 "allgather_ring_p2p.cdsl"
     cdsl_copy(a, B_output, 3, B_input, 0, 1);
-    // 8:10  signal rank 2 (relaxed)
-#line 8 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE /* relaxed, after data operations: fenced */);
-    // 9:10  wait for rank 0 (relaxed)
+    // 9:10  signal rank 2 (relaxed)
 #line 9 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_RELAXED, 9));
-    // 12:14  put to rank 0: output[3] <- output[3]  (step=0)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 2, CDSL_RELEASE /* relaxed, after data operations: fenced */, CDSL_BY_BLOCK);
+    // 10:10  wait for rank 0 (relaxed)
+#line 10 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_RELAXED, 10));
+    // 13:14  put to rank 0: output[3] <- output[3]  (step=0)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 0, B_output, 3, B_output, 3, 1);
-    // 13:14  signal rank 0 (release)  (step=0)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELEASE);
-    // 14:14  wait for rank 2 (acquire)  (step=0)
+    // 14:14  signal rank 0 (release)  (step=0)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 0: output[2] <- output[2]  (step=1)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 0, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 2 (acquire)  (step=0)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 0: output[2] <- output[2]  (step=1)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 0, B_output, 2, B_output, 2, 1);
-    // 13:14  signal rank 0 (release)  (step=1)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELEASE);
-    // 14:14  wait for rank 2 (acquire)  (step=1)
+    // 14:14  signal rank 0 (release)  (step=1)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 2, 2, CDSL_ACQUIRE, 14));
-    // 12:14  put to rank 0: output[1] <- output[1]  (step=2)
-#line 12 "allgather_ring_p2p.cdsl"
+    cdsl_peer_signal(a, 0, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 2 (acquire)  (step=1)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 2, 2, CDSL_ACQUIRE, 15));
+    // 13:14  put to rank 0: output[1] <- output[1]  (step=2)
+#line 13 "allgather_ring_p2p.cdsl"
     cdsl_put(a, 0, B_output, 1, B_output, 1, 1);
-    // 13:14  signal rank 0 (release)  (step=2)
-#line 13 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_p2p.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELEASE);
-    // 14:14  wait for rank 2 (acquire)  (step=2)
+    // 14:14  signal rank 0 (release)  (step=2)
 #line 14 "allgather_ring_p2p.cdsl"
-    CDSL_TRY(cdsl_peer_wait(a, 2, 3, CDSL_ACQUIRE, 14));
-#line 273 "allgather_ring_p2p_s32.cu"
+    cdsl_peer_signal(a, 0, CDSL_RELEASE, CDSL_BY_BLOCK);
+    // 15:14  wait for rank 2 (acquire)  (step=2)
+#line 15 "allgather_ring_p2p.cdsl"
+    CDSL_TRY(cdsl_peer_wait(a, 2, 3, CDSL_ACQUIRE, 15));
+#line 238 "allgather_ring_p2p_s32.cu"
     return true;
 }
 
@@ -278,7 +243,6 @@ __device__ __forceinline__ u64 rank_3_consumed(u32 w)
     switch (w) {
     case CDSL_STATE_PEER + 0: return 1;
     case CDSL_STATE_PEER + 2: return 3;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
     default: return 0;
     }
 }

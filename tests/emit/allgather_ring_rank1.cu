@@ -31,9 +31,7 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_copy(a, B_output, 1, B_input, 0, 1);
     // 8:10  signal rank 0 (relaxed)
 #line 8 "allgather_ring_rank1.cdsl"
-    CDSL_TRY(cdsl_converge(a, 1, 8));  // the rank's data operations above are done
-#line 8 "allgather_ring_rank1.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELEASE /* relaxed, after data operations: fenced */);
+    cdsl_peer_signal(a, 0, CDSL_RELEASE /* relaxed, after data operations: fenced */, CDSL_BY_BLOCK);
     // 9:10  wait for rank 2 (relaxed)
 #line 9 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 9));
@@ -42,9 +40,7 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_put(a, 2, B_output, 1, B_output, 1, 1);
     // 13:14  signal rank 2 (release)  (step=0)
 #line 13 "allgather_ring_rank1.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_rank1.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE);
+    cdsl_peer_signal(a, 2, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 14:14  wait for rank 0 (acquire)  (step=0)
 #line 14 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 1, CDSL_ACQUIRE, 14));
@@ -53,9 +49,7 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_put(a, 2, B_output, 0, B_output, 0, 1);
     // 13:14  signal rank 2 (release)  (step=1)
 #line 13 "allgather_ring_rank1.cdsl"
-    CDSL_TRY(cdsl_converge(a, 3, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_rank1.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE);
+    cdsl_peer_signal(a, 2, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 14:14  wait for rank 0 (acquire)  (step=1)
 #line 14 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 2, CDSL_ACQUIRE, 14));
@@ -64,13 +58,11 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_put(a, 2, B_output, 3, B_output, 3, 1);
     // 13:14  signal rank 2 (release)  (step=2)
 #line 13 "allgather_ring_rank1.cdsl"
-    CDSL_TRY(cdsl_converge(a, 4, 13));  // the rank's data operations above are done
-#line 13 "allgather_ring_rank1.cdsl"
-    cdsl_peer_signal(a, 2, CDSL_RELEASE);
+    cdsl_peer_signal(a, 2, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 14:14  wait for rank 0 (acquire)  (step=2)
 #line 14 "allgather_ring_rank1.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 0, 3, CDSL_ACQUIRE, 14));
-#line 74 "allgather_ring_p2p_s32_rank.cu"
+#line 66 "allgather_ring_p2p_s32_rank.cu"
     return true;
 }
 
@@ -79,7 +71,6 @@ __device__ __forceinline__ u64 rank_1_consumed(u32 w)
     switch (w) {
     case CDSL_STATE_PEER + 2: return 1;
     case CDSL_STATE_PEER + 0: return 3;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(4);
     default: return 0;
     }
 }

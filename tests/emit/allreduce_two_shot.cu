@@ -28,7 +28,7 @@ __device__ bool rank_0(const CdslArgs &a)
 {
     // 6:12  switch.signal (relaxed)
 #line 6 "allreduce_two_shot.cdsl"
-    cdsl_switch_signal(a, CDSL_RELAXED);
+    cdsl_switch_signal(a, CDSL_RELAXED, CDSL_BY_BLOCK);
     // 7:12  switch.wait (relaxed)
 #line 7 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
@@ -49,15 +49,13 @@ __device__ bool rank_0(const CdslArgs &a)
     cdsl_switch_store(a, B_output, 0, B_tmp, 0, 1);
     // 11:12  switch.signal (release)
 #line 11 "allreduce_two_shot.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
-#line 11 "allreduce_two_shot.cdsl"
-    cdsl_switch_signal(a, CDSL_RELEASE);
+    cdsl_switch_signal(a, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 12:12  switch.wait (acquire)
 #line 12 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
 #line 12 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 61 "allreduce_two_shot_nvls_bf16.cu"
+#line 59 "allreduce_two_shot_nvls_bf16.cu"
     return true;
 }
 
@@ -65,7 +63,7 @@ __device__ __forceinline__ u64 rank_0_consumed(u32 w)
 {
     switch (w) {
     case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(2);
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
     default: return 0;
     }
 }
@@ -81,7 +79,7 @@ __device__ bool rank_1(const CdslArgs &a)
 {
     // 6:12  switch.signal (relaxed)
 #line 6 "allreduce_two_shot.cdsl"
-    cdsl_switch_signal(a, CDSL_RELAXED);
+    cdsl_switch_signal(a, CDSL_RELAXED, CDSL_BY_BLOCK);
     // 7:12  switch.wait (relaxed)
 #line 7 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 1, CDSL_RELAXED, 7));
@@ -102,15 +100,13 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_switch_store(a, B_output, 1, B_tmp, 1, 1);
     // 11:12  switch.signal (release)
 #line 11 "allreduce_two_shot.cdsl"
-    CDSL_TRY(cdsl_converge(a, 2, 11));  // the rank's data operations above are done
-#line 11 "allreduce_two_shot.cdsl"
-    cdsl_switch_signal(a, CDSL_RELEASE);
+    cdsl_switch_signal(a, CDSL_RELEASE, CDSL_BY_BLOCK);
     // 12:12  switch.wait (acquire)
 #line 12 "allreduce_two_shot.cdsl"
     CDSL_TRY(cdsl_switch_wait(a, 2, CDSL_ACQUIRE, 12));
 #line 12 "allreduce_two_shot.cdsl"
     cdsl_fence_alias();  // the work after the collective reads and writes through the unicast mapping
-#line 114 "allreduce_two_shot_nvls_bf16.cu"
+#line 110 "allreduce_two_shot_nvls_bf16.cu"
     return true;
 }
 
@@ -118,7 +114,7 @@ __device__ __forceinline__ u64 rank_1_consumed(u32 w)
 {
     switch (w) {
     case CDSL_STATE_SWITCH: return 2 * CDSL_NRANKS;
-    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(2);
+    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(1);
     default: return 0;
     }
 }

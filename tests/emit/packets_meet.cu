@@ -51,9 +51,9 @@ __device__ bool rank_1(const CdslArgs &a)
     cdsl_copy(a, B_output, 1, B_input, 0, 1);
     // 24:17  signal rank 0 (release)
 #line 24 "packets_meet.cdsl"
-    CDSL_TRY(cdsl_converge(a, 3, 24));  // the rank's data operations above are done
+    CDSL_TRY(cdsl_converge(a, 3, 24));  // the rank's work above is done (other blocks reach some of it elsewhere)
 #line 24 "packets_meet.cdsl"
-    cdsl_peer_signal(a, 0, CDSL_RELEASE);
+    cdsl_peer_signal(a, 0, CDSL_RELEASE, CDSL_FOR_ALL);
 #line 58 "war_ag_p2p_f32_rank.cu"
     return true;
 }

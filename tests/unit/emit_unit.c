@@ -209,6 +209,37 @@ static void test_sync_before(void)
     arena_destroy(a);
 }
 
+/* Data ops every rank reaches through the same blocks (partition.c's same_blocks): signals
+   arrive block by block, with no convergence; one op that is not makes the next signal
+   converge and arrive for all blocks, and so every signal until a grid barrier. */
+static void test_block_arrival(void)
+{
+    Arena *a = arena_create();
+    Diag d;
+    diag_init(&d, stderr);
+    IrProgram *p = program(a, 2, 3, NAMES3, CHUNKS3);
+    for (int r = 0; r < 2; r++) {
+        data(p, r, IR_PUT, R(1, r, 1), R(0, 0, 1), 3);
+        p->ranks[r].ops[0].peer = 1 - r;
+        p->ranks[r].ops[0].same_blocks = true;
+        op(p, r, IR_SIGNAL, 1 - r, NONE, NONE, NONE, 4);
+        op(p, r, IR_WAIT, 1 - r, NONE, NONE, NONE, 5);
+        data(p, r, IR_COPY, R(2, 0, 1), R(1, 1 - r, 1), 6);
+        op(p, r, IR_SIGNAL, 1 - r, NONE, NONE, NONE, 7);
+        op(p, r, IR_WAIT, 1 - r, NONE, NONE, NONE, 8);
+        op(p, r, IR_SIGNAL, 1 - r, NONE, NONE, NONE, 9);
+    }
+    const char *s = emit(p, CDSL_BACKEND_P2P, CDSL_F32, a, &d);
+    char *r0 = rank_body(s ? s : "", 0);
+    int ok = count(r0, "cdsl_peer_signal(a, 1, CDSL_RELEASE, CDSL_BY_BLOCK)") == 1 &&
+             count(r0, "cdsl_peer_signal(a, 1, CDSL_RELEASE, CDSL_FOR_ALL)") == 2 &&
+             count(r0, "cdsl_converge(a, 1, 7)") == 1 && count(r0, "cdsl_converge(a, 2, 9)") == 1 &&
+             count(r0, "cdsl_converge(") == 2;
+    report("same_blocks ops: block-by-block signals; after another op, converge and arrive for all", ok, r0);
+    free(r0);
+    arena_destroy(a);
+}
+
 /* Converge before a signal only when data ran since the last convergence. */
 static void test_converge(void)
 {
@@ -451,6 +482,7 @@ int main(void)
     test_barrier_across_wait();
     test_sync_before();
     test_converge();
+    test_block_arrival();
     test_fences();
     test_fence_read_then_mc_write();
     test_fence_mc_read_then_write();
