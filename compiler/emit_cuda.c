@@ -166,6 +166,7 @@ typedef struct Emitter {
     int switch_waits, meets;            /* switch waits and block convergences so far */
     bool data_since_barrier, data_since_meet;
     bool wait_since_meet;      /* a wait since the last grid barrier or convergence */
+    bool wait_since_barrier;   /* a wait since the last grid barrier */
     bool mixed_since_barrier;  /* a data op not same_blocks since the last grid barrier */
     bool recv_since_barrier;   /* a recv_packets since the last grid barrier */
 } Emitter;
@@ -318,16 +319,26 @@ static bool packet_meeting(const Emitter *e, const IrOp *op)
     return op->kind == IR_PKT_SEND || e->recv_since_barrier;
 }
 
+/* A send's packets vouch for everything before it on the rank, like a signal for all blocks, but
+   each thread sends only its own words: so the blocks meet before it after data operations, and
+   after a wait, which may have brought a block only its own share of a partner's work (a signal
+   that arrived block by block). */
+static bool send_meeting(const Emitter *e, const IrOp *op)
+{
+    return op->kind == IR_PKT_SEND && e->wait_since_barrier;
+}
+
 /* A grid barrier before a data op that needs one. */
 static void put_barrier(Emitter *e, const IrOp *op)
 {
-    if (!(ir_is_data(op->kind) && e->data_since_barrier && (op->sync_before || packet_meeting(e, op))))
+    if (!(ir_is_data(op->kind) &&
+          ((e->data_since_barrier && (op->sync_before || packet_meeting(e, op))) || send_meeting(e, op))))
         return;
     emit_line_at(&e->out, op->loc);
     emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                 "// after the other blocks' work above\n", ++e->meets, op->loc.line);
     e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
-    e->wait_since_meet = e->mixed_since_barrier = false;
+    e->wait_since_meet = e->wait_since_barrier = e->mixed_since_barrier = false;
 }
 
 /* How a signal arrives (cdsl_device.cuh, cdsl_arrive), with the convergence it needs first.
@@ -377,7 +388,9 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     } else {
         emit_line_at(&e->out, op->loc);
         put_sync_call(e, op, signal && after_data, how);
-        e->wait_since_meet |= op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
+        bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
+        e->wait_since_meet |= wait;
+        e->wait_since_barrier |= wait;
     }
     if (e->fence)
         emit_fence_after(e->fence, op);
@@ -412,7 +425,7 @@ static void put_rank(Emitter *e, int r, Arena *a)
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
     e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
-    e->wait_since_meet = e->mixed_since_barrier = false;
+    e->wait_since_meet = e->wait_since_barrier = e->mixed_since_barrier = false;
     if (e->fence)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");

@@ -222,6 +222,19 @@ template <typename F> __device__ __forceinline__ void cdsl_leave_blocks(const Cd
 }
 #endif
 
+/* What this launch consumed on the one-word counter of base word w. A .cdsl program's switch
+   and peer counters are its block words (cdsl_leave_blocks): the one-word ones, an imported
+   plan's, got no arrivals from it, and a plan run later on the same words must find their
+   bases unchanged. */
+template <typename F> __device__ __forceinline__ u64 cdsl_word_consumed(F consumed, u32 w)
+{
+#ifndef CDSL_PLAN
+    if (w < (u32)CDSL_STATE_PEER + CDSL_NRANKS) /* CDSL_STATE_SWITCH, CDSL_STATE_PEER + p */
+        return 0;
+#endif
+    return consumed(w);
+}
+
 /* consumed(w): the arrivals this launch consumed on the counter of base word w. */
 template <typename F> __device__ __forceinline__ void cdsl_leave(const CdslArgs &a, F consumed)
 {
@@ -231,7 +244,7 @@ template <typename F> __device__ __forceinline__ void cdsl_leave(const CdslArgs 
         const u64 *from = a.state + (l & 1) * CDSL_BASE_WORDS(CDSL_NRANKS);
         u64 *to = a.state + ((l + 1) & 1) * CDSL_BASE_WORDS(CDSL_NRANKS);
         for (u32 w = threadIdx.x; w < CDSL_BASE_WORDS(CDSL_NRANKS); w += blockDim.x)
-            to[w] = from[w] + consumed(w);
+            to[w] = from[w] + cdsl_word_consumed(consumed, w);
     }
 #ifndef CDSL_PLAN
     cdsl_leave_blocks(a, consumed);

@@ -7,6 +7,7 @@
 #     artifact kind (misuse.c);
 #   - in-place layouts through the API, their refusals, cdsl_check_detail (in_place.c);
 #   - the packet slots: a program without packets is refused on them, CDSL_PKT_FLAG (packet_slots.c);
+#   - a .cdsl program and an imported plan in turn on one communicator, every run verified (program_mix.c);
 #   - out of memory through the API (oom.c, address space limited: plain build only) and in
 #     the tools under ulimit -v: exit 3 with a message;
 #   - a chain of 256 files, each importing the next, compiled from a thread with a 1 MiB stack
@@ -97,6 +98,10 @@ program pb implements custom {
 CDSL
 build packet_slots "" && run_c packet_slots "" "$tmp/pa.cdsl" "$tmp/pb.cdsl"
 build packet_slots asan && run_c packet_slots asan "$tmp/pa.cdsl" "$tmp/pb.cdsl"
+
+# ---- a .cdsl program and an imported plan in turn on one communicator (program_mix.c) -----------------
+build program_mix "" && run_c program_mix "" sim stdlib/allgather_mesh.cdsl tests/mscclpp/allgather_put.json
+build program_mix asan && run_c program_mix asan sim stdlib/allgather_mesh.cdsl tests/mscclpp/allgather_put.json
 
 # ---- out of memory ------------------------------------------------------------------------------------
 # 16M operations: several GiB of IR; a loop of 20000 copies at -n 1 passes and emits ~2 MB of CUDA.
