@@ -82,7 +82,7 @@ void emit_printf(EmitBuf *b, const char *fmt, ...)
  * runtime/device/cdsl_packets.cuh. */
 bool emit_packets_used(const IrProgram *p);
 void emit_packets_prelude(EmitBuf *b, const IrProgram *p);
-void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname);
+void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname, bool after_data);
 void emit_packets_leave(EmitBuf *b, const IrProgram *p);
 
 /* emit_headers.c and the build's device_headers.c: the device library (runtime/device/ .cuh files

@@ -167,6 +167,7 @@ typedef struct Emitter {
     bool data_since_barrier, data_since_meet;
     bool wait_since_meet;      /* a wait since the last grid barrier or convergence */
     bool wait_since_barrier;   /* a wait since the last grid barrier */
+    bool data_in_launch;       /* a data op anywhere before, in this rank's code */
     bool mixed_since_barrier;  /* a data op not same_blocks since the last grid barrier */
     bool recv_since_barrier;   /* a recv_packets since the last grid barrier */
 } Emitter;
@@ -373,16 +374,20 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     put_comment(e, op, a);
     put_barrier(e, op);
     bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
-    bool after_data = e->data_since_meet; /* before put_arrival's convergence, if any */
+    /* Whether the arriving threads fence at system scope even for a relaxed signal, or a send:
+       after any data op. Not only since the last meeting: a convergence or grid barrier fences
+       at GPU scope only, and the threads that arrive for all blocks need not be the ones that
+       fenced for an earlier signal (found by review). */
+    bool after_data = e->data_in_launch;
     const char *how = signal ? put_arrival(e, op) : NULL;
     if (ir_is_data(op->kind)) {
         put_fence(e, e->fence ? emit_fence_before(e->fence, op) : NULL, op->loc);
         emit_line_at(&e->out, op->loc);
         if (ir_is_packet(op->kind))
-            emit_packets_op(&e->out, e->p, op, e->bufname);
+            emit_packets_op(&e->out, e->p, op, e->bufname, after_data);
         else
             put_data_call(e, op);
-        e->data_since_barrier = e->data_since_meet = true;
+        e->data_since_barrier = e->data_since_meet = e->data_in_launch = true;
         e->recv_since_barrier |= op->kind == IR_PKT_RECV;
         e->mixed_since_barrier |= !op->same_blocks;
     } else {
@@ -425,7 +430,7 @@ static void put_rank(Emitter *e, int r, Arena *a)
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
     e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
-    e->wait_since_meet = e->wait_since_barrier = e->mixed_since_barrier = false;
+    e->wait_since_meet = e->wait_since_barrier = e->mixed_since_barrier = e->data_in_launch = false;
     if (e->fence)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");

@@ -19,13 +19,16 @@ void emit_packets_prelude(EmitBuf *b, const IrProgram *p)
         emit_puts(b, "#include \"cdsl_packets.cuh\"  // runtime/device/: packets\n\n");
 }
 
-/* One call; bufname[b] is the enum name of buffer b in the source. */
-void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname)
+/* One call; bufname[b] is the enum name of buffer b in the source. A send after data operations
+   is a release: each sending thread fences at system scope first (the grid barrier before it
+   fences at GPU scope only, emit_cuda.c). */
+void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname, bool after_data)
 {
     const char *slots = bufname[ir_packet_buf(p)];
     if (op->kind == IR_PKT_SEND)
-        emit_printf(b, "    cdsl_send_packets(a, %d, %s, %d, %s, %d, %d);\n", op->peer, slots, op->arg,
-                    bufname[op->src.buf], op->src.first, op->src.count);
+        emit_printf(b, "    cdsl_send_packets(a, %d, %s, %d, %s, %d, %d, %s);\n", op->peer, slots, op->arg,
+                    bufname[op->src.buf], op->src.first, op->src.count,
+                    after_data ? "CDSL_RELEASE /* after data operations */" : "CDSL_RELAXED");
     else
         emit_printf(b, "    CDSL_TRY(cdsl_recv_packets(a, %d, %s, %d, %s, %d, %d, %d));\n", op->peer, slots, op->arg,
                     bufname[op->dst.buf], op->dst.first, op->dst.count, op->loc.line);

@@ -45,14 +45,19 @@ __device__ __forceinline__ u64 cdsl_pkt_epoch(const CdslArgs &a)
     return cdsl_base(a, CDSL_STATE_PKT_EPOCH(CDSL_NRANKS));
 }
 
-/* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`. */
-__device__ CDSL_OUTLINE void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n)
+/* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`.
+   The packets say that everything before the send is done: after data operations (CDSL_RELEASE)
+   each sending thread fences at system scope first, as a signal's arriving threads do. */
+__device__ CDSL_OUTLINE void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n,
+                                               CdslOrder order)
 {
     const u32 *src = (const u32 *)(a.buf[sb] + cdsl_at(a, sc));
     u64 *slots = (u64 *)cdsl_rank_buf(a, p, pb);
     const u64 e = cdsl_pkt_epoch(a), flag = (u64)CDSL_PKT_FLAG(e) << 32;
     const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
     const u64 step = (u64)gridDim.x * blockDim.x;
+    if (order == CDSL_RELEASE && (u64)blockIdx.x * blockDim.x + threadIdx.x < words)
+        cdsl_fence_sys();
     for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += step)
         cdsl_st_relaxed_sys(&slots[2 * (base + i) + (e & 1)], flag | src[i]);
 }

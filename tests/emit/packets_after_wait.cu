@@ -37,7 +37,7 @@ __device__ bool rank_1(const CdslArgs &a)
 #line 25 "packets_after_wait.cdsl"
     CDSL_TRY(cdsl_grid_barrier(a, 1, 25));  // after the other blocks' work above
 #line 25 "packets_after_wait.cdsl"
-    cdsl_send_packets(a, 2, B3, 0, B_input, 0, 1);
+    cdsl_send_packets(a, 2, B3, 0, B_input, 0, 1, CDSL_RELAXED);
     // 26:17  wait for rank 2 (relaxed)
 #line 26 "packets_after_wait.cdsl"
     CDSL_TRY(cdsl_peer_wait(a, 2, 1, CDSL_RELAXED, 26));

@@ -45,7 +45,7 @@ __device__ bool rank_1(const CdslArgs &a)
 #line 22 "packets_meet.cdsl"
     CDSL_TRY(cdsl_grid_barrier(a, 2, 22));  // after the other blocks' work above
 #line 22 "packets_meet.cdsl"
-    cdsl_send_packets(a, 0, B3, 0, B_input, 0, 1);
+    cdsl_send_packets(a, 0, B3, 0, B_input, 0, 1, CDSL_RELEASE /* after data operations */);
     // 23:9  copy output[1] <- input[0]
 #line 23 "packets_meet.cdsl"
     cdsl_copy(a, B_output, 1, B_input, 0, 1);
