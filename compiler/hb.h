@@ -208,6 +208,27 @@ void post_check(CheckResult *r, Diag *d);
 /* order.c */
 void order_program(IrProgram *p, CheckBudget *b); /* b NULL: no limits */
 
+/* order.c: the memory a data op touches, for the code generator's passes (order.c, partition.c):
+   up to three operands (dst, src, a reduce's src2), each with the rank that owns it (-1: every
+   rank, through the switch), its buffer and range, and the path it is reached by: path >= 0 is
+   the peer whose pointer is used; PATH_PACKETS a packet op's local operand, which the threads
+   take one 4-byte word each (cdsl_packets.cuh), not in the data ops' 16-byte packs. Returns how
+   many (0 for a signal or wait). */
+enum { PATH_PACKETS = -3, PATH_LOCAL = -2, PATH_SWITCH = -1 };
+
+typedef struct Sig { /* how a chunk is reached: the path and the operand's range */
+    int path, first, count;
+} Sig;
+
+typedef struct Touch {
+    int owner; /* -1: every rank */
+    int buf;
+    Sig sig;
+    bool write;
+} Touch;
+
+int op_touches(const IrOp *op, int rank, Touch out[3]);
+
 /* partition.c: IrOp.same_blocks, for block-by-block signals (never fails) */
 void partition_program(IrProgram *p);
 

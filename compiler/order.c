@@ -26,14 +26,6 @@
  */
 #include "hb.h"
 
-/* else: the peer whose pointer is used. PATH_PACKETS: a packet op's local operand, which the
-   threads take one 4-byte word each (device/packets.cu), not in the data ops' 16-byte packs. */
-enum { PATH_PACKETS = -3, PATH_LOCAL = -2, PATH_SWITCH = -1 };
-
-typedef struct Sig { /* how a chunk is reached: the path and the operand's range */
-    int path, first, count;
-} Sig;
-
 enum { SIG_ANY = 1, SIG_MIXED = 2 };
 
 typedef struct SigSet {
@@ -46,13 +38,6 @@ typedef struct ChunkState {
     SigSet reads, writes;
 } ChunkState;
 
-typedef struct Touch {
-    int owner; /* -1: every rank */
-    int buf;
-    Sig sig;
-    bool write;
-} Touch;
-
 typedef struct Order {
     IrProgram *p;
     int n;
@@ -62,7 +47,7 @@ typedef struct Order {
     CheckBudget *budget;
 } Order;
 
-static int op_touches(const IrOp *op, int rank, Touch out[3])
+int op_touches(const IrOp *op, int rank, Touch out[3])
 {
     Touch dst = {rank, op->dst.buf, {PATH_LOCAL, op->dst.first, op->dst.count}, true};
     Touch src = {rank, op->src.buf, {PATH_LOCAL, op->src.first, op->src.count}, false};

@@ -31,7 +31,9 @@
  */
 #include "hb.h"
 
-/* How an access reaches a chunk: where its range starts, and whether it is a packet op's. */
+/* How an access reaches a chunk, for the blocks: where its range starts, and whether it is a
+   packet op's (word by word). The path does not matter: every path maps an element to the same
+   thread. */
 typedef struct Start {
     int first, packets;
 } Start;
@@ -48,14 +50,6 @@ typedef struct ChunkUse {  /* a run's summary; ints only, so runs compare bytewi
     int written;
 } ChunkUse;
 
-typedef struct Use {
-    int owner;             /* -1: every rank (the switch) */
-    int buf;
-    Start start;
-    int count;
-    bool write;
-} Use;
-
 typedef struct Parts {
     IrProgram *p;
     int n;
@@ -68,28 +62,9 @@ typedef struct Parts {
 enum { PART_MAX_BYTES = 64 << 20 };
 #define PART_MAX_STEPS 50000000ull
 
-static int op_uses(const IrOp *op, int rank, Use out[3])
+static Start start_of(const Touch *t)
 {
-    bool pk = ir_is_packet(op->kind);
-    Use dst = {rank, op->dst.buf, {op->dst.first, pk}, op->dst.count, true};
-    Use src = {rank, op->src.buf, {op->src.first, pk}, op->src.count, false};
-    switch (op->kind) {
-    case IR_PKT_SEND: out[0] = src; return 1;
-    case IR_PKT_RECV: out[0] = dst; return 1;
-    case IR_COPY: break;
-    case IR_REDUCE:
-        out[2] = (Use){op->peer >= 0 ? op->peer : rank, op->src2.buf, {op->src2.first, 0}, op->src2.count, false};
-        break;
-    case IR_PUT: dst.owner = op->peer; break;
-    case IR_GET: src.owner = op->peer; break;
-    case IR_SW_STORE: dst.owner = -1; break;
-    case IR_SW_REDUCE: src.owner = -1; break;
-    case IR_SW_REDUCE_STORE: dst.owner = src.owner = -1; break;
-    default: return 0;
-    }
-    out[0] = dst;
-    out[1] = src;
-    return op->kind == IR_REDUCE && op->src2.buf >= 0 ? 3 : 2;
+    return (Start){t->sig.first, t->sig.path == PATH_PACKETS};
 }
 
 static bool same_start(Start a, Start b)
@@ -110,19 +85,19 @@ static RunMap *map_at(Parts *t, int owner, int buf)
     return &t->maps[(size_t)owner * (size_t)t->p->nbufs + (size_t)buf];
 }
 
-static void record(Parts *t, int owner, const Use *u, Loc at)
+static void record(Parts *t, int owner, const Touch *u, Loc at)
 {
     RunMap *m = map_at(t, owner, u->buf);
     ChunkUse none = {{{0, 0}, 0}, 0};
     if (!m->first && !runs_init(m, &t->pool, t->p->bufs[u->buf].nchunks, &none))
         return;
-    int lo = u->start.first, hi = lo + u->count;
+    int lo = u->sig.first, hi = lo + u->sig.count;
     Run *first = runs_range(m, &t->pool, lo, hi);
     for (Run *r = first; r && r->lo < hi; r = r->next) {
         if (!budget_work(&t->budget, 1, t->pool.what, at))
             return;
         ChunkUse *c = (ChunkUse *)r->val;
-        add_start(&c->all, u->start);
+        add_start(&c->all, start_of(u));
         c->written |= u->write;
     }
     if (first)
@@ -147,13 +122,13 @@ static bool map_differs(Parts *t, int owner, int buf, Start st, int lo, int hi, 
 }
 
 /* A switch use asks every owner's map. */
-static bool use_differs(Parts *t, const Use *u, Loc at)
+static bool use_differs(Parts *t, const Touch *u, Loc at)
 {
-    int lo = u->start.first, hi = lo + u->count;
+    int lo = u->sig.first, hi = lo + u->sig.count;
     if (u->owner >= 0)
-        return map_differs(t, u->owner, u->buf, u->start, lo, hi, at);
+        return map_differs(t, u->owner, u->buf, start_of(u), lo, hi, at);
     for (int q = 0; q < t->n; q++)
-        if (map_differs(t, q, u->buf, u->start, lo, hi, at))
+        if (map_differs(t, q, u->buf, start_of(u), lo, hi, at))
             return true;
     return false;
 }
@@ -164,8 +139,8 @@ static void record_all(Parts *t)
     for (int r = 0; r < t->n && !t->budget.over; r++)
         for (int i = 0; i < t->p->ranks[r].nops && !t->budget.over; i++) {
             IrOp *op = &t->p->ranks[r].ops[i];
-            Use u[3];
-            int nu = op_uses(op, r, u);
+            Touch u[3];
+            int nu = op_touches(op, r, u);
             for (int k = 0; k < nu; k++)
                 for (int q = u[k].owner < 0 ? 0 : u[k].owner; q < (u[k].owner < 0 ? t->n : u[k].owner + 1); q++)
                     record(t, q, &u[k], op->loc);
@@ -177,20 +152,25 @@ static void mark_all(Parts *t)
     for (int r = 0; r < t->n && !t->budget.over; r++)
         for (int i = 0; i < t->p->ranks[r].nops && !t->budget.over; i++) {
             IrOp *op = &t->p->ranks[r].ops[i];
-            Use u[3];
-            int nu = op_uses(op, r, u);
+            Touch u[3];
+            int nu = op_touches(op, r, u);
             bool same = nu > 0;
             for (int k = 0; k < nu && same; k++)
-                same = !u[k].start.packets && !use_differs(t, &u[k], op->loc);
+                same = u[k].sig.path != PATH_PACKETS && !use_differs(t, &u[k], op->loc);
             op->same_blocks = same;
         }
 }
 
-void partition_program(IrProgram *p)
+static void clear_flags(IrProgram *p)
 {
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++)
             p->ranks[r].ops[i].same_blocks = false;
+}
+
+void partition_program(IrProgram *p)
+{
+    clear_flags(p);
     if (p->ntbs || p->nbufs == 0) /* an imported plan's blocks are its own units (emit_blocks.c) */
         return;
     size_t nmaps = (size_t)p->nranks * (size_t)p->nbufs;
@@ -200,9 +180,7 @@ void partition_program(IrProgram *p)
     record_all(&t);
     mark_all(&t);
     if (t.budget.over) /* out of budget: no op is known to be reached through the same blocks */
-        for (int r = 0; r < p->nranks; r++)
-            for (int i = 0; i < p->ranks[r].nops; i++)
-                p->ranks[r].ops[i].same_blocks = false;
+        clear_flags(p);
     for (size_t m = 0; m < nmaps; m++)
         runs_clear(&t.maps[m], &t.pool);
 }

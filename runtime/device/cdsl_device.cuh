@@ -656,6 +656,25 @@ __device__ CDSL_OUTLINE void cdsl_get(const CdslArgs &a, int p, int db, int dc, 
 #include "cdsl_p2p.cuh"
 #endif
 
+/* switch.wait(), the same in both flavours but for what goes before the poll: the nth wait of
+   this launch completes when every rank has made its nth arrival, i.e. the counter has grown by
+   nth * nranks. An imported plan's counter is one word; a .cdsl program's block b polls its
+   word b. */
+__device__ __forceinline__ bool cdsl_plan_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+{
+    cdsl_switch_before_poll();
+    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS, order, line,
+                          CDSL_SYNC_SWITCH);
+}
+
+#ifndef CDSL_PLAN
+__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+{
+    cdsl_switch_before_poll();
+    return cdsl_wait_block(a, 0, (u64)nth * CDSL_NRANKS, order, line, CDSL_SYNC_SWITCH);
+}
+#endif
+
 #ifdef CDSL_PLAN
 #include "cdsl_plan.cuh"
 #endif

@@ -25,85 +25,43 @@ __device__ __forceinline__ void cdsl_fence_alias()
     asm volatile("fence.proxy.alias;" : : : "memory");
 }
 
+/* multimem.ld_reduce's type for the element type: a 16-byte pack (CDSL_MC_V4, where the type
+   has a vector form) and a 4-byte word (CDSL_MC_W). f16 and bf16 sum in f32 (.acc::f32); the
+   integers have no vector form, so their pack is four scalar loads. */
 #if defined(CDSL_ELEM_F32)
-/* multimem.ld_reduce for f32: 16-byte packs as .v4.f32, words as .f32. */
-template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
-template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
-{
-    uint4 v;
-    asm volatile("multimem.ld_reduce.global.add.v4.f32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
-    return v;
-}
-template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
-{
-    u32 v;
-    asm volatile("multimem.ld_reduce.global.add.f32 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
-    return v;
-}
+#define CDSL_MC_V4 "v4.f32"
+#define CDSL_MC_W "f32"
 #elif defined(CDSL_ELEM_F16)
-/* multimem.ld_reduce for f16: 16-byte packs as .v4.f16x2, words as .f16x2, summed in f32 (.acc::f32). */
-template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
-template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
-{
-    uint4 v;
-    asm volatile("multimem.ld_reduce.global.add.acc::f32.v4.f16x2 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
-    return v;
-}
-template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
-{
-    u32 v;
-    asm volatile("multimem.ld_reduce.global.add.acc::f32.f16x2 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
-    return v;
-}
+#define CDSL_MC_V4 "acc::f32.v4.f16x2"
+#define CDSL_MC_W "acc::f32.f16x2"
 #elif defined(CDSL_ELEM_BF16)
-/* multimem.ld_reduce for bf16: 16-byte packs as .v4.bf16x2, words as .bf16x2, summed in f32 (.acc::f32). */
+#define CDSL_MC_V4 "acc::f32.v4.bf16x2"
+#define CDSL_MC_W "acc::f32.bf16x2"
+#elif defined(CDSL_ELEM_U32)
+#define CDSL_MC_W "u32"
+#elif defined(CDSL_ELEM_S32)
+#define CDSL_MC_W "s32"
+#endif
+
 template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
+template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
+{
+    u32 v;
+    asm volatile("multimem.ld_reduce.global.add." CDSL_MC_W " %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
+    return v;
+}
 template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
 {
+#ifdef CDSL_MC_V4
     uint4 v;
-    asm volatile("multimem.ld_reduce.global.add.acc::f32.v4.bf16x2 {%0, %1, %2, %3}, [%4];"
+    asm volatile("multimem.ld_reduce.global.add." CDSL_MC_V4 " {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(mc) : "memory");
     return v;
-}
-template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
-{
-    u32 v;
-    asm volatile("multimem.ld_reduce.global.add.acc::f32.bf16x2 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
-    return v;
-}
-#elif defined(CDSL_ELEM_U32)
-/* multimem.ld_reduce for u32: there is no vector form for integers, so a 16-byte pack is four
-   scalar .u32 loads. */
-template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
-template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
-{
-    u32 v;
-    asm volatile("multimem.ld_reduce.global.add.u32 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
-    return v;
-}
-template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
-{
+#else
     return make_uint4(cdsl_mc_sum<u32>(mc), cdsl_mc_sum<u32>(mc + 4), cdsl_mc_sum<u32>(mc + 8),
                       cdsl_mc_sum<u32>(mc + 12));
-}
-#elif defined(CDSL_ELEM_S32)
-/* multimem.ld_reduce for s32: there is no vector form for integers, so a 16-byte pack is four
-   scalar .s32 loads. */
-template <typename W> __device__ __forceinline__ W cdsl_mc_sum(const char *mc);
-template <> __device__ __forceinline__ u32 cdsl_mc_sum<u32>(const char *mc)
-{
-    u32 v;
-    asm volatile("multimem.ld_reduce.global.add.s32 %0, [%1];" : "=r"(v) : "l"(mc) : "memory");
-    return v;
-}
-template <> __device__ __forceinline__ uint4 cdsl_mc_sum<uint4>(const char *mc)
-{
-    return make_uint4(cdsl_mc_sum<u32>(mc), cdsl_mc_sum<u32>(mc + 4), cdsl_mc_sum<u32>(mc + 8),
-                      cdsl_mc_sum<u32>(mc + 12));
-}
 #endif
+}
 
 /* multimem.st of bit patterns: .v4.f32 for a 16-byte pack, .f32 for a word, whatever the
    element type (a store does not look at the bits; there is no 1- or 2-byte form). */
@@ -169,16 +127,13 @@ __device__ __forceinline__ void cdsl_switch_arrive_one(const CdslArgs &a, CdslOr
     asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
 }
 
-/* The plan's switch.wait(): the nth wait of this launch completes when every rank has made its
-   nth arrival, i.e. this rank's copy of the counter has grown by nth * nranks. The arrivals
-   came through the multicast mapping and are polled through the unicast one, so the poller
-   puts fence.proxy.alias between them, as the CUDA guide's multicast barrier does. */
-__device__ __forceinline__ bool cdsl_plan_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+/* Before a switch wait polls: the arrivals came through the multicast mapping and are polled
+   through the unicast one, so the poller puts fence.proxy.alias between them, as the CUDA
+   guide's multicast barrier does. */
+__device__ __forceinline__ void cdsl_switch_before_poll()
 {
     if (threadIdx.x == 0)
         cdsl_fence_alias();
-    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
-                          order, line, CDSL_SYNC_SWITCH);
 }
 
 #ifndef CDSL_PLAN
@@ -191,16 +146,6 @@ __device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder 
         u64 *mc = &a.mc_sync[CDSL_SYNC_BLOCK(CDSL_NRANKS, 0, w)];
         asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
     });
-}
-
-/* switch.wait(): block b's nth wait of this launch completes when every rank has made its nth
-   arrival on word b (grown by nth * nranks); fence.proxy.alias between the multicast arrivals
-   and the unicast polls, as above. */
-__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
-{
-    if (threadIdx.x == 0)
-        cdsl_fence_alias();
-    return cdsl_wait_block(a, 0, (u64)nth * CDSL_NRANKS, order, line, CDSL_SYNC_SWITCH);
 }
 #endif
 

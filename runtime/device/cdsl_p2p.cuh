@@ -100,12 +100,9 @@ __device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder 
     }
 }
 
-/* The plan's switch.wait(): the nth wait of this launch completes when every rank has made its
-   nth arrival, i.e. this rank's counter has grown by nth * nranks. */
-__device__ __forceinline__ bool cdsl_plan_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
+/* Before a switch wait polls: nothing here (the arrivals came through the unicast mappings). */
+__device__ __forceinline__ void cdsl_switch_before_poll()
 {
-    return cdsl_wait_word(a, &a.sync[CDSL_SYNC_SWITCH], CDSL_STATE_SWITCH, (u64)nth * CDSL_NRANKS,
-                          order, line, CDSL_SYNC_SWITCH);
 }
 
 #ifndef CDSL_PLAN
@@ -117,13 +114,6 @@ __device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder 
         u64 *words = (int)q == a.rank ? a.sync : cdsl_rank_sync(a, (int)q);
         cdsl_red_sys(&words[CDSL_SYNC_BLOCK(CDSL_NRANKS, 0, w)]);
     });
-}
-
-/* switch.wait(): the nth wait of this launch completes for block b when every rank has made
-   its nth arrival on word b, i.e. it has grown by nth * nranks. */
-__device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, CdslOrder order, u32 line)
-{
-    return cdsl_wait_block(a, 0, (u64)nth * CDSL_NRANKS, order, line, CDSL_SYNC_SWITCH);
 }
 #endif
 
