@@ -117,7 +117,21 @@ R cuModuleLoadData(void **m, const void *img)
 }
 R cuModuleUnload(void *m) { free(m); modules--; return 0; }
 R cuModuleGetFunction(void **f, void *m, const char *n) { *f = m; return strcmp(n, "cdsl_main") ? 500 : 0; }
-R cuFuncGetAttribute(int *v, int a, void *f) { (void)f; *v = a == 0 ? 1024 : 32; return 0; }
+/* FAKE_UNEVEN=R: the kernel of rank R (PROBE_RANK, which mp_probe.c sets in each rank's
+   process) takes at most 256 threads per block, the others' 1024, so that the ranks would
+   choose unlike launches unless they agree on one (rank_comm.c). */
+static int uneven(void)
+{
+    const char *u = getenv("FAKE_UNEVEN"), *r = getenv("PROBE_RANK");
+    return u && r && !strcmp(u, r);
+}
+
+R cuFuncGetAttribute(int *v, int a, void *f)
+{
+    (void)f;
+    *v = a == 0 ? (uneven() ? 256 : 1024) : 32;
+    return 0;
+}
 R cuOccupancyMaxActiveBlocksPerMultiprocessor(int *b, void *f, int t, size_t s) { (void)f; (void)s; *b = 2048 / t; return 0; }
 
 /* ---- the kernel: allgather_nvls through the argument block --------------------------------- */
@@ -152,15 +166,31 @@ static int wait_round(const CdslArgs *a, int k, int line)
     return 1;
 }
 
-static void kernel(const CdslArgs *a, unsigned blocks)
+/* Every rank must launch the same grid and block size (block b waits for block b of its
+   partners): each writes its launch's shape into the last of its sync words (a block word the
+   real kernel's 256th block would use; this one does not), and after the first round compares
+   every rank's. */
+static void same_shape(const CdslArgs *a, unsigned blocks, unsigned threads)
+{
+    unsigned long long mine = (unsigned long long)blocks << 32 | threads;
+    size_t w = CDSL_SYNC_WORDS(a->nranks) - 1;
+    for (int p = 0; p < a->nranks; p++)
+        if (__atomic_load_n(&a->peer_sync[p][w], __ATOMIC_SEQ_CST) != mine)
+            die("ranks launched different grids or block sizes");
+}
+
+static void kernel(const CdslArgs *a, unsigned blocks, unsigned threads)
 {
     if (blocks < 1 || blocks > 132) die("grid");  // at most one block per SM (the fake has 132)
     if (a->peer_sync[a->rank] != a->sync) die("peer_sync does not hold the rank's own sync words");
     for (int b = 0; b < 2; b++)
         if (a->peer_buf[a->rank * 8 + b] != a->buf[b]) die("peer_buf does not hold the rank's own buffers");
+    __atomic_store_n(&a->sync[CDSL_SYNC_WORDS(a->nranks) - 1], (unsigned long long)blocks << 32 | threads,
+                     __ATOMIC_SEQ_CST);
     arrive(a);
     if (!wait_round(a, 1, 5))
         return;
+    same_shape(a, blocks, threads);
     for (int p = 0; p < a->nranks; p++)
         memcpy(a->peer_buf[p * 8 + 1] + (size_t)a->rank * a->chunk_bytes, a->buf[0], a->chunk_bytes);
     arrive(a);
@@ -175,7 +205,7 @@ R cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, un
     (void)f; (void)gy; (void)gz; (void)by; (void)bz; (void)sm; (void)extra;
     if (bx % 32) die("block size");
     if (s && ((Obj *)s)->ctx != cur) die("launch on another context's stream");
-    kernel(params[0], gx);
+    kernel(params[0], gx, bx);
     return 0;
 }
 

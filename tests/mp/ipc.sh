@@ -9,7 +9,8 @@
 #    nowhere) says what it needs; with no driver, the ipc engine says so.
 # 2. On the stand-in (only where no real driver exists, so that nothing here can reach a GPU):
 #    three processes on one GPU, then on three GPUs: staged and in place, three sizes, every
-#    rank's output checked; a rank killed in the middle: the others' waits give up, each says
+#    rank's output checked; ranks whose kernels take different block sizes launching one shape
+#    (the stand-in compares every rank's grid and block size); a rank killed in the middle: the others' waits give up, each says
 #    where, and names the dead rank and its pid; two ranks on one GPU refuse the nvls flavour.
 #    Every process ends with nothing of the driver alive (memory, mappings, address ranges,
 #    modules, streams, contexts) and no descriptor left.
@@ -98,6 +99,8 @@ ipc() {
 ipc "3 processes on one GPU: staged and in place, 3 sizes, verified, nothing left" "exit 0" \
     "rank [0-9]: verified 6 runs" 3 FAKE_NGPU=1 -- ok
 ipc "3 processes on 3 GPUs: verified, nothing left" "exit 0" "rank [0-9]: verified 6 runs" 3 FAKE_NGPU=3 -- ok
+ipc "3 processes whose kernels differ agree on one launch shape (the stand-in compares them)" "exit 0" \
+    "rank [0-9]: verified 6 runs" 3 FAKE_NGPU=1 FAKE_UNEVEN=1 -- ok
 ipc "a rank killed mid-run: the others give up where they wait, and name it" "exit 4|killed by signal 9" \
     "gave up waiting at stdlib/allgather_nvls.cdsl:5:[0-9]+ \(the switch barrier\).*|rank [02]: rank 1's process \(pid [0-9]+\) has exited" \
     4 FAKE_NGPU=1 FAKE_WAIT_S=1 -- die
