@@ -570,26 +570,34 @@ def ag_pull(g, own, own_written):
     return body
 
 
-def ag_rd(g, own, own_written):
-    """Recursive doubling (n a power of two): swap the block gathered so far at distance d."""
+def rd_exchange(g, own, prefix, exchange):
+    """Recursive doubling (n a power of two): a def of (d[, k]) that lets bit, other and mine,
+    then exchange(k)'s statements, called once per distance d = 1, 2, 4, ... after this rank's
+    own block is in place."""
     C = g.C
-    name = g.fresh('exchange')
+    name = g.fresh(prefix)
     params = ['d'] + (['k'] if C != '1' else [])
     k = 'k' if C != '1' else '1'
-    ge, gp = g.grp('entry'), g.grp('publish')
-    dbody = [Let('bit', '(rank / d) % 2'), Let('other', 'peer(rank + d - 2 * d * bit)'),
-             Let('mine', '(rank / d) * d', idx=True),
-             g.sig('other', sorder_entry(g), ge), g.wait('other', worder_entry(g), ge),
-             Op('put', Ref('output', mul('mine', k), mul('d', k)), Ref('output', mul('mine', k), mul('d', k)),
-                ch='other'),
-             g.sig('other', 'release', gp), g.wait('other', 'acquire', gp)]
-    g.defs.append(Def(name, params, dbody))
-    body = copy_own(g, own)
+    lets = [Let('bit', '(rank / d) % 2'), Let('other', 'peer(rank + d - 2 * d * bit)'),
+            Let('mine', '(rank / d) * d', idx=True)]
+    g.defs.append(Def(name, params, lets + exchange(k)))
+    body = copy_own(g, own) or []
     d = 1
     while d < g.n:
         body.append(Call(name, [d] + ([C] if C != '1' else [])))
         d *= 2
     return body
+
+
+def ag_rd(g, own, own_written):
+    """Recursive doubling: swap the block gathered so far at distance d."""
+    def exchange(k):
+        ge, gp = g.grp('entry'), g.grp('publish')
+        return [g.sig('other', sorder_entry(g), ge), g.wait('other', worder_entry(g), ge),
+                Op('put', Ref('output', mul('mine', k), mul('d', k)), Ref('output', mul('mine', k), mul('d', k)),
+                   ch='other'),
+                g.sig('other', 'release', gp), g.wait('other', 'acquire', gp)]
+    return rd_exchange(g, own, 'exchange', exchange)
 
 # reduce-scatter phases: leave the sum over every rank of input block `rank` in dst (C chunks,
 # this rank's own buffer).
@@ -815,24 +823,11 @@ def ag_pk_relay(g, own, own_written):
 
 
 def ag_pk_rd(g, own, own_written):
-    """Recursive doubling over packets (n a power of two), in a def called once per distance."""
-    C = g.C
-    name = g.fresh('xchg')
-    params = ['d'] + (['k'] if C != '1' else [])
-    k = 'k' if C != '1' else '1'
-    dbody = [Let('bit', '(rank / d) % 2'), Let('other', 'peer(rank + d - 2 * d * bit)'),
-             Let('mine', '(rank / d) * d', idx=True), Let('theirs', 'mine + d - 2 * d * bit', idx=True),
-             Pk('send', 'other', Ref('output', mul('mine', k), mul('d', k))),
-             Pk('recv', 'other', Ref('output', mul('theirs', k), mul('d', k)))]
-    g.defs.append(Def(name, params, dbody))
-    body = copy_own(g, own)
-    if not body:
-        body = []
-    d = 1
-    while d < g.n:
-        body.append(Call(name, [d] + ([C] if C != '1' else [])))
-        d *= 2
-    return body
+    """Recursive doubling over packets, in a def called once per distance."""
+    return rd_exchange(g, own, 'xchg', lambda k: [
+        Let('theirs', 'mine + d - 2 * d * bit', idx=True),
+        Pk('send', 'other', Ref('output', mul('mine', k), mul('d', k))),
+        Pk('recv', 'other', Ref('output', mul('theirs', k), mul('d', k)))])
 
 
 def rs_packets(g, dst):
