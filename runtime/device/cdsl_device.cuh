@@ -389,13 +389,15 @@ __device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w) { s.v = __uint
 __device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w) { s.v = __fadd_rn(s.v, __uint_as_float(w)); }
 __device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s) { return __float_as_uint(s.v); }
 
-#elif defined(CDSL_ELEM_F16)
-/* ---- Element type f16: two elements per 32-bit word ----------------------------------------
-   Sums are kept in f32 and rounded to f16 once at the end, as the switch does for nvls
-   (.acc::f32). The conversions are PTX cvt on the bit patterns: NVRTC has no cuda_fp16.h
-   here. */
+#elif defined(CDSL_ELEM_F16) || defined(CDSL_ELEM_BF16)
+/* ---- Element types f16 and bf16: two elements per 32-bit word ------------------------------
+   Sums are kept in f32 and rounded to the type once at the end, as the switch does for nvls
+   (.acc::f32). The conversions work on the bit patterns (NVRTC has no cuda_fp16.h here): f16
+   by PTX cvt; bf16 is the upper half of an f32, so widening is a shift, and narrowing rounds to
+   nearest even (PTX cvt.rn.bf16.f32 from sm_80, the same rounding by hand before). */
 
-__device__ __forceinline__ float cdsl_f16_to_f32(u32 bits)
+#if defined(CDSL_ELEM_F16)
+__device__ __forceinline__ float cdsl_half_to_f32(u32 bits)
 {
     unsigned short h = (unsigned short)bits;
     float f;
@@ -403,43 +405,19 @@ __device__ __forceinline__ float cdsl_f16_to_f32(u32 bits)
     return f;
 }
 
-__device__ __forceinline__ u32 cdsl_f32_to_f16(float f)
+__device__ __forceinline__ u32 cdsl_f32_to_half(float f)
 {
     unsigned short h;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
     return h;
 }
-
-struct CdslAcc {
-    float lo, hi;
-};
-__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w)
-{
-    s.lo = cdsl_f16_to_f32(w & 0xffffu);
-    s.hi = cdsl_f16_to_f32(w >> 16);
-}
-__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w)
-{
-    s.lo = __fadd_rn(s.lo, cdsl_f16_to_f32(w & 0xffffu));
-    s.hi = __fadd_rn(s.hi, cdsl_f16_to_f32(w >> 16));
-}
-__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s)
-{
-    return cdsl_f32_to_f16(s.lo) | cdsl_f32_to_f16(s.hi) << 16;
-}
-
-#elif defined(CDSL_ELEM_BF16)
-/* ---- Element type bf16: two elements per 32-bit word ---------------------------------------
-   Sums are kept in f32 and rounded to bf16 once at the end, as the switch does for nvls
-   (.acc::f32). bf16 is the upper half of an f32, so widening is a shift; narrowing rounds
-   to nearest even (PTX cvt.rn.bf16.f32 from sm_80, the same rounding by hand before). */
-
-__device__ __forceinline__ float cdsl_bf16_to_f32(u32 bits)
+#else
+__device__ __forceinline__ float cdsl_half_to_f32(u32 bits)
 {
     return __uint_as_float(bits << 16);
 }
 
-__device__ __forceinline__ u32 cdsl_f32_to_bf16(float f)
+__device__ __forceinline__ u32 cdsl_f32_to_half(float f)
 {
 #if __CUDA_ARCH__ >= 800
     unsigned short h;
@@ -452,39 +430,30 @@ __device__ __forceinline__ u32 cdsl_f32_to_bf16(float f)
     return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 #endif
 }
+#endif
 
 struct CdslAcc {
     float lo, hi;
 };
 __device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w)
 {
-    s.lo = cdsl_bf16_to_f32(w & 0xffffu);
-    s.hi = cdsl_bf16_to_f32(w >> 16);
+    s.lo = cdsl_half_to_f32(w & 0xffffu);
+    s.hi = cdsl_half_to_f32(w >> 16);
 }
 __device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w)
 {
-    s.lo = __fadd_rn(s.lo, cdsl_bf16_to_f32(w & 0xffffu));
-    s.hi = __fadd_rn(s.hi, cdsl_bf16_to_f32(w >> 16));
+    s.lo = __fadd_rn(s.lo, cdsl_half_to_f32(w & 0xffffu));
+    s.hi = __fadd_rn(s.hi, cdsl_half_to_f32(w >> 16));
 }
 __device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s)
 {
-    return cdsl_f32_to_bf16(s.lo) | cdsl_f32_to_bf16(s.hi) << 16;
+    return cdsl_f32_to_half(s.lo) | cdsl_f32_to_half(s.hi) << 16;
 }
 
-#elif defined(CDSL_ELEM_U32)
-/* ---- Element type u32: one element per 32-bit word, sums wrap modulo 2^32 -------------------- */
-
-struct CdslAcc {
-    u32 v;
-};
-__device__ __forceinline__ void cdsl_acc_first(CdslAcc &s, u32 w) { s.v = w; }
-__device__ __forceinline__ void cdsl_acc_add(CdslAcc &s, u32 w) { s.v += w; }
-__device__ __forceinline__ u32 cdsl_acc_word(const CdslAcc &s) { return s.v; }
-
-#elif defined(CDSL_ELEM_S32)
-/* ---- Element type s32: one element per 32-bit word ------------------------------------------
-   Two's complement: the sum is the same bit pattern as the unsigned sum, wrapping like the
-   hardware's .s32 add, so it is computed unsigned (no signed overflow in C++). */
+#elif defined(CDSL_ELEM_U32) || defined(CDSL_ELEM_S32)
+/* ---- Element types u32 and s32: one element per 32-bit word, sums wrap modulo 2^32 -----------
+   s32 is two's complement: its sum is the same bit pattern as the unsigned sum, wrapping like
+   the hardware's .s32 add, so it is computed unsigned (no signed overflow in C++). */
 
 struct CdslAcc {
     u32 v;
