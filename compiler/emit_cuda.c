@@ -155,6 +155,16 @@ int emit_min_sm(cdsl_backend flavour)
 
 /* ---- Names and canonical forms, printed from the IR ------------------------------------------ */
 
+typedef struct SinceBarrier { /* what came since the rank's last grid barrier: */
+    bool data, wait;           /* a data op; a wait */
+    bool recv;                 /* a recv_packets */
+    bool mixed;                /* a data op that is not same_blocks */
+} SinceBarrier;
+
+typedef struct SinceMeet {     /* ... since the last grid barrier or convergence */
+    bool data, wait;
+} SinceMeet;
+
 typedef struct Emitter {
     const IrProgram *p;
     cdsl_backend flavour;
@@ -164,12 +174,9 @@ typedef struct Emitter {
     int only;                           /* -1: every rank's code; else this rank's alone */
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
-    bool data_since_barrier, data_since_meet;
-    bool wait_since_meet;      /* a wait since the last grid barrier or convergence */
-    bool wait_since_barrier;   /* a wait since the last grid barrier */
+    SinceBarrier since_barrier;
+    SinceMeet since_meet;
     bool data_in_launch;       /* a data op anywhere before, in this rank's code */
-    bool mixed_since_barrier;  /* a data op not same_blocks since the last grid barrier */
-    bool recv_since_barrier;   /* a recv_packets since the last grid barrier */
 } Emitter;
 
 /* Keep [A-Za-z0-9_], replace anything else: user text never reaches the source verbatim. */
@@ -317,7 +324,7 @@ static void put_sync_call(Emitter *e, const IrOp *op, bool after_data, const cha
    other blocks received). Signals after a receive converge as after any data operation. */
 static bool packet_meeting(const Emitter *e, const IrOp *op)
 {
-    return op->kind == IR_PKT_SEND || e->recv_since_barrier;
+    return op->kind == IR_PKT_SEND || e->since_barrier.recv;
 }
 
 /* A send's packets vouch for everything before it on the rank, like a signal for all blocks, but
@@ -326,20 +333,20 @@ static bool packet_meeting(const Emitter *e, const IrOp *op)
    that arrived block by block). */
 static bool send_meeting(const Emitter *e, const IrOp *op)
 {
-    return op->kind == IR_PKT_SEND && e->wait_since_barrier;
+    return op->kind == IR_PKT_SEND && e->since_barrier.wait;
 }
 
 /* A grid barrier before a data op that needs one. */
 static void put_barrier(Emitter *e, const IrOp *op)
 {
     if (!(ir_is_data(op->kind) &&
-          ((e->data_since_barrier && (op->sync_before || packet_meeting(e, op))) || send_meeting(e, op))))
+          ((e->since_barrier.data && (op->sync_before || packet_meeting(e, op))) || send_meeting(e, op))))
         return;
     emit_line_at(&e->out, op->loc);
     emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  "
                 "// after the other blocks' work above\n", ++e->meets, op->loc.line);
-    e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
-    e->wait_since_meet = e->wait_since_barrier = e->mixed_since_barrier = false;
+    e->since_barrier = (SinceBarrier){0};
+    e->since_meet = (SinceMeet){0};
 }
 
 /* How a signal arrives (cdsl_device.cuh, cdsl_arrive), with the convergence it needs first.
@@ -349,14 +356,14 @@ static void put_barrier(Emitter *e, const IrOp *op)
    the others had done then). */
 static const char *put_arrival(Emitter *e, const IrOp *op)
 {
-    if (!e->mixed_since_barrier)
+    if (!e->since_barrier.mixed)
         return "CDSL_BY_BLOCK";
-    if (e->data_since_meet || e->wait_since_meet) {
+    if (e->since_meet.data || e->since_meet.wait) {
         emit_line_at(&e->out, op->loc);
         emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  "
                     "// the rank's work above is done (other blocks reach some of it elsewhere)\n",
                     ++e->meets, op->loc.line);
-        e->data_since_meet = e->wait_since_meet = false;
+        e->since_meet = (SinceMeet){0};
     }
     return "CDSL_FOR_ALL";
 }
@@ -387,15 +394,15 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
             emit_packets_op(&e->out, e->p, op, e->bufname, after_data);
         else
             put_data_call(e, op);
-        e->data_since_barrier = e->data_since_meet = e->data_in_launch = true;
-        e->recv_since_barrier |= op->kind == IR_PKT_RECV;
-        e->mixed_since_barrier |= !op->same_blocks;
+        e->since_barrier.data = e->since_meet.data = e->data_in_launch = true;
+        e->since_barrier.recv |= op->kind == IR_PKT_RECV;
+        e->since_barrier.mixed |= !op->same_blocks;
     } else {
         emit_line_at(&e->out, op->loc);
-        put_sync_call(e, op, signal && after_data, how);
+        put_sync_call(e, op, after_data, how);
         bool wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
-        e->wait_since_meet |= wait;
-        e->wait_since_barrier |= wait;
+        e->since_meet.wait |= wait;
+        e->since_barrier.wait |= wait;
     }
     if (e->fence)
         emit_fence_after(e->fence, op);
@@ -429,8 +436,9 @@ static void put_rank(Emitter *e, int r, Arena *a)
 {
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
-    e->data_since_barrier = e->data_since_meet = e->recv_since_barrier = false;
-    e->wait_since_meet = e->wait_since_barrier = e->mixed_since_barrier = e->data_in_launch = false;
+    e->since_barrier = (SinceBarrier){0};
+    e->since_meet = (SinceMeet){0};
+    e->data_in_launch = false;
     if (e->fence)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");
