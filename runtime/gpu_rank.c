@@ -302,10 +302,12 @@ void gpu_rank_op_shape(cdsl_rank_comm *r, int *threads, int *blocks)
     *blocks = gpu_rank_most_blocks(g);
 }
 
+/* The block size becomes every rank's least (this rank's kernel takes it: it is no more than its
+   own; the occupancy computed for more threads stays a safe bound). */
 void gpu_rank_op_agree(cdsl_rank_comm *r, int threads, int blocks)
 {
     RankGpu *g = r->engine;
-    g->agreed_threads = threads;
+    g->threads = threads;
     g->agreed_blocks = blocks;
 }
 
@@ -379,9 +381,8 @@ static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(sym_in, cin, in_bytes, s), "copying the input in (%zu bytes)", in_bytes);
     void *params[] = {&args};
     unsigned blocks = gpu_rank_grid(g, chunk);
-    int threads = g->agreed_threads > 0 ? g->agreed_threads : g->threads;
-    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->fn, blocks, 1, 1, (unsigned)threads, 1, 1, 0, s, params, NULL),
-                 "launching the kernel (%u blocks of %d threads)", blocks, threads);
+    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->fn, blocks, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL),
+                 "launching the kernel (%u blocks of %d threads)", blocks, g->threads);
     if (out && out_bytes && cout != sym_out)
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(cout, sym_out, out_bytes, s), "copying the output out (%zu bytes)",
                      out_bytes);

@@ -48,7 +48,7 @@ typedef struct RankGpu {
     CUmodule module;
     CUfunction fn;
     int threads, blocks_per_sm;
-    int agreed_threads, agreed_blocks; /* what every rank runs (gpu_rank_op_agree); 0: not yet */
+    int agreed_blocks;              /* the most blocks of every rank (gpu_rank_op_agree); 0: not yet */
     char *loaded_src;
     const IrProgram *ir;
     const void *checked_in, *checked_out;           /* caller pointers already checked */
