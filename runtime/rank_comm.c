@@ -132,9 +132,11 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
         free(c);
         return st;
     }
-    log_msg(LOG_INFO, "engine %s: rank %d of %d, %s%d (%.3f ms to join, time bound %.0f s)", cdsl_engine_name(c->kind),
-            rank, nranks, c->device >= 0 ? "GPU " : "no GPU", c->device >= 0 ? c->device : 0, log_ms_since(t),
-            c->cfg.timeout_s);
+    char where[32] = "no GPU";
+    if (c->device >= 0)
+        snprintf(where, sizeof where, "GPU %d", c->device);
+    log_msg(LOG_INFO, "engine %s: rank %d of %d, %s (%.3f ms to join, time bound %.0f s)", cdsl_engine_name(c->kind),
+            rank, nranks, where, log_ms_since(t), c->cfg.timeout_s);
     *comm = c;
     return CDSL_OK;
 }
