@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "log.h"
 #include "sha256.h"
 
 #ifndef SYS_pidfd_open
@@ -434,29 +435,92 @@ static int ctl_share_page(RtCtl *c)
 
 /* ---- the rendezvous: rank 0 -------------------------------------------------------------------- */
 
+/* Anyone on the host can see the socket's name (/proc/net/unix) and connect. A connection is a
+ * stranger until it says a hello with the id's nonce, from our user (SO_PEERCRED): strangers
+ * that fail either test, or that send something else, are closed quietly (a TRACE line each,
+ * one INFO line in all), because they say nothing about the job. Strangers wait in a few slots
+ * of their own, each for CTL_HELLO_S at most (a rank says hello as soon as it connects), and
+ * the oldest gives way to a newer one: connections that never speak cannot keep a rank out. */
+enum { CTL_MAX_STRANGERS = 16 };
+#define CTL_HELLO_S 2
+#define CTL_STR(x) CTL_STR_(x)
+#define CTL_STR_(x) #x
+
+typedef enum CtlDrop {
+    DROP_USER,                  /* another user, or no credentials */
+    DROP_NONCE,                 /* another id's nonce */
+    DROP_NOT_HELLO,             /* not a cdsl packet, or not a hello */
+    DROP_SILENT,                /* said nothing within CTL_HELLO_S */
+    DROP_CROWDED,               /* gave way to a newer stranger */
+    DROP_GONE,                  /* closed before saying anything */
+    DROP_KINDS
+} CtlDrop;
+
+static const char *const ctl_drop_why[DROP_KINDS] = {
+    "from another user", "with another id's nonce", "not a cdsl hello",
+    "silent for " CTL_STR(CTL_HELLO_S) " s", "crowded out by newer ones", "closed before a hello",
+};
+
+typedef struct CtlStranger {
+    int fd;
+    long pid;                   /* SO_PEERCRED's, for the log */
+    double until;               /* when it is dropped if it has not said hello */
+} CtlStranger;
+
 typedef struct CtlHub {
     RtCtl *c;
     const CtlAddress *a;
     int lsock;
-    int pending[64];            /* accepted, not yet said hello */
+    CtlStranger pending[CTL_MAX_STRANGERS];
     int npending;
     int arrived;                /* ranks with a socket, including bad ones */
+    int dropped[DROP_KINDS];
     CtlProblems pr;
 } CtlHub;
 
 /* A process that cannot be one of our ranks hears why before its connection closes. */
 static void hub_refuse(CtlHub *hb, int fd, const char *why)
 {
+    (void)hb;
     ctl_send(fd, CTL_ERROR, 0, 0, "init", why, strlen(why) + 1, -1, ctl_now() + 0.5);
     close(fd);
 }
 
-static void hub_take(CtlHub *hb, int i, const CtlHello *h, long pid)
+static void hub_forget(CtlHub *hb, int i)
+{
+    hb->pending[i] = hb->pending[--hb->npending];
+}
+
+static void hub_drop(CtlHub *hb, int fd, long pid, CtlDrop why)
+{
+    close(fd);
+    hb->dropped[why]++;
+    log_msg(LOG_TRACE, "control plane: rank 0 dropped a connection of pid %ld (%s)", pid, ctl_drop_why[why]);
+}
+
+/* The one line that says, at the end of the rendezvous, what was dropped. */
+static void hub_log_drops(const CtlHub *hb)
+{
+    char text[512] = "";
+    int total = 0;
+    size_t len = 0;
+    for (int k = 0; k < DROP_KINDS; k++)
+        if (hb->dropped[k]) {
+            total += hb->dropped[k];
+            len += (size_t)snprintf(text + len, sizeof text - len, "%s%d %s", len ? ", " : "", hb->dropped[k],
+                                    ctl_drop_why[k]);
+            if (len >= sizeof text)
+                break;
+        }
+    if (total)
+        log_msg(LOG_INFO, "control plane: rank 0 dropped %d connection%s that were not this job's ranks (%s)", total,
+                total == 1 ? "" : "s", text);
+}
+
+static void hub_take(CtlHub *hb, int fd, const CtlHello *h, long pid)
 {
     RtCtl *c = hb->c;
-    int fd = hb->pending[i];
     char why[256];
-    hb->pending[i] = hb->pending[--hb->npending];
     if (h->rank <= 0 || h->rank >= c->nranks) {
         if (h->rank == 0)
             snprintf(why, sizeof why, "two processes are rank 0 (pids %ld and %ld)", (long)getpid(), pid);
@@ -481,50 +545,81 @@ static void hub_take(CtlHub *hb, int i, const CtlHello *h, long pid)
     hb->arrived++;
 }
 
-/* A pending connection spoke: a hello from one of our ranks, or something to drop. */
-static void hub_hello(CtlHub *hb, int i, double deadline)
+/* In time independent of where the nonces differ. */
+static bool ctl_same_nonce(const unsigned char *x, const unsigned char *y)
 {
-    CtlMsg m;
-    int fd = hb->pending[i];
-    int r = ctl_recv(fd, hb->c->buf, &m, deadline);
-    struct ucred cred = {0};
-    socklen_t clen = sizeof cred;
-    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen);
-    CtlHello h;
-    bool ok = r == 0 && m.h.type == CTL_HELLO && m.h.len == sizeof h;
-    if (m.fd >= 0 && r == 0)
-        close(m.fd);
-    if (ok)
-        memcpy(&h, m.payload, sizeof h);
-    if (ok && memcmp(h.nonce, hb->a->nonce, sizeof h.nonce) != 0) {
-        ctl_problem(&hb->pr, "a process (pid %ld) came with another id's nonce (its rank %d): was it given "
-                    "another communicator's id?", (long)cred.pid, h.rank);
-        ok = false;
-    } else if (ok && cred.uid != getuid()) {
-        ctl_problem(&hb->pr, "a process of another user (uid %u) connected as rank %d; refused", cred.uid, h.rank);
-        ok = false;
-    } else if (ok && h.version != CTL_VERSION) {
-        ctl_problem(&hb->pr, "rank %d (pid %ld) runs another version of libcdsl's control plane (%u, here %d)", h.rank,
-                    (long)cred.pid, h.version, CTL_VERSION);
-    }
-    if (ok) {
-        hub_take(hb, i, &h, cred.pid ? (long)cred.pid : (long)h.pid);
-        return;
-    }
-    close(fd);
-    hb->pending[i] = hb->pending[--hb->npending];
+    unsigned char d = 0;
+    for (int i = 0; i < CTL_NONCE_BYTES; i++)
+        d |= (unsigned char)(x[i] ^ y[i]);
+    return d == 0;
 }
 
+/* A stranger spoke: a hello from one of our ranks, or something to drop. */
+static void hub_hello(CtlHub *hb, int i)
+{
+    CtlStranger s = hb->pending[i];
+    hub_forget(hb, i);
+    CtlMsg m = {.fd = -1};
+    int r = ctl_recv(s.fd, hb->c->buf, &m, ctl_now());
+    if (r == 0 && m.fd >= 0)
+        close(m.fd);
+    if (r == -ETIMEDOUT) {      /* woken for nothing: it keeps its slot and its deadline */
+        hb->pending[hb->npending++] = s;
+        return;
+    }
+    CtlHello h;
+    if (r || m.h.type != CTL_HELLO || m.h.len != sizeof h) {
+        hub_drop(hb, s.fd, s.pid, r == -EPIPE ? DROP_GONE : DROP_NOT_HELLO);
+        return;
+    }
+    memcpy(&h, m.payload, sizeof h);
+    if (!ctl_same_nonce(h.nonce, hb->a->nonce)) {
+        hub_drop(hb, s.fd, s.pid, DROP_NONCE);
+        return;
+    }
+    if (h.version != CTL_VERSION)
+        ctl_problem(&hb->pr, "rank %d (pid %ld) runs another version of libcdsl's control plane (%u, here %d)", h.rank,
+                    s.pid, h.version, CTL_VERSION);
+    hub_take(hb, s.fd, &h, s.pid ? s.pid : (long)h.pid);
+}
+
+/* A new connection: another user's is dropped at once; ours waits for its hello in a slot, the
+ * oldest stranger's when all are taken. */
 static void hub_accept(CtlHub *hb)
 {
     int fd = accept4(hb->lsock, NULL, NULL, SOCK_CLOEXEC);
     if (fd < 0)
         return;
-    if (hb->npending == (int)(sizeof hb->pending / sizeof hb->pending[0])) {
-        close(fd);
+    struct ucred cred;
+    socklen_t clen = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred || cred.uid != geteuid()) {
+        hub_drop(hb, fd, clen == sizeof cred ? (long)cred.pid : 0, DROP_USER);
         return;
     }
-    hb->pending[hb->npending++] = fd;
+    if (hb->npending == CTL_MAX_STRANGERS) {
+        int oldest = 0;
+        for (int i = 1; i < hb->npending; i++)
+            if (hb->pending[i].until < hb->pending[oldest].until)
+                oldest = i;
+        hub_drop(hb, hb->pending[oldest].fd, hb->pending[oldest].pid, DROP_CROWDED);
+        hub_forget(hb, oldest);
+    }
+    hb->pending[hb->npending++] = (CtlStranger){fd, (long)cred.pid, ctl_now() + CTL_HELLO_S};
+}
+
+/* Strangers past their time go; the wait until the next one's (or deadline's), in ms. */
+static int hub_expire(CtlHub *hb, double deadline)
+{
+    double now = ctl_now(), next = deadline;
+    for (int i = hb->npending - 1; i >= 0; i--) {
+        if (hb->pending[i].until <= now) {
+            hub_drop(hb, hb->pending[i].fd, hb->pending[i].pid, DROP_SILENT);
+            hub_forget(hb, i);
+        } else if (hb->pending[i].until < next) {
+            next = hb->pending[i].until;
+        }
+    }
+    return ctl_ms_left(next);
 }
 
 /* "ranks 2, 3 never arrived at init" */
@@ -580,23 +675,24 @@ static int ctl_open_hub(RtCtl *c, const CtlAddress *a)
         return CDSL_ERR_SYSTEM;
     double deadline = ctl_now() + c->timeout_s;
     while (hb.arrived < c->nranks - 1 && ctl_ms_left(deadline) > 0) {
-        struct pollfd p[65];
-        int np = 0;
+        struct pollfd p[1 + CTL_MAX_STRANGERS];
+        int np = 0, wait_ms = hub_expire(&hb, deadline);
         p[np++] = (struct pollfd){hb.lsock, POLLIN, 0};
         for (int i = 0; i < hb.npending; i++)
-            p[np++] = (struct pollfd){hb.pending[i], POLLIN, 0};
-        int r = poll(p, (nfds_t)np, ctl_ms_left(deadline) < 200 ? ctl_ms_left(deadline) : 200);
+            p[np++] = (struct pollfd){hb.pending[i].fd, POLLIN, 0};
+        int r = poll(p, (nfds_t)np, wait_ms < 200 ? wait_ms : 200);
         if (r < 0 && errno != EINTR)
             break;
-        for (int i = np - 1; r > 0 && i >= 1; i--)
+        for (int i = np - 1; r > 0 && i >= 1; i--)      /* backwards: hub_hello moves the last one to i */
             if (p[i].revents)
-                hub_hello(&hb, i - 1, deadline);
+                hub_hello(&hb, i - 1);
         if (r > 0 && p[0].revents)
             hub_accept(&hb);
     }
     close(hb.lsock);    /* the name is gone now: nobody else can join */
     for (int i = 0; i < hb.npending; i++)
-        close(hb.pending[i]);
+        close(hb.pending[i].fd);
+    hub_log_drops(&hb);
     hub_missing(&hb, "init");
     double send_by = ctl_now() + CTL_GRACE_S;
     if (hb.pr.count) {

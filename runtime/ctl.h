@@ -5,10 +5,12 @@
  * What the sim and ipc engines of the per-rank API (rank.h) stand on; the nccl engine uses
  * NCCL's bootstrap instead. The caller's rank 0 made the unique id (rank_id.c): it carries an
  * abstract socket name and a random nonce. At rt_ctl_open, rank 0 listens on that name and
- * every other rank connects and says hello (nonce, rank, nranks); rank 0 checks them all (the
- * nonce, the user, duplicate or out-of-range ranks, the same nranks everywhere) and answers
- * every rank with the table of process ids, or with one error message that every rank
- * prints. Nothing has a name in the filesystem, so nothing can leak: the socket goes away
+ * every other rank connects and says hello (nonce, rank, nranks). A connection from another
+ * user or with another nonce is not a rank: rank 0 closes it quietly (any local user can see
+ * the name), and a few slots with a short deadline keep such connections from crowding the
+ * ranks out. Rank 0 checks the ranks' hellos (duplicate or out-of-range ranks, the same nranks
+ * everywhere) and answers every rank with the table of process ids, or with one error message
+ * that every rank prints. Nothing has a name in the filesystem, so nothing can leak: the socket goes away
  * with the processes.
  *
  * Collectives are a star through rank 0, inside calls every rank makes in the same order
