@@ -740,6 +740,15 @@ static int ctl_connect(RtCtl *c, const CtlAddress *a, double deadline)
     }
 }
 
+/* When rank 0 left without a word: another rank (not 0, not us) whose process is gone too, or -1. */
+static int ctl_find_dead_peer(RtCtl *c)
+{
+    for (int q = 1; q < c->nranks; q++)
+        if (q != c->rank && c->pid[q] > 0 && ctl_pid_gone(c->pid[q]))
+            return q;
+    return -1;
+}
+
 /* An error text from rank 0, or ours about rank 0. */
 static int ctl_report_from_hub(RtCtl *c, int r, const CtlMsg *m, const char *what)
 {
@@ -747,12 +756,18 @@ static int ctl_report_from_hub(RtCtl *c, int r, const CtlMsg *m, const char *wha
         rt_error(c->log, "%.*s", (int)m->h.len, m->payload);
         return CDSL_ERR_RUNTIME;
     }
+    int dead = r == -EPIPE && c->pid[0] > 0 ? ctl_find_dead_peer(c) : -1;
     if (r == -ETIMEDOUT)
         rt_error(c->log, "rank %d: rank 0 did not answer at %s within %.0f s", c->rank, what, c->timeout_s);
+    else if (dead > 0)
+        rt_error(c->log, "rank %d: rank %d (pid %ld) and rank 0 (pid %ld) have exited during %s", c->rank, dead,
+                 c->pid[dead], c->pid[0], what);
     else if (r == -EPIPE && c->pid[0] > 0)
         rt_error(c->log, "rank %d: rank 0 has exited (pid %ld) during %s", c->rank, c->pid[0], what);
     else if (r == -EPIPE)
-        rt_error(c->log, "rank %d: rank 0 closed the connection during %s", c->rank, what);
+        rt_error(c->log, "rank %d: rank 0 closed the connection during %s without an answer (rank 0 drops a "
+                 "hello with another id's nonce, or one that does not come within %d s of connecting)", c->rank, what,
+                 CTL_HELLO_S);
     else if (r)
         rt_error(c->log, "rank %d: the connection to rank 0 failed during %s: %s", c->rank, what,
                  r == -EPROTO ? "a message that is not cdsl's" : strerror(-r));
@@ -881,7 +896,9 @@ static void hub_gather(RtCtl *c, const char *what, size_t len, char *all, int *f
     }
 }
 
-/* rank 0: every record (and descriptor) to every other rank. */
+/* rank 0: every record (and descriptor) to every other rank. A rank that cannot take its
+ * records is named to every other one: the ranks still waiting hear it now, the ones already
+ * served at their next step, instead of finding rank 0 gone without a word. */
 static void hub_scatter(RtCtl *c, const char *what, size_t len, const char *all, const int *fds, double deadline)
 {
     for (int d = 1; d < c->nranks && !c->broken; d++)
@@ -890,11 +907,20 @@ static void hub_scatter(RtCtl *c, const char *what, size_t len, const char *all,
                 continue;
             int r = ctl_send(c->sock[d], CTL_DATA, q, c->seq, what, all + (size_t)q * len, len, fds ? fds[q] : -1,
                              deadline);
-            if (r) {
-                rt_error(c->log, "rank 0: rank %d %s during %s", d,
-                         r == -EPIPE ? "has exited" : r == -ETIMEDOUT ? "stopped reading" : strerror(-r), what);
-                c->broken = true;
-            }
+            if (!r)
+                continue;
+            CtlProblems pr = {.len = 0};
+            if (r == -EPIPE)
+                ctl_problem(&pr, "rank %d has exited (pid %ld) during %s", d, c->pid[d], what);
+            else if (r == -ETIMEDOUT)
+                ctl_problem(&pr, "rank %d stopped reading during %s", d, what);
+            else
+                ctl_problem(&pr, "rank 0 cannot send to rank %d during %s: %s", d, what, strerror(-r));
+            rt_error(c->log, "%s", pr.text);
+            close(c->sock[d]);
+            c->sock[d] = -1;
+            hub_send_all(c, CTL_ERROR, pr.text, pr.len + 1, ctl_now() + CTL_GRACE_S);
+            c->broken = true;
         }
 }
 
