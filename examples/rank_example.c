@@ -6,10 +6,11 @@
  *   mpirun -n 2 build/rank_example_mpi [file.cdsl]          (built with MPI: make rank_example_mpi)
  *   examples/rank_launch.sh 2 build/rank_example [file.cdsl]   (no MPI: the launcher's file)
  *
- * Without MPI the id travels through a file: rank 0 writes it to $CDSL_ID_FILE (whole, then
- * renamed into place), the others wait for it; rank and size come from CDSL_RANK and
- * CDSL_NRANKS. The engine is the id's (CDSL_ENGINE=sim|ipc|nccl where rank 0 runs, else the
- * best this machine has); on GPUs rank r uses GPU (local rank) % (GPUs here).
+ * Without MPI the id travels through a file: rank 0 writes it to $CDSL_ID_FILE (whole, with
+ * mode 0600 because it holds the control plane's nonce, then renamed into place), the others
+ * wait for it; rank and size come from CDSL_RANK and CDSL_NRANKS. The engine is the id's
+ * (CDSL_ENGINE=sim|ipc|nccl where rank 0 runs, else the best this machine has); on GPUs rank
+ * r uses GPU (local rank) % (GPUs here).
  *
  * It runs the allgather of examples/allgather.cdsl (or the file given) twice per size, at
  * 4 KiB and 16 MiB per rank: on buffers of its own (the library copies them through its
@@ -19,10 +20,13 @@
  * the per-rank half of cdsl.h is used. Ends with "rank_example: rank R verified N runs".
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +127,17 @@ static int share_id(int rank, int nranks, cdsl_unique_id *id)
     return st;
 }
 #else
+/* The id holds the control plane's nonce: only our user may read it, whatever the umask. A
+ * new file (O_EXCL), so that nobody else's file, or a link, is written through. */
+static int write_id(const char *path, const cdsl_unique_id *id)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    int bad = fchmod(fd, 0600) != 0 || write(fd, id, sizeof *id) != (ssize_t)sizeof *id;
+    return close(fd) != 0 || bad ? -1 : 0;
+}
+
 /* rank 0 writes the id whole to a new name and renames it into place; the others wait. */
 static int share_id(int rank, int nranks, cdsl_unique_id *id)
 {
@@ -135,14 +150,16 @@ static int share_id(int rank, int nranks, cdsl_unique_id *id)
     if (rank == 0) {
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
-        FILE *f = NULL;
         int st = cdsl_get_unique_id(id);
-        if (!st && (!(f = fopen(tmp, "wb")) || fwrite(id, sizeof *id, 1, f) != 1))
+        if (!st && write_id(tmp, id) != 0) {
+            fprintf(stderr, "rank_example: cannot write the id to %s: %s\n", tmp, strerror(errno));
             st = 3;
-        if (f && fclose(f))
+        }
+        if (!st && rename(tmp, path)) {
+            fprintf(stderr, "rank_example: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
+            unlink(tmp);
             st = 3;
-        if (!st && rename(tmp, path))
-            st = 3;
+        }
         return st;
     }
     for (int waited = 0; waited < 60 * 100; waited++) {     /* a minute, in 10 ms steps */

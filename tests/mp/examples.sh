@@ -2,8 +2,8 @@
 # tests/mp/examples.sh - the per-rank examples run as documented, on the sim engine.
 #
 # 1. examples/rank_example.c started by examples/rank_launch.sh (3 processes, the id through a
-#    file): every rank verifies its runs; a program that cannot be read fails every rank, and
-#    the launcher returns that failure.
+#    file): every rank verifies its runs; the id file is mode 0600 whatever the umask; a
+#    program that cannot be read fails every rank, and the launcher returns that failure.
 # 2. The same example built with MPI (make rank_example_mpi) under mpirun, where mpicc and
 #    mpirun are installed (Debian: libopenmpi-dev openmpi-bin); [SKIP] otherwise.
 # 3. examples/torch_collectives.py on CPU tensors (--device cpu: gloo and the sim engine) in two
@@ -22,6 +22,14 @@ if [ $rc = 0 ] && [ "$(echo "$out" | grep -c 'rank_example: rank [0-2] verified 
     pass "rank_example under rank_launch.sh: 3 processes verified"
 else
     fail "rank_example under rank_launch.sh" "exit $rc: $(echo "$out" | head -3 | tr '\n' ' ')"
+fi
+# The id file holds the control plane's nonce: mode 0600 even under umask 000.
+mode=$(umask 000 && CDSL_RANK=0 CDSL_NRANKS=1 CDSL_ID_FILE=$tmp/id timeout 60 "${RANK_EXAMPLE:-build/rank_example}" \
+    >"$tmp/id.log" 2>&1 && stat -c %a "$tmp/id")
+if [ "$mode" = 600 ] && grep -q "verified 4 runs" "$tmp/id.log"; then
+    pass "rank_example writes the id file with mode 0600 (under umask 000)"
+else
+    fail "rank_example writes the id file with mode 0600 (under umask 000)" "mode '$mode': $(head -2 "$tmp/id.log")"
 fi
 out=$(timeout 120 examples/rank_launch.sh 2 build/rank_example "$tmp/none.cdsl" 2>&1); rc=$?
 if [ $rc != 0 ] && echo "$out" | grep -q "cannot read"; then
