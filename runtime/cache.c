@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -134,7 +135,7 @@ static void sweep(RtCache *c, const char *keep, RtCacheEvicted *evicted);
 RtCacheState rt_cache_open(RtCache *c, int flags)
 {
     c->fd = -1;
-    c->path[0] = c->why[0] = 0;
+    c->path[0] = c->why[0] = c->refused[0] = 0;
     c->max_size = rt_cache_max_size();
     if (!(flags & RT_CACHE_IGNORE_OFF) && env_on("CDSL_NO_CACHE")) {
         snprintf(c->why, sizeof c->why, "CDSL_NO_CACHE is set");
@@ -387,18 +388,29 @@ static int read_all(int fd, unsigned char *buf, size_t len)
 }
 
 /* Opens KEY.EXT without following a link or waiting on a FIFO; *fd and *st on RT_CACHE_HIT
-   (meaning only: a regular file of ours, of a size worth reading). */
+   (meaning only: a regular file of ours, of a size worth reading), else c->refused says why. */
 static RtCacheResult open_entry(RtCache *c, const char *name, int *fd, struct stat *st)
 {
     *fd = openat(c->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (*fd < 0)
-        return errno == ENOENT ? RT_CACHE_MISS : RT_CACHE_REFUSED;
-    if (fstat(*fd, st) != 0 || !S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
-        st->st_size > MAX_ENTRY) {
-        close(*fd);
+    if (*fd < 0) {
+        if (errno == ENOENT)
+            return RT_CACHE_MISS;
+        snprintf(c->refused, sizeof c->refused, "%s", errno == ELOOP ? "a symbolic link" : strerror(errno));
         return RT_CACHE_REFUSED;
     }
-    return RT_CACHE_HIT;
+    if (fstat(*fd, st) != 0)
+        snprintf(c->refused, sizeof c->refused, "%s", strerror(errno));
+    else if (!S_ISREG(st->st_mode))
+        snprintf(c->refused, sizeof c->refused, "not a regular file");
+    else if (st->st_uid != geteuid())
+        snprintf(c->refused, sizeof c->refused, "owned by uid %u, not by you", (unsigned)st->st_uid);
+    else if (st->st_size > MAX_ENTRY)
+        snprintf(c->refused, sizeof c->refused, "too large: %lld bytes, over the %d bytes an entry may have",
+                 (long long)st->st_size, MAX_ENTRY);
+    else
+        return RT_CACHE_HIT;
+    close(*fd);
+    return RT_CACHE_REFUSED;
 }
 
 /* A hit is a use: the eviction order is by modification time. */

@@ -63,6 +63,7 @@ typedef struct RtCache {
     uint64_t max_size;
     char path[4096];
     char why[4352];
+    char refused[160];  /* after rt_cache_load said RT_CACHE_REFUSED: why, in a few words */
 } RtCache;
 
 enum {

@@ -265,10 +265,13 @@ static void report_cache_off(FILE *log, RtCacheState state, const RtCache *c, bo
     }
 }
 
-static const char *result_word(RtCacheResult r)
+static const char *result_word(RtCacheResult r, const RtCache *c, char *buf, size_t size)
 {
-    return r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss"
-         : r == RT_CACHE_CORRUPT ? "corrupt entry, recompiling" : "refused entry (not a file of yours), recompiling";
+    if (r == RT_CACHE_REFUSED) {
+        snprintf(buf, size, "refused entry (%s), recompiling", c->refused);
+        return buf;
+    }
+    return r == RT_CACHE_HIT ? "hit" : r == RT_CACHE_MISS ? "miss" : "corrupt entry, recompiling";
 }
 
 /* Store, saying what happened on log when verbose (log not NULL). */
@@ -314,10 +317,11 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     job_key(j, n);
     rt_cache_path(&c, j->key, ext, path, sizeof path);
     RtCacheResult r = rt_cache_load(&c, j->key, ext, data, len);
-    log_msg(LOG_INFO, "cache %s: %s", result_word(r), path);
+    char buf[256];
+    const char *said = result_word(r, &c, buf, sizeof buf);
+    log_msg(LOG_INFO, "cache %s: %s", said, path);
     if (verbose)
-        fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n),
-                result_word(r), path);
+        fprintf(log, "cdsl: cache: the compiler is %s\ncdsl: cache %s: %s\n", rt_nvrtc_identity(n), said, path);
     int st = r == RT_CACHE_HIT ? CDSL_OK : run_nvrtc(j, n, arch, data, len);
     if (r != RT_CACHE_HIT && st == CDSL_OK)
         store(&c, j, ext, *data, *len, verbose ? log : NULL, path);

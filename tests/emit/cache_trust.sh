@@ -4,8 +4,10 @@
 # on uncached. In a good folder, these are never served and never hang a compile (each compile
 # runs under `timeout`): an entry planted in the old format with a valid checksum, another key's
 # entry copied over this one, a FIFO at an entry's path or at every file's path in the folder, a
-# symbolic link, an entry owned by another user, an empty file, and an entry whose payload is
-# empty. [SKIP] when NVRTC is missing; the other-user cases [SKIP] when not run as root.
+# symbolic link, an entry owned by another user, an entry too large, an empty file, and an entry
+# whose payload is empty; CDSL_CACHE_VERBOSE says why each refused one is (a link, not a regular
+# file, another owner, too large with its size and the limit). [SKIP] when NVRTC is missing; the
+# other-user cases [SKIP] when not run as root.
 suite=cache_trust
 source "$(dirname "$0")/cache_lib.bash"
 prog=stdlib/barrier_switch.cdsl
@@ -74,6 +76,7 @@ served_right "$tmp/copied" $rc 4 && pass "another key's entry copied over this o
 entry=$(fresh "$d"); rm -f "$entry"; mkfifo "$entry"
 compile "$tmp/fifo" "$d"; rc=$?
 served_right "$tmp/fifo" $rc && [ -f "$entry" ] && [ ! -p "$entry" ] \
+    && grep -q "refused entry (not a regular file)" "$tmp/fifo.log" \
     && pass "a FIFO at an entry's path neither hangs nor stays" || fail "FIFO entry: exit $rc: $(cat "$tmp/fifo.log")"
 
 fresh "$d" >/dev/null
@@ -84,17 +87,25 @@ served_right "$tmp/fifos" $rc && pass "a FIFO at every file's path in the folder
 
 entry=$(fresh "$d"); mkdir -p "$tmp/elsewhere"; mv "$entry" "$tmp/elsewhere/good"; ln -s "$tmp/elsewhere/good" "$entry"
 compile "$tmp/link" "$d"; rc=$?
-served_right "$tmp/link" $rc && [ ! -L "$entry" ] && pass "a symbolic link at an entry's path is not followed" \
+served_right "$tmp/link" $rc && [ ! -L "$entry" ] && grep -q "refused entry (a symbolic link)" "$tmp/link.log" && pass "a symbolic link at an entry's path is not followed" \
     || fail "symlink entry: exit $rc: $(cat "$tmp/link.log")"
 
 if [ "$(id -u)" = 0 ]; then
     entry=$(fresh "$d"); chown 12345:12345 "$entry"
     compile "$tmp/owner" "$d"; rc=$?
     served_right "$tmp/owner" $rc && [ "$(stat -c %u "$entry")" = 0 ] \
+        && grep -q "refused entry (owned by uid 12345, not by you)" "$tmp/owner.log" \
         && pass "an entry owned by another user is not served" || fail "foreign entry: exit $rc: $(cat "$tmp/owner.log")"
 else
     skip "an entry owned by another user (needs root to make one)"
 fi
+
+entry=$(fresh "$d"); truncate -s 1G "$entry"
+compile "$tmp/huge" "$d"; rc=$?
+served_right "$tmp/huge" $rc && [ "$(stat -c %s "$entry")" -lt 1048576 ] &&
+    grep -q "refused entry (too large: 1073741824 bytes, over the 268435456 bytes an entry may have)" "$tmp/huge.log" \
+    && pass "an entry too large (a 1 GiB sparse file) is refused as too large, with its size and the limit, and replaced" \
+    || fail "1 GiB entry: exit $rc: $(cat "$tmp/huge.log")"
 
 entry=$(fresh "$d"); : >"$entry"
 compile "$tmp/empty" "$d"; rc=$?
