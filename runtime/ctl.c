@@ -239,7 +239,10 @@ static void ctl_close_fds(struct msghdr *m)
         }
 }
 
-/* One packet into buf; 0, -ETIMEDOUT, -EPIPE (the peer closed), -EPROTO (not ours). */
+/* One packet into buf; 0, -ETIMEDOUT, -EPIPE (the peer closed), -EPROTO (not ours). A peer
+ * that closed with our packet unread leaves ECONNRESET in front of the packets it sent before
+ * (Linux reports the error first, once): those are read all the same, since its last one is
+ * often the error message that explains why it left. */
 static int ctl_recv(int sock, char *buf, CtlMsg *out, double deadline)
 {
     out->fd = -1;
@@ -247,6 +250,7 @@ static int ctl_recv(int sock, char *buf, CtlMsg *out, double deadline)
         char b[CMSG_SPACE(4 * sizeof(int))];
         struct cmsghdr align;
     } u;
+    bool reset = false;
     for (;;) {
         int w = ctl_wait_fd(sock, POLLIN, deadline);
         if (w)
@@ -256,6 +260,10 @@ static int ctl_recv(int sock, char *buf, CtlMsg *out, double deadline)
         ssize_t n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
+        if (n < 0 && errno == ECONNRESET && !reset) {
+            reset = true;
+            continue;
+        }
         if (n < 0)
             return errno == ECONNRESET ? -EPIPE : -errno;
         if (n == 0)
