@@ -489,7 +489,6 @@ typedef struct CtlHub {
 /* A process that cannot be one of our ranks hears why before its connection closes. */
 static void hub_refuse(CtlHub *hb, int fd, const char *why)
 {
-    (void)hb;
     ctl_send(fd, CTL_ERROR, 0, 0, "init", why, strlen(why) + 1, -1, ctl_now() + 0.5);
     close(fd);
 }
