@@ -16,13 +16,13 @@
 
 #include "parser.h"
 
-void cdsl_parseInit(void *engine, Parser *px);
-void cdsl_parse(void *engine, int kind, Token tok);
-void cdsl_parseFinalize(void *engine);
-int cdsl_parse_would_accept(void *engine, int kind, Token at);
-int cdsl_parse_ntokens(void);
-size_t cdsl_parse_snapshot_size(void);
-void cdsl_parse_save(const void *engine, void *snap);
+void lemon_parseInit(void *engine, Parser *px);
+void lemon_parse(void *engine, int kind, Token tok);
+void lemon_parseFinalize(void *engine);
+int lemon_parse_would_accept(void *engine, int kind, Token at);
+int lemon_parse_ntokens(void);
+size_t lemon_parse_snapshot_size(void);
+void lemon_parse_save(const void *engine, void *snap);
 
 enum { MAX_EXPECTED = 4 };
 
@@ -115,8 +115,8 @@ void parse_syntax_error(Parser *px, Token tok, void *engine)
     bool fits[256] = {false};
     px->trial = true;
     void *before = px->snapshot ? px->snapshot : engine;   /* the state before this token */
-    for (int k = 1; k < cdsl_parse_ntokens() && k < 256; k++)
-        if (cdsl_parse_would_accept(before, k, tok)) {
+    for (int k = 1; k < lemon_parse_ntokens() && k < 256; k++)
+        if (lemon_parse_would_accept(before, k, tok)) {
             if (nexp < MAX_EXPECTED)
                 expected[nexp] = k;
             fits[k] = true;
@@ -208,9 +208,9 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
     px->file->src = src;
     /* The engine lives in the arena too: running out of memory in a grammar action unwinds
      * (arena.h) past this function, and must leave nothing behind. */
-    void *engine = arena_alloc(a, cdsl_parse_snapshot_size());
-    cdsl_parseInit(engine, px);
-    px->snapshot = arena_alloc(a, cdsl_parse_snapshot_size());
+    void *engine = arena_alloc(a, lemon_parse_snapshot_size());
+    lemon_parseInit(engine, px);
+    px->snapshot = arena_alloc(a, lemon_parse_snapshot_size());
     Lexer lx;
     lex_init(&lx, src, d);
     Token t;
@@ -223,11 +223,11 @@ AstFile *parse_file(Arena *a, Diag *d, Source *src)
             break;
         }
         px->at = t.loc;
-        cdsl_parse_save(engine, px->snapshot);
-        cdsl_parse(engine, kind, t);
+        lemon_parse_save(engine, px->snapshot);
+        lemon_parse(engine, kind, t);
         px->prev = t;
         px->have_prev = true;
     } while (kind != LEX_EOF && !px->failed);
-    cdsl_parseFinalize(engine);
+    lemon_parseFinalize(engine);
     return px->failed ? NULL : px->file;
 }

@@ -24,7 +24,7 @@ typedef struct Parser {
     Loc at;                     /* the token being parsed, for stack-overflow errors */
     Token prev;                 /* the token before it: a missing ';' belongs after it */
     bool have_prev;
-    void *snapshot;             /* the parser's state before that token (cdsl_parse_save) */
+    void *snapshot;             /* the parser's state before that token (lemon_parse_save) */
     int depth;                  /* open '{', '(' and '[' right now */
     int depth_before;           /* the same before the token being parsed */
     Loc open[PARSE_MAX_DEPTH];  /* where each of them opened */

@@ -7,9 +7,12 @@
  * (compiler/parse.c) stops feeding tokens.
  *
  * Lists are left-recursive so the parser stack stays flat however long a list is.
+ *
+ * The engine's functions (lemon_parse, lemon_parseInit, ...) are the library's own: their
+ * prefix is not cdsl_, the API's, and libcdsl.map keeps them out of libcdsl.so's exports.
  */
 
-%name cdsl_parse
+%name lemon_parse
 %token_prefix TK_
 %token_type {Token}
 %default_type {Token}
@@ -259,7 +262,7 @@ expr(E) ::= expr(A) PERCENT(O) expr(B).   { E = binary(px, O, A, B); }
 %code {
 #include <stddef.h>
 
-size_t cdsl_parse_snapshot_size(void)
+size_t lemon_parse_snapshot_size(void)
 {
     return sizeof(yyParser);
 }
@@ -267,7 +270,7 @@ size_t cdsl_parse_snapshot_size(void)
 /* Save the parser's state (its fields and the live part of its stack) into snap, before each
  * token: a syntax error is found only after Lemon has made the default reductions for the bad
  * token, and the tokens that would have fitted must be asked of the state before them. */
-void cdsl_parse_save(const void *engine, void *snap)
+void lemon_parse_save(const void *engine, void *snap)
 {
     const yyParser *p = engine;
     yyParser *s = snap;
@@ -279,7 +282,7 @@ void cdsl_parse_save(const void *engine, void *snap)
 }
 
 /* Would the parser, in its present state, accept token kind k next? Run a copy of it. */
-int cdsl_parse_would_accept(void *engine, int k, Token at)
+int lemon_parse_would_accept(void *engine, int k, Token at)
 {
     yyParser copy;
     memcpy(&copy, engine, sizeof copy);
@@ -290,13 +293,13 @@ int cdsl_parse_would_accept(void *engine, int k, Token at)
     bool failed = px->failed;
     px->failed = false;
     at.kind = k;
-    cdsl_parse(&copy, k, at);
+    lemon_parse(&copy, k, at);
     bool ok = !px->failed;
     px->failed = failed;
     return ok;
 }
 
-int cdsl_parse_ntokens(void)
+int lemon_parse_ntokens(void)
 {
     return YYNTOKEN;
 }

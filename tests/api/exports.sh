@@ -1,8 +1,8 @@
 #!/bin/bash
-# tests/api/exports.sh - libcdsl.so is a shared library people can link (issue 13): it has a
-# SONAME and a version (libcdsl.so -> libcdsl.so.0 -> libcdsl.so.0.1.0), it exports the
-# functions of cdsl.h (cdsl_*) and nothing else (libcdsl.map), every function the header
-# declares is among them, and a program linked with -lcdsl runs against it by its SONAME.
+# tests/api/exports.sh - libcdsl.so is a shared library people can link: it has a
+# SONAME and a version (libcdsl.so -> libcdsl.so.0 -> libcdsl.so.0.1.0), it exports exactly
+# the functions cdsl.h declares, each under libcdsl.map's version node (CDSL_0.1), and a
+# program linked with -lcdsl runs against it by its SONAME.
 source "$(dirname "$0")/../lib/common.bash"
 
 version=$(sed -n 's/^VERSION *= *//p' Makefile)
@@ -17,15 +17,27 @@ fi
 soname=$(readelf -d "$so" 2>&1 | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = "libcdsl.so.$major" ] && pass "SONAME is libcdsl.so.$major" || fail "SONAME is libcdsl.so.$major" "'$soname'"
 
-nm -D --defined-only "$so" | awk '{print $NF}' | sed 's/@.*//' | sort -u >"$tmp/exported"
-others=$(grep -v '^cdsl_' "$tmp/exported" | head -20 | tr '\n' ' ')
-if [ -s "$tmp/exported" ] && [ -z "$others" ]; then pass "exports cdsl_* only ($(wc -l <"$tmp/exported") symbols)"
-else fail "exports cdsl_* only" "also: $others"; fi
-
-# Every function cdsl.h declares is exported (a declaration the map forgot would not link).
-grep -oE '\bcdsl_[a-z0-9_]+ *\(' runtime/cdsl.h | sed 's/ *($//' | sort -u >"$tmp/declared"
+# The exports are exactly the functions cdsl.h declares, as the compiler reads the header
+# (gcc -aux-info: comments and examples in it do not count), nothing more and nothing less,
+# and each carries the version node of libcdsl.map, so that a later release can add a node.
+node=$(sed -n 's/^\(CDSL_[0-9.]*\) *{.*/\1/p' libcdsl.map | head -1)
+nm -D --defined-only "$so" | awk '$2 != "A" {print $NF}' |
+    sort -u >"$tmp/exported_versioned"
+sed 's/@.*//' "$tmp/exported_versioned" | sort -u >"$tmp/exported"
+if gcc -std=c11 -fsyntax-only -aux-info "$tmp/aux" -x c runtime/cdsl.h 2>"$tmp/aux.err"; then
+    grep '^/\* runtime/cdsl\.h:' "$tmp/aux" | sed -E 's/ *\(.*//; s/.*[ *]//' | sort -u >"$tmp/declared"
+else
+    fail "gcc -aux-info reads runtime/cdsl.h" "$(head -3 "$tmp/aux.err" | tr '\n' ' ')"
+fi
+extra=$(comm -13 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')
 missing=$(comm -23 "$tmp/declared" "$tmp/exported" | tr '\n' ' ')
-[ -z "$missing" ] && pass "every function of cdsl.h is exported" || fail "every function of cdsl.h is exported" "$missing"
+if [ -s "$tmp/declared" ] && [ -z "$extra" ]; then pass "exports nothing cdsl.h does not declare ($(wc -l <"$tmp/exported") symbols)"
+else fail "exports nothing cdsl.h does not declare" "also: $extra"; fi
+if [ -s "$tmp/declared" ] && [ -z "$missing" ]; then pass "exports every function cdsl.h declares ($(wc -l <"$tmp/declared"))"
+else fail "exports every function cdsl.h declares" "missing (add them to libcdsl.map): $missing"; fi
+unversioned=$(grep -v "@@$node\$" "$tmp/exported_versioned" | head -10 | tr '\n' ' ')
+if [ -n "$node" ] && [ -s "$tmp/exported_versioned" ] && [ -z "$unversioned" ]; then pass "every export has the version $node"
+else fail "every export has the version ${node:-CDSL_x.y (libcdsl.map names none)}" "$unversioned"; fi
 
 # A user's program linked with -lcdsl records the SONAME and runs against it.
 printf '#include <cdsl.h>\n#include <stdio.h>\nint main(void) { puts(cdsl_version()); return 0; }\n' >"$tmp/v.c"
