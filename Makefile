@@ -127,8 +127,12 @@ asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 tsan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 	$(MAKE) B=build/tsan XCFLAGS="-O1 -fsanitize=thread" LDXFLAGS="-fsanitize=thread" build/tsan/cdslc build/tsan/cdslrun
 
+# First a tiny fuzz target is built and run (tests/lib/need.bash), so that a missing clang
+# or fuzzer runtime is one line naming the Debian package, not a wall of link errors.
 FUZZ_CC ?= clang
 fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
+	@why=$$(FUZZ_CC=$(FUZZ_CC) bash -c '. tests/lib/need.bash && need_fuzzer "make fuzz"') || \
+		{ echo "$${why#\[SKIP\] }" >&2; exit 1; }
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
 	for t in fuzz_parse fuzz_check fuzz_plan; do \
 		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \

@@ -17,7 +17,9 @@
 # fuzz harnesses; the project's shared spec (../shared/spec/run.sh, also with RUN=1) in addition
 # where a checkout has it beside it (a note otherwise: the suite needs nothing outside the
 # repository); last, a check that no test left a temporary file behind. The last line is
-# "N passed, N failed".
+# "N passed, N failed, N skipped": a skip is a "[SKIP] ..." line of a script test, a part it
+# could not run here (a missing tool: "needs TOOL (Debian: PACKAGE)", no GPU, no NVRTC); a
+# script that printed only skips counts as skipped, not as passed.
 cd "$(dirname "$0")/.." || exit 2
 export CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 export ASAN_CDSLC=$PWD/build/asan/cdslc ASAN_CDSLRUN=$PWD/build/asan/cdslrun
@@ -32,9 +34,10 @@ mkdir -p -m 700 "$CDSL_CACHE_DIR"
 # Never let a test reach a multicast object, whatever the machine.
 export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 SHARED=${SHARED:-$PWD/../shared}
-pass=0 fail=0 failed=()
+pass=0 fail=0 skip=0 failed=()
 
 ok()  { pass=$((pass + 1)); [ -n "${VERBOSE:-}" ] && echo "[PASS] $1"; }
+skipped() { skip=$((skip + 1)); echo "$1"; }
 bad() { fail=$((fail + 1)); failed+=("$1"); echo "[FAIL] $1${2:+: $2}"; }
 
 header() {
@@ -75,15 +78,16 @@ script() {
     local s=$1 log rc
     log=$(mktemp)
     timeout 900 bash "$s" >"$log" 2>&1; rc=$?
-    local n=0
+    local n=0 skips=0
     while IFS= read -r line; do
         case "$line" in
         "[PASS] "*) ok "$s: ${line#\[PASS\] }"; n=$((n + 1)) ;;
         "[FAIL] "*) bad "$s: ${line#\[FAIL\] }"; n=$((n + 1)) ;;
-        "[SKIP] "*) echo "$line" ;;
+        "[SKIP] "*) skipped "$line"; skips=$((skips + 1)) ;;
         esac
     done <"$log"
-    if [ $n = 0 ]; then if [ $rc = 0 ]; then ok "$s"; else bad "$s" "exit $rc"; tail -20 "$log"; fi
+    if [ $n = 0 ]; then
+        if [ $rc != 0 ]; then bad "$s" "exit $rc"; tail -20 "$log"; elif [ $skips = 0 ]; then ok "$s"; fi
     elif [ $rc != 0 ] && ! grep -q '^\[FAIL\]' "$log"; then bad "$s" "exit $rc"; tail -20 "$log"; fi
     rm -f "$log"
 }
@@ -126,5 +130,5 @@ left=$(cd "$SUITE_TMP" && find . -mindepth 1 -maxdepth 1 ! -name cache | sed 's|
 if [ -z "$left" ]; then ok "the suite leaves no temporary files"; else bad "the suite leaves no temporary files" "$left"; fi
 
 [ ${#failed[@]} -eq 0 ] || { echo "failed:"; printf '  %s\n' "${failed[@]}"; }
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -19,6 +19,7 @@
 #     --json) is shown escaped.
 # The C programs are built against build/libcdsl.a and, where it exists, build/asan/libcdsl.a.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
 CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1}
 tmp=$(mktemp -d)
@@ -185,6 +186,6 @@ out=$("$CDSLRUN" "$tmp/lost$esc.cdsl" -n 2 --unchecked --spin-limit 20000 --size
 ok "cdslrun: the file in a run's report is shown escaped" \
     'echo "$out" | grep -qF "lost\\x1b]0;owned\\x07\\x1b[2J.cdsl:2:" && ! echo "$out" | grep -q "$(printf "\033")"' "$out"
 json=$("$CDSLRUN" "$tmp/$esc.cdsl" -n 2 --backend sim --size 4K --json 2>/dev/null)
-ok "cdslrun --json: the file name escaped, and the JSON parses" \
+need python3 python3 "cdslrun --json: the file name escaped, and the JSON parses" && ok "cdslrun --json: the file name escaped, and the JSON parses" \
     'echo "$json" | python3 -c "import json, sys; f = json.load(sys.stdin)[\"file\"]; sys.exit(not f.endswith(\"\\\\x1b]0;owned\\\\x07\\\\x1b[2J.cdsl\"))"' "$json"
 exit 0

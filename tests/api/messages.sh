@@ -11,6 +11,7 @@
 #      a driver, the nvls backend turned off by the environment, two programs in one file, a
 #      checking budget, an unknown define.
 source "$(dirname "$0")/../lib/common.bash"
+need python3 python3 || exit 0
 
 bad=$(python3 - runtime/*.c compiler/*.c <<'PY'
 import re, sys

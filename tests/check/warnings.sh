@@ -8,6 +8,7 @@
 # the exit status (0), -Werror makes them errors (1), -w and -Wno-... silence them, and JSON
 # diagnostics name each warning's option.
 source "$(dirname "$0")/../lib/common.bash"
+need python3 python3 || exit 0
 
 # apply JSON FILE OUT: every barrier and order warning of JSON applied to FILE's text.
 apply() {

@@ -10,6 +10,7 @@
 # other-user cases [SKIP] when not run as root.
 suite=cache_trust
 source "$(dirname "$0")/cache_lib.bash"
+source tests/lib/need.bash
 prog=stdlib/barrier_switch.cdsl
 
 compile() {   # compile OUT DIR [N]: PTX into OUT, messages into OUT.log, cache folder DIR
@@ -51,6 +52,7 @@ compile "$tmp/created" "$tmp/shared/cdsl/sub"
     || fail "created folder: $(stat -c %a "$tmp/shared/cdsl/sub"): $(cat "$tmp/created.log")"
 
 # ---- entries in a good folder ---------------------------------------------------------------
+need python3 python3 "$suite: entries in a good folder" || exit $failed
 fresh() {   # fresh DIR: DIR holds exactly the reference's entry; prints its path
     rm -rf "$1"; compile "$tmp/fresh" "$1" >/dev/null && entry_of "$tmp/fresh"
 }

@@ -8,4 +8,6 @@
 #   tests/gen/diff.sh --backend p2p --count 200 --ranks-per-gpu 2
 # `tests/gen/diff.py --help` lists every option.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
+need python3 python3 || exit 0
 exec python3 tests/gen/diff.py "$@"

@@ -2,8 +2,10 @@
 # repository root the current folder, names the tools (CDSLC, CDSLRUN: from the environment,
 # as tests/run.sh passes them, else build/), makes a temporary folder $tmp that is removed on
 # exit, and defines pass and fail, which print the runner's "[PASS] name" / "[FAIL] name: why"
-# lines (fail counts into $failures).
+# lines (fail counts into $failures), and need/needs (need.bash) for a tool the build does
+# not need: a test without it prints one "[SKIP] ...: needs TOOL (Debian: PACKAGE)" line.
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 2
+source tests/lib/need.bash
 CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 tmp=$(mktemp -d) || exit 2
 trap 'rm -rf "$tmp"' EXIT

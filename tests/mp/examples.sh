@@ -10,6 +10,7 @@
 #    processes started the way torchrun starts them (RANK, WORLD_SIZE, MASTER_ADDR, ...), with a
 #    python that has torch; [SKIP] otherwise.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
 export CDSL_ENGINE=sim CDSL_TIMEOUT=20 CDSL_LIB=$PWD/build/libcdsl.so
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: $2}"; }
@@ -39,7 +40,7 @@ else
 fi
 
 # 2.
-if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+if need mpirun openmpi-bin "rank_example under mpirun" && need mpicc libopenmpi-dev "rank_example under mpirun"; then
     if make -s rank_example_mpi >"$tmp/mk.log" 2>&1; then
         root=(); [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
         out=$(timeout 120 mpirun "${root[@]}" --oversubscribe -n 3 -x CDSL_ENGINE -x CDSL_TIMEOUT build/rank_example_mpi 2>&1); rc=$?
@@ -51,19 +52,12 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
     else
         fail "make rank_example_mpi" "$(tail -3 "$tmp/mk.log" | tr '\n' ' ')"
     fi
-else
-    echo "[SKIP] rank_example under mpirun: no mpicc/mpirun here (Debian: libopenmpi-dev openmpi-bin)"
 fi
 
 # 3.
-TPY=""
-for p in python3 /usr/bin/python3; do
-    if "$p" -c 'import torch, torch.distributed' 2>/dev/null; then TPY=$p; break; fi
-done
-if [ -z "$TPY" ]; then
-    echo "[SKIP] torch_collectives.py: no python with torch here (Debian: python3-torch)"
-    exit 0
-fi
+need python3 python3 "torch_collectives.py" || exit 0
+need_modules "torch_collectives.py" torch:python3-torch || exit 0
+TPY=$PYTHON_WITH
 port=$((20000 + $$ % 20000))
 for r in 0 1; do
     MASTER_ADDR=127.0.0.1 MASTER_PORT=$port RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 \

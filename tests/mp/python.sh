@@ -17,6 +17,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib
 PY=${PYTHON:-python3}
+source tests/lib/need.bash
+need "$PY" python3 || exit 0
 
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: $2}"; }
@@ -73,9 +75,8 @@ fi
 
 # 3.
 VPY=""
-for p in "$PY" /usr/bin/python3; do
-    if "$p" -c 'import venv, wheel, setuptools' 2>/dev/null; then VPY=$p; break; fi
-done
+need_modules "pip install ./python" venv:python3-venv ensurepip:python3-venv wheel:python3-wheel setuptools:python3-setuptools &&
+    VPY=$PYTHON_WITH
 if [ -n "$VPY" ] && "$VPY" -m venv --system-site-packages "$tmp/venv" >/dev/null 2>&1; then
     cp -r python "$tmp/src"         # an in-tree build writes build/ and *.egg-info beside the sources
     rm -rf "$tmp/src/build" "$tmp/src"/*.egg-info
@@ -90,19 +91,13 @@ if [ -n "$VPY" ] && "$VPY" -m venv --system-site-packages "$tmp/venv" >/dev/null
             fail "the installed package runs its self-test" "$loc: $(echo "$out" | tail -2 | tr '\n' ' ')"
         fi
     fi
-else
-    echo "[SKIP] pip install ./python: no venv, wheel or setuptools for $PY (Debian: python3-venv python3-wheel python3-setuptools)"
+elif [ -n "$VPY" ]; then
+    fail "$VPY -m venv" "$("$VPY" -m venv --system-site-packages "$tmp/venv2" 2>&1 | tail -2 | tr '\n' ' ')"
 fi
 
 # 4.
-TPY=""
-for p in "$PY" /usr/bin/python3; do
-    if "$p" -c 'import torch, torch.distributed' 2>/dev/null; then TPY=$p; break; fi
-done
-if [ -n "$TPY" ]; then
-    PYTHONPATH=$PWD/python timeout 300 "$TPY" tests/mp/torch_check.py
+if need_modules "torch checks" torch:python3-torch; then
+    PYTHONPATH=$PWD/python timeout 300 "$PYTHON_WITH" tests/mp/torch_check.py
     rc=$?
     [ $rc = 0 ] || fail "torch checks" "exit $rc"
-else
-    echo "[SKIP] torch checks: no python with torch here (Debian: python3-torch)"
 fi

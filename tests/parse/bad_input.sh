@@ -18,10 +18,12 @@ printf '\x7fELF\x02\x01\x01\x00' > "$t/elf.cdsl"
   yes '// padding padding padding padding padding padding padding padding padding' | head -c 10000000; } > "$t/big.cdsl"
 # 10 MB on one line, no newline at all.
 head -c 10000000 /dev/zero | tr '\0' 'a' > "$t/oneline.cdsl"
-python3 -c "print('program p implements barrier {' + 'if 1 {' * 10000 + '}' * 10000 + '}')" > "$t/nested.cdsl"
-python3 -c "print('program p implements barrier { let x = ' + '(' * 10000 + '1' + ')' * 10000 + '; }')" > "$t/parens.cdsl"
-python3 -c "print('program p implements barrier { let x = ' + '-' * 100000 + '1; }')" > "$t/unary.cdsl"
-python3 -c "print('program p implements barrier { let x = ' + '+'.join(['1'] * 200000) + '; }')" > "$t/longexpr.cdsl"
+# rep TEXT N: TEXT N times (awk, part of every Debian system: these inputs need no Python).
+rep() { awk -v t="$1" -v n="$2" 'BEGIN { for (i = 0; i < n; i++) printf "%s", t }'; }
+{ printf 'program p implements barrier {'; rep 'if 1 {' 10000; rep '}' 10000; echo '}'; } > "$t/nested.cdsl"
+{ printf 'program p implements barrier { let x = '; rep '(' 10000; printf 1; rep ')' 10000; echo '; }'; } > "$t/parens.cdsl"
+{ printf 'program p implements barrier { let x = '; rep '-' 100000; echo '1; }'; } > "$t/unary.cdsl"
+{ printf 'program p implements barrier { let x = '; rep '1+' 199999; echo '1; }'; } > "$t/longexpr.cdsl"
 printf 'program p implements barrier { /* never closed\n' > "$t/comment.cdsl"
 printf 'program p implements barrier { let x = 99999999999999999999999999999999; }\n' > "$t/int.cdsl"
 printf 'program p implements barrier { }\n' > "$t/ok.cdsl"

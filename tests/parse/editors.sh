@@ -6,6 +6,8 @@
 # Python's re, which reads these as Oniguruma does); and the Vim syntax file names every
 # keyword, with a file-type rule for *.cdsl. Vim itself, when installed, loads the file clean.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
+need python3 python3 || exit 0
 pass() { echo "[PASS] $1"; }
 fail() { echo "[FAIL] $1${2:+: ${2:0:500}}"; }
 

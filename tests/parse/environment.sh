@@ -6,6 +6,7 @@
 # any call of a function whose name holds "env" with a literal NAME), the table of NVLS
 # switches in runtime/nvls.c, and os.environ reads in Python.
 source "$(dirname "$0")/../lib/common.bash"
+need python3 python3 || exit 0
 
 names() {   # the variables read by the files given
     python3 - "$@" <<'PY'

@@ -5,6 +5,7 @@
 # place) and its notes as children; "[]" for a clean program; user text (a path with a quote,
 # a backslash and an escape character) kept valid; nothing else on the stream.
 source "$(dirname "$0")/../lib/common.bash"
+need python3 python3 || exit 0
 
 # check NAME PYTHON CMD...: CMD's stderr parsed as JSON arrays (one a line) into `arrays`,
 # then the Python expression(s) must hold.

@@ -18,6 +18,8 @@
 #      The cubins are compiled first, without it (NVRTC itself is not run beside the stand-in).
 #   6. The ASan build, once.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
+need python3 python3 || exit 0
 PERF=${CDSL_PERF:-build/cdsl-perf} ASAN_PERF=build/asan/cdsl-perf
 PARSE="python3 tests/perf/nccl_tests_format.py"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1}

@@ -6,6 +6,8 @@
 #   - the hand-written nccl-tests log: NCCL's series alone, so no ratio plot;
 #   - cdsl-perf on sim: no measured rows, so nothing to plot (exit 1, said).
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
+need python3 python3 || exit 0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass() { echo "[PASS] $1"; }
@@ -27,10 +29,7 @@ ok "plot_data.py reads an nccl-tests log as the NCCL reference" \
     "$(cat "$tmp/nccl/series.txt")"
 
 build/cdsl-perf --nranks 2 -b 1K -e 4K -f 4 -n 2 allgather_ring >"$tmp/sim.log" 2>/dev/null
-if ! command -v gnuplot >/dev/null; then
-    echo "[SKIP] bench/plot.sh: gnuplot is not installed (Debian: gnuplot-nox; .ci/run installs it)"
-    exit 0
-fi
+need gnuplot gnuplot-nox "bench/plot.sh" || exit 0
 bash bench/plot.sh "$tmp/x2" "$TABLE" >"$tmp/out" 2>&1; rc=$?
 ok "plot.sh renders a compare table: busbw and ratio PNGs" '[ $rc = 0 ] && is_png "$tmp/x2_busbw.png" && is_png "$tmp/x2_ratio.png"' \
     "exit $rc: $(cat "$tmp/out")"

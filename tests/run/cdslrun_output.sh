@@ -3,6 +3,8 @@
 # bus-bandwidth factors, #wrong), sweeps rounded to the chunk count, --json that parses and
 # carries the same facts, --help/--version, and no progress text when stderr is not a terminal.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/need.bash
+need python3 python3 || exit 0
 CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}
 failures=0
 pass() { echo "[PASS] $1"; }

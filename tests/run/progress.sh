@@ -6,6 +6,7 @@
 # from the start (the default waits a second), so nothing here depends on how fast the machine
 # is. Through a pipe, or with -fdiagnostics-format=json, there is no progress at all.
 source "$(dirname "$0")/../lib/common.bash"
+need python3 python3 || exit 0
 export CDSL_CACHE_DIR=$tmp/cache
 unset CDSL_NO_CACHE
 
