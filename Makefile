@@ -3,7 +3,8 @@
 #   make            the tools (build/cdslc, build/cdslrun, build/cdsl-perf), libcdsl (static and shared) and
 #                   build/api_example (examples/api_example.c, a user of cdsl.h)
 #   make test       the whole suite: golden tests, the spec programs, the sanitizer builds, a
-#                   bounded fuzz run; ends with "N passed, N failed"
+#                   bounded fuzz run; ends with "N passed, N failed, N skipped" (a test whose
+#                   tool is missing, as packages.txt's optional group may be, is skipped)
 #   make asan       the same binaries under AddressSanitizer + UBSan in build/asan/
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
@@ -45,7 +46,8 @@ all: $(TOOLS) $(B)/libcdsl.a $(B)/libcdsl.so $(EXAMPLES)
 # The shared library is versioned as shared libraries are: the file libcdsl.so.$(VERSION) with
 # the SONAME libcdsl.so.$(SOMAJOR) (what a program linked against it asks the dynamic linker
 # for), and the links libcdsl.so.$(SOMAJOR) and libcdsl.so (what -lcdsl and python/cdsl find).
-# libcdsl.map exports cdsl_* only: everything else is the library's own business.
+# libcdsl.map exports exactly the functions of cdsl.h, with the symbol version CDSL_0.1:
+# everything else is the library's own business (tests/api/exports.sh).
 SONAME   = libcdsl.so.$(SOMAJOR)
 
 $(GEN):
