@@ -19,8 +19,8 @@ soname=$(readelf -d "$so" 2>&1 | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 
 # The exports are exactly the functions cdsl.h declares, as the compiler reads the header
 # (gcc -aux-info: comments and examples in it do not count), nothing more and nothing less,
-# and each carries the version node of libcdsl.map, so that a later release can add a node.
-node=$(sed -n 's/^\(CDSL_[0-9.]*\) *{.*/\1/p' libcdsl.map | head -1)
+# and each carries a version node of libcdsl.map (CDSL_0.1; a later release adds a node).
+nodes=$(sed -n 's/^\(CDSL_[0-9.]*\) *{.*/\1/p' libcdsl.map | paste -sd' ')
 nm -D --defined-only "$so" | awk '$2 != "A" {print $NF}' |
     sort -u >"$tmp/exported_versioned"
 sed 's/@.*//' "$tmp/exported_versioned" | sort -u >"$tmp/exported"
@@ -35,9 +35,10 @@ if [ -s "$tmp/declared" ] && [ -z "$extra" ]; then pass "exports nothing cdsl.h 
 else fail "exports nothing cdsl.h does not declare" "also: $extra"; fi
 if [ -s "$tmp/declared" ] && [ -z "$missing" ]; then pass "exports every function cdsl.h declares ($(wc -l <"$tmp/declared"))"
 else fail "exports every function cdsl.h declares" "missing (add them to libcdsl.map): $missing"; fi
-unversioned=$(grep -v "@@$node\$" "$tmp/exported_versioned" | head -10 | tr '\n' ' ')
-if [ -n "$node" ] && [ -s "$tmp/exported_versioned" ] && [ -z "$unversioned" ]; then pass "every export has the version $node"
-else fail "every export has the version ${node:-CDSL_x.y (libcdsl.map names none)}" "$unversioned"; fi
+pattern=$(for n in $nodes; do printf '@@%s$\n' "$n"; done)
+unversioned=$(grep -v -e "${pattern:-@@CDSL_}" "$tmp/exported_versioned" | head -10 | tr '\n' ' ')
+if [ -n "$nodes" ] && [ -s "$tmp/exported_versioned" ] && [ -z "$unversioned" ]; then pass "every export has a version of libcdsl.map ($nodes)"
+else fail "every export has a version of libcdsl.map (${nodes:-it names none})" "$unversioned"; fi
 
 # A user's program linked with -lcdsl records the SONAME and runs against it.
 printf '#include <cdsl.h>\n#include <stdio.h>\nint main(void) { puts(cdsl_version()); return 0; }\n' >"$tmp/v.c"
