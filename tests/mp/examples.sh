@@ -56,7 +56,7 @@ fi
 
 # 3.
 need python3 python3 "torch_collectives.py" || exit 0
-need_modules "torch_collectives.py" torch:python3-torch || exit 0
+need_modules "torch_collectives.py" torch:python3-torch torch.distributed:python3-torch || exit 0
 TPY=$PYTHON_WITH
 port=$((20000 + $$ % 20000))
 for r in 0 1; do

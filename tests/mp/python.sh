@@ -96,7 +96,7 @@ elif [ -n "$VPY" ]; then
 fi
 
 # 4.
-if need_modules "torch checks" torch:python3-torch; then
+if need_modules "torch checks" torch:python3-torch torch.distributed:python3-torch; then
     PYTHONPATH=$PWD/python timeout 300 "$PYTHON_WITH" tests/mp/torch_check.py
     rc=$?
     [ $rc = 0 ] || fail "torch checks" "exit $rc"
