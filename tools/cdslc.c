@@ -6,7 +6,7 @@
  * status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory, a failed
  * write, NVRTC missing or failing). Output to -o FILE goes to a temporary file in FILE's
  * folder, renamed over FILE once complete, so that a failure never leaves half a file; -o
- * naming the input file itself is refused.
+ * naming the input file itself (or, for "-", the file standard input reads) is refused.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -368,12 +368,15 @@ static int emit_plan(cdsl_program *p, const char *path)
     return rc ? status_of(rc) : closed;
 }
 
-/* -o naming the input (by device and inode, as gcc compares): writing would destroy it. */
+/* -o naming the input (by device and inode, as gcc compares): writing would destroy it. For
+ * "-" the input is the file standard input reads, when it is one (a pipe or a terminal is
+ * no file that -o could name). */
 static bool output_is_input(const Args *a)
 {
     struct stat in, out;
-    return a->output && !a->c.stdin_text && stat(a->c.opts.path, &in) == 0 && stat(a->output, &out) == 0 &&
-           in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+    bool have_in = a->c.stdin_text ? fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode)
+                                   : stat(a->c.opts.path, &in) == 0;
+    return a->output && have_in && stat(a->output, &out) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino;
 }
 
 /* What was asked for, from a compiled program (rc: the compile's status). */
@@ -402,7 +405,8 @@ int main(int argc, char **argv)
     if (rc)
         return rc < 0 ? 0 : rc;
     if (a.emit != EMIT_NONE && output_is_input(&a))
-        rc = usage("-o '%s' is the input file; refusing to overwrite it", a.output);
+        rc = usage(a.c.stdin_text ? "-o '%s' is the file standard input reads; refusing to overwrite it"
+                                  : "-o '%s' is the input file; refusing to overwrite it", a.output);
     cdsl_program *p = NULL;
     if (!rc) {
         rc = cdsl_compile(&a.c.opts, &p);

@@ -14,7 +14,8 @@
 #     (deep_imports.c) and by cdslc with a 1 MiB stack;
 #   - the sim's memory budget under ulimit -v;
 #   - write errors: /dev/full for every kind of output, -o that fails half way (ulimit -f)
-#     leaves the old file as it was and no temporary file, -o naming the input is refused;
+#     leaves the old file as it was and no temporary file, -o naming the input is refused (also
+#     the file standard input reads, for "-");
 #   - user text in the tools' own messages (a file name, an option, a path in a run's report,
 #     --json) is shown escaped.
 # The C programs are built against build/libcdsl.a and, where it exists, build/asan/libcdsl.a.
@@ -171,6 +172,19 @@ for o in "$tmp/o/self.cdsl" "$tmp/o/../o/self.cdsl" "$tmp/o/link.cdsl"; do
     ok "-o naming the input (${o#"$tmp"/}) is refused" \
         '[ $rc = 2 ] && echo "$out" | grep -q "is the input file; refusing to overwrite it" && cmp -s $AG "$tmp/o/self.cdsl"' "exit $rc: $out"
 done
+# "-": the file standard input reads is the input too (fstat of descriptor 0), however -o names it.
+for o in in.cdsl in_link.cdsl; do
+    rm -f "$tmp/o/in.cdsl" "$tmp/o/in_link.cdsl"
+    cp $AG "$tmp/o/in.cdsl" && ln "$tmp/o/in.cdsl" "$tmp/o/in_link.cdsl"
+    out=$("$CDSLC" - -n 2 --emit-cuda -o "$tmp/o/$o" <"$tmp/o/in.cdsl" 2>&1); rc=$?
+    ok "-o naming the file standard input reads ($o) is refused" \
+        '[ $rc = 2 ] && echo "$out" | grep -q "is the file standard input reads; refusing to overwrite it" && cmp -s $AG "$tmp/o/in.cdsl"' "exit $rc: $out"
+done
+cp $AG "$tmp/o/self.cdsl"
+out=$("$CDSLC" - -n 2 --emit-cuda -o "$tmp/o/from_stdin.cu" <"$tmp/o/self.cdsl" 2>&1); rc=$?
+ok "-o another file with a file on standard input: written" '[ $rc = 0 ] && grep -q __global__ "$tmp/o/from_stdin.cu"' "exit $rc: $out"
+out=$("$CDSLC" - -n 2 --emit-cuda -o /dev/null <"$tmp/o/self.cdsl" 2>&1); rc=$?
+ok "-o /dev/null with a file on standard input: written in place" '[ $rc = 0 ]' "exit $rc: $out"
 
 # ---- user text in the tools' own messages ------------------------------------------------------------------
 esc=$(printf '\033]0;owned\a\033[2J')
