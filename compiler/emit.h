@@ -101,7 +101,9 @@ void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dty
  * that nvcc compiles alone. malloc'd; NULL when out of memory. */
 char *emit_paste_headers(const char *src);
 /* The file name NVRTC is told for this source, "allgather_mesh_p2p_f32.cu" (rank >= 0 adds
- * "_rank"); the emitted #line directives name it when they go back to the source's own lines. */
+ * "_rank"), [A-Za-z0-9_.] and at most EMIT_CU_NAME_MAX characters (buf holds at least one
+ * more); the emitted #line directives name it when they go back to the source's own lines. */
+enum { EMIT_CU_NAME_MAX = 64 };
 void emit_cu_name(char *buf, size_t size, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
 
 /* emit_fence.c: for the nvls flavour, where an access through one mapping (multicast or

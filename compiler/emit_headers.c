@@ -141,11 +141,15 @@ char *emit_paste_headers(const char *src)
     return o.s;
 }
 
-/* "allgather_mesh_p2p_f32.cu": plain characters only, since it is also a #line file name. */
+/* "allgather_mesh_p2p_f32.cu": plain characters only, since it is also a #line file name, and
+ * at most EMIT_CU_NAME_MAX of them, as for every name that reaches the source: the program's
+ * name is cut to make room for the rest, which says what the file holds. */
 void emit_cu_name(char *buf, size_t size, const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
-    snprintf(buf, size, "%s_%s_%s%s.cu", p->name ? p->name : "program",
-             flavour == CDSL_BACKEND_NVLS ? "nvls" : "p2p", emit_dtype(dtype)->name, rank >= 0 ? "_rank" : "");
+    char rest[32];
+    int nrest = snprintf(rest, sizeof rest, "_%s_%s%s.cu", flavour == CDSL_BACKEND_NVLS ? "nvls" : "p2p",
+                         emit_dtype(dtype)->name, rank >= 0 ? "_rank" : "");
+    snprintf(buf, size, "%.*s%s", EMIT_CU_NAME_MAX - nrest, p->name ? p->name : "program", rest);
     for (char *c = buf; *c; c++)
         if (!isalnum((unsigned char)*c) && *c != '.')
             *c = '_';
