@@ -564,6 +564,18 @@ static bool moves_data(const cdsl_program *p)
     return cdsl_program_buf_chunks(p, CDSL_BUF_INPUT) > 0 || cdsl_program_buf_chunks(p, CDSL_BUF_OUTPUT) > 0;
 }
 
+/* A size the program's chunks do not take: what runs instead (down), or that none does. */
+static void note_rounded(const cdsl_program *p, int nranks, size_t size, size_t down, size_t granule)
+{
+    if (down)
+        fprintf(stderr, "cdsl-perf: note: %zu bytes does not split into whole chunks; running %zu bytes, the nearest "
+                "size below that %s at %d ranks takes (a multiple of %zu bytes)\n", size, down, cdsl_program_name(p),
+                nranks, granule);
+    else
+        fprintf(stderr, "cdsl-perf: note: %zu bytes is below the smallest size %s at %d ranks takes (%zu bytes); "
+                "skipped\n", size, cdsl_program_name(p), nranks, granule);
+}
+
 /* nccl-tests' sweep, each size rounded down to what the program's chunks allow (with a note),
  * repeats after rounding dropped; a barrier: one size, 0. */
 static int plan_sizes(Bench *B)
@@ -579,9 +591,7 @@ static int plan_sizes(Bench *B)
     for (size_t s = o->min_bytes; s <= o->max_bytes && B->nsizes < MAX_SIZES;) {
         size_t down = s / granule * granule;
         if (down != s)
-            fprintf(stderr, "cdsl-perf: note: %zu bytes %s %s at %d ranks takes (a multiple of %zu bytes)%s%zu\n", s,
-                    down ? "does not split into whole chunks; running the nearest size below that" : "is below the smallest size",
-                    cdsl_program_name(p), o->nranks, granule, down ? ": " : "; skipped", down ? down : granule);
+            note_rounded(p, o->nranks, s, down, granule);
         if (down && (B->nsizes == 0 || B->sizes[B->nsizes - 1] != down))
             B->sizes[B->nsizes++] = down;
         size_t next = o->step_factor > 1 ? s * o->step_factor : s + o->step_bytes;

@@ -134,6 +134,13 @@ py "a barrier: one row of size 0, count 0" "$tmp/bar.log" "[(r['size'], r['count
 "$PERF" --nranks 3 -b 1000 -e 1000 -n 2 allgather_ring >"$tmp/r.log" 2>"$tmp/r.err"
 py "a size that does not split: the nearest size below, with a note" "$tmp/r.log" "d['rows'][0]['size'] == 996"
 ok "... the note" 'grep -q "cdsl-perf: note: 1000 bytes does not split into whole chunks" "$tmp/r.err"' "$(cat "$tmp/r.err")"
+ok "... the note names the size it runs, in bytes" \
+    'grep -qx "cdsl-perf: note: 1000 bytes does not split into whole chunks; running 996 bytes, the nearest size below that allgather_ring at 3 ranks takes (a multiple of 12 bytes)" "$tmp/r.err"' "$(cat "$tmp/r.err")"
+"$PERF" --nranks 8 -b 8 -e 64 -f 2 -n 1 allgather_nvls >"$tmp/small.log" 2>"$tmp/small.err"
+py "sizes below the smallest a program takes: skipped" "$tmp/small.log" "[r['size'] for r in d['rows']] == [32, 64]"
+ok "... each said in a whole sentence, the smallest size in bytes" \
+    'grep -qx "cdsl-perf: note: 8 bytes is below the smallest size allgather_nvls at 8 ranks takes (32 bytes); skipped" "$tmp/small.err" &&
+     [ "$(grep -c "; skipped$" "$tmp/small.err")" = 2 ]' "$(cat "$tmp/small.err")"
 "$PERF" --nranks 2 -b 1K -e 4K -f 4 -n 3 -w 0 -G 2 -z 1 allgather_ring >"$tmp/gz.log" 2>&1
 py "-G 2 -z 1: the runs replayed twice, each waited for; verified, and said in the header" "$tmp/gz.log" \
     "d['settings']['graph'] == '2' and len(d['rows']) == 2 and all(r['in_place']['wrong'] == 0 for r in d['rows']) and
