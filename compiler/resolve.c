@@ -10,7 +10,8 @@
  *
  * Every lookup marks the name it finds as used, so that a let nothing reads, and a scratch
  * buffer that neither the program nor a def it calls names, can be warned about (-Wunused)
- * once the program has resolved without errors.
+ * once the program has resolved without errors. An unknown name is reported at its first use
+ * only, with the known name closest to it ("did you mean"), as one misspelling is one error.
  */
 #include "resolve.h"
 
@@ -18,6 +19,10 @@
 #include <string.h>
 
 #include "suggest.h"
+
+/* Unknown names remembered, so that each is reported once; past this many, every use is
+ * reported (the diagnostics' error limit has stopped the printing long before). */
+enum { RESOLVE_MAX_UNKNOWN = 64 };
 
 /* What a name in scope is: lets and scratch buffers that nothing uses are warned about. */
 typedef enum NameKind { NAME_OTHER, NAME_LET, NAME_SCRATCH } NameKind;
@@ -42,6 +47,8 @@ typedef struct Resolver {
                                kept in `unused` (later walks of a def see the same lets again) */
     Name *unused;
     int nunused, unused_cap;
+    const char *unknown[RESOLVE_MAX_UNKNOWN];   /* names reported unknown, not reported again */
+    int nunknown;
 } Resolver;
 
 static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "barrier", "custom"};
@@ -115,14 +122,36 @@ static bool is_order(const char *name)
     return !strcmp(name, "relaxed") || !strcmp(name, "release") || !strcmp(name, "acquire");
 }
 
-/* "unknown name 'rnak'; did you mean 'rank'?" among the names in scope here. */
-static void unknown_name(Resolver *r, Loc at, const char *name)
+/* Whether name was reported unknown already; remembers it when not. */
+static bool reported_unknown(Resolver *r, const char *name)
 {
+    for (int i = 0; i < r->nunknown; i++)
+        if (!strcmp(r->unknown[i], name))
+            return true;
+    if (r->nunknown < RESOLVE_MAX_UNKNOWN)
+        r->unknown[r->nunknown++] = name;
+    return false;
+}
+
+/* "unknown name 'rnak'; did you mean 'rank'?" among the names in scope here, at the name's
+ * first use only (the first use is where to look; the rest would repeat it). A channel's
+ * candidates include the switch, which is a keyword and no name in scope; with none close,
+ * a channel's error says what the channels are. */
+static void unknown_name(Resolver *r, Loc at, const char *name, bool channel)
+{
+    if (reported_unknown(r, name))
+        return;
     char buf[128];
     const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->nnames + 1);
     for (int i = 0; i < r->nnames; i++)
         names[i] = r->names[i].name;
-    diag_error(r->diag, at, "unknown name '%s'%s", name, suggest_text(name, names, r->nnames, buf, sizeof buf));
+    int n = r->nnames;
+    if (channel)
+        names[n++] = "switch";
+    const char *hint = suggest_text(name, names, n, buf, sizeof buf);
+    if (channel && !*hint)
+        hint = "; the channels are 'switch' (NVLS) and peer(R)";
+    diag_error(r->diag, at, "unknown name '%s'%s", name, hint);
 }
 
 static void resolve_expr(Resolver *r, const Expr *e)
@@ -133,7 +162,7 @@ static void resolve_expr(Resolver *r, const Expr *e)
         if (is_order(e->name))
             diag_error(r->diag, e->loc, "memory order '%s' can only be the argument of signal or wait", e->name);
         else
-            unknown_name(r, e->loc, e->name);
+            unknown_name(r, e->loc, e->name, false);
     }
     resolve_expr(r, e->lhs);
     resolve_expr(r, e->rhs);
@@ -179,7 +208,7 @@ static void resolve_method(Resolver *r, Stmt *s)
     const Expr *ch = s->channel;
     bool sw = ch->kind == E_SWITCH;
     if (ch->kind == E_NAME && !in_scope(r, ch->name)) {
-        unknown_name(r, ch->loc, ch->name);
+        unknown_name(r, ch->loc, ch->name, true);
         return;
     }
     resolve_expr(r, ch->lhs);
