@@ -9,7 +9,9 @@
  * through escape.c, so that no call site can let a terminal escape or a bidi override out.
  *
  * Warnings are errors of a family that can be turned off (-Wno-...) or made errors (-Werror),
- * named after the message as gcc does. For editors and CI the same diagnostics can be kept as
+ * named after the message as gcc does. As text, each family stops after max_warnings (20, as
+ * errors stop after 20), and the pass that warned ends with one note of how many more there
+ * were: a program with a million unused names is not a million messages. For editors and CI the same diagnostics can be kept as
  * gcc's JSON instead (-fdiagnostics-format=json): each one an object, its notes its children,
  * written out as one array when the library call that made them returns (diag_flush).
  */
@@ -31,6 +33,7 @@ void diag_init(Diag *d, FILE *out)
     d->out = out;
     d->color = out && isatty(fileno(out)) && !getenv("NO_COLOR");
     d->max_errors = 20;
+    d->max_warnings = 20;
 }
 
 static void build_lines(Source *src)
@@ -266,9 +269,56 @@ const char *diag_warning_name(unsigned family)
     return "?";
 }
 
+static int family_index(unsigned family)
+{
+    int i = 0;
+    while (i < DIAG_W_COUNT - 1 && !(family & (1u << i)))
+        i++;
+    return i;
+}
+
+/* Counts a warning shown as text; false when its family is past the limit and it is not
+ * printed (nor its notes). JSON is for tools, which are given every one. */
+static bool count_warning(Diag *d, unsigned family)
+{
+    if (d->format != DIAG_TEXT || !d->max_warnings)
+        return true;
+    int i = family_index(family);
+    if (d->warnings_shown[i] < d->max_warnings) {
+        d->warnings_shown[i]++;
+        return true;
+    }
+    d->warnings_hidden[i]++;
+    return false;
+}
+
+/* A note of its own, with no position: "cdsl: note: ...". */
+static void note_alone(Diag *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    report(d, (Loc){0}, "note", "\033[1;36m", NULL, fmt, ap);
+    va_end(ap);
+}
+
+void diag_warnings_done(Diag *d)
+{
+    for (int i = 0; i < DIAG_W_COUNT; i++) {
+        if (d->warnings_hidden[i])
+            note_alone(d, "%d more -W%s warnings (only the first %d of each kind are shown)", d->warnings_hidden[i],
+                       diag_warning_name(1u << i), d->max_warnings);
+        d->warnings_hidden[i] = 0;
+    }
+}
+
 void diag_warning(Diag *d, unsigned family, Loc at, const char *fmt, ...)
 {
     if (d->warn_off & family) {
+        d->suppressed = true;
+        return;
+    }
+    if (!d->werror && !count_warning(d, family)) {
+        d->nwarnings++;
         d->suppressed = true;
         return;
     }

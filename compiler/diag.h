@@ -50,6 +50,9 @@ typedef struct Diag {
     int nusage;         /* of those, errors in the caller's arguments (diag_usage) */
     int nwarnings;
     int max_errors;     /* stop printing errors after this many (0: no limit) */
+    int max_warnings;   /* text: stop printing warnings of one family after this many (0: no
+                           limit); diag_warnings_done says how many more there were */
+    int warnings_shown[DIAG_W_COUNT], warnings_hidden[DIAG_W_COUNT];   /* by family */
     bool suppressed;    /* the last error was not printed, so neither are its notes */
     int format;         /* DIAG_TEXT, or DIAG_JSON: gcc's -fdiagnostics-format=json */
     unsigned warn_off;  /* DIAG_W_* bits not reported */
@@ -90,6 +93,9 @@ void diag_warning(Diag *d, unsigned family, Loc at, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)))
 #endif
     ;
+/* After a pass that warns: "cdsl: note: 4980 more -Wunused warnings (...)" for each family
+ * that went past max_warnings since the last call. */
+void diag_warnings_done(Diag *d);
 /* The flag's name of a DIAG_W_* family: "unused", "redundant-barrier", "stronger-order". */
 const char *diag_warning_name(unsigned family);
 

@@ -281,4 +281,5 @@ void lint_program(IrProgram *p, const CheckResult *r, Diag *d, const CheckLimits
         redundant_barriers(&l, d, limits, order);
     if (orders)
         stronger_orders(&l, d, limits, order);
+    diag_warnings_done(d);
 }

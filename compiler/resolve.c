@@ -502,6 +502,7 @@ static void warn_unused(Resolver *r, int scratch_from, int scratch_to)
         else
             diag_warning(r->diag, DIAG_W_UNUSED, n->loc, "scratch buffer '%s' is never used", n->name);
     }
+    diag_warnings_done(r->diag);
 }
 
 Decl *resolve_unit(Arena *a, Diag *d, AstUnit *u, const char *want)
