@@ -135,8 +135,8 @@ static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
     p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
     log_msg(LOG_INFO, "timing: parse %.3f ms (%s, %d file%s)", log_ms_since(t), o->path,
             p->ast ? p->ast->nfiles : 0, p->ast && p->ast->nfiles == 1 ? "" : "s");
-    if (!p->ast)
-        return CDSL_ERR_PROGRAM;
+    if (!p->ast)   /* the file itself unreadable is the caller's error */
+        return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
     t = log_clock();
     Decl *program = resolve_unit(p->arena, &p->diag, p->ast, o->program);
     if (!program)

@@ -3,7 +3,7 @@
  *
  * Files are read whole into the arena with a NUL appended (the lexer's sentinel). Anything
  * that is not a readable regular file, or larger than LOAD_MAX_BYTES, is refused with a
- * message before the lexer sees it. Imports are followed depth-first; files are identified by
+ * message before the lexer sees it; the program's own file unreadable is a usage error. Imports are followed depth-first; files are identified by
  * their real path, so two spellings of one file load it once, and a file that imports itself
  * (directly or through others) is reported with the whole chain.
  */
@@ -54,6 +54,17 @@ static Source *given_source(Loader *ld, const char *path, const char *text)
     return src;
 }
 
+/* A file that cannot be read: an import's is an error at the import; the program's own file
+ * is an error in the caller's arguments (CDSL_ERR_USAGE), as it names nothing to compile. */
+static Source *cannot_read(Loader *ld, const char *path, Loc from, const char *why)
+{
+    if (from.src)
+        diag_error(ld->diag, from, "cannot read '%s': %s", path, why);
+    else
+        diag_usage(ld->diag, "cannot read '%s': %s", path, why);
+    return NULL;
+}
+
 static Source *read_source(Loader *ld, const char *path, Loc from)
 {
     if (!from.src && ld->unit->nfiles == 0 && ld->opt->source)
@@ -61,14 +72,8 @@ static Source *read_source(Loader *ld, const char *path, Loc from)
     struct stat st;
     bool found = stat(path, &st) == 0;
     int err = errno;
-    if (!found || !S_ISREG(st.st_mode)) {
-        const char *why = !found ? strerror(err) : "not a regular file";
-        if (from.src)
-            diag_error(ld->diag, from, "cannot read '%s': %s", path, why);
-        else
-            diag_fatal(ld->diag, "cannot read '%s': %s", path, why);
-        return NULL;
-    }
+    if (!found || !S_ISREG(st.st_mode))
+        return cannot_read(ld, path, from, !found ? strerror(err) : "not a regular file");
     if (st.st_size > LOAD_MAX_BYTES) {
         diag_fatal(ld->diag, "'%s' is too large (%lld bytes; the limit is %d MiB)", path, (long long)st.st_size,
                    LOAD_MAX_BYTES >> 20);
@@ -80,10 +85,8 @@ static Source *read_source(Loader *ld, const char *path, Loc from)
     Source *src = ARENA_NEW(ld->arena, Source);
     src->path = arena_strdup(ld->arena, path);
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        diag_fatal(ld->diag, "cannot open '%s': %s", path, strerror(errno));
-        return NULL;
-    }
+    if (!f)
+        return cannot_read(ld, path, from, strerror(errno));
     size_t n = fread(text, 1, (size_t)st.st_size, f);
     fclose(f);
     src->text = text;

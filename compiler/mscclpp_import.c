@@ -163,8 +163,8 @@ bool mscclpp_is_plan(const char *path)
 static Source *read_plan(Arena *a, Diag *d, const char *path)
 {
     struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-        diag_fatal(d, "cannot read '%s': %s", path, stat(path, &st) != 0 ? strerror(errno) : "not a regular file");
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {   /* the caller's error: CDSL_ERR_USAGE */
+        diag_usage(d, "cannot read '%s': %s", path, stat(path, &st) != 0 ? strerror(errno) : "not a regular file");
         return NULL;
     }
     bool too_big = st.st_size > JSON_POS_MAX_BYTES;
@@ -175,7 +175,7 @@ static Source *read_plan(Arena *a, Diag *d, const char *path)
     src->arena = a;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        diag_fatal(d, "cannot open '%s': %s", path, strerror(errno));
+        diag_usage(d, "cannot read '%s': %s", path, strerror(errno));
         return NULL;
     }
     size_t got = fread(text, 1, want, f);
@@ -836,8 +836,9 @@ static IrProgram *import_json(Msc *m, int nranks, bool *usage)
 
 IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, bool *usage)
 {
-    *usage = false;
+    int usage_before = d->nusage;
     Source *src = read_plan(a, d, path);
+    *usage = d->nusage > usage_before;
     return src ? mscclpp_import_source(a, d, src, nranks, usage) : NULL;
 }
 

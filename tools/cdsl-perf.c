@@ -14,7 +14,8 @@
  * Exit status, nccl-tests' where it has one: 0 every value verified, 1 errors in the program,
  * 2 system (no GPU for the backend asked for, out of memory, a failed write), 4 a run failed
  * (a wait ran out of its bound: nccl-tests' timeout), 5 an nccl-tests option or value cdsl-perf
- * does not have (not implemented), 6 bad usage (invalid usage), 7 wrong values, or an average
+ * does not have (not implemented), 6 bad usage (invalid usage; also a program file that cannot
+ * be read), 7 wrong values, or an average
  * bus bandwidth below NCCL_TESTS_MIN_BW (nccl-tests' result failure).
  */
 #include <errno.h>
@@ -31,12 +32,9 @@
 #include <unistd.h>
 
 #include "cdsl.h"
+#include "cli.h"
 #include "collective.h"
 #include "perf.h"
-
-#ifndef CDSL_STDLIB_DIR
-#define CDSL_STDLIB_DIR "/usr/local/share/cdsl/stdlib"
-#endif
 
 enum {
     EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_SYSTEM = 2, EXIT_RUN = 4, EXIT_NOT_IMPLEMENTED = 5, EXIT_USAGE = 6,
@@ -60,6 +58,8 @@ typedef struct Opts {
     const char *output_file;
     const char *arg;            /* the program as given */
     char path[PATH_MAX];
+    bool by_name;               /* arg named no file: path is the stdlib program found */
+    bool list;                  /* --list */
 } Opts;
 
 typedef struct Bench {
@@ -82,8 +82,9 @@ static const char usage_text[] =
     "\n"
     "Benchmark a .cdsl collective the way nccl-tests benchmarks NCCL: the same flags, header,\n"
     "rows (out of place, then in place) and footer. PROGRAM is a .cdsl file or a stdlib\n"
-    "program's name (allgather_ring). It runs wherever cdslrun does: p2p on this machine's GPUs,\n"
-    "else sim (CPU threads, whose times are not measurements: those columns say N/A).\n"
+    "program's name (allgather_ring; --list shows them). It runs wherever cdslrun does: p2p on\n"
+    "this machine's GPUs, else sim (CPU threads, whose times are not measurements: those\n"
+    "columns say N/A).\n"
     "\n"
     "nccl-tests' options:\n"
     "  -b, --minbytes SIZE       smallest size, K/M/G suffixes (default 32M)\n"
@@ -124,6 +125,7 @@ static const char usage_text[] =
     "                            wrong element\n"
     "  --seed S, --jitter US     sim: shake the schedule with random delays (as cdslrun)\n"
     "  --spin-limit N            polls before a wait gives up\n"
+    "  --list                    list the stdlib's programs: name, collective, what it does\n"
     "  --version\n"
     "  --unchecked               debugging: run without the checker (sim only), as cdslrun\n";
 
@@ -140,8 +142,9 @@ static const char usage_notes[] =
     "\n"
     "exit status (nccl-tests' where it has one): 0 every value verified, 1 errors in the\n"
     "program, 2 system (no GPU, out of memory, a failed write), 4 a run failed (a wait ran out\n"
-    "of its bound), 5 an option or value cdsl-perf does not have, 6 bad usage, 7 wrong values or\n"
-    "an average bus bandwidth below NCCL_TESTS_MIN_BW\n"
+    "of its bound), 5 an option or value cdsl-perf does not have, 6 bad usage (also a program\n"
+    "file that cannot be read), 7 wrong values or an average bus bandwidth below\n"
+    "NCCL_TESTS_MIN_BW\n"
     "environment: NCCL_TESTS_MIN_BW (GB/s: fail below 0.9 x it, as nccl-tests), NCCL_TESTS_DEVICE\n"
     "  (the first GPU used), CDSL_PATH, and the JIT cache's (CDSL_CACHE_DIR, CDSL_NO_CACHE=1,\n"
     "  CDSL_CACHE_MAXSIZE, CDSL_CACHE_VERBOSE=1) as in cdslc --help\n";
@@ -272,7 +275,7 @@ static int parse_foreign(int c, const char *v)
 
 enum {
     OPT_NRANKS = 256, OPT_BACKEND, OPT_RPG, OPT_PROGRAM, OPT_DEFINE, OPT_INCLUDE, OPT_NO_IN_PLACE, OPT_SEED,
-    OPT_JITTER, OPT_SPIN, OPT_VERSION, OPT_UNCHECKED,
+    OPT_JITTER, OPT_SPIN, OPT_VERSION, OPT_UNCHECKED, OPT_LIST,
 };
 
 static const struct option long_options[] = {
@@ -299,6 +302,7 @@ static const struct option long_options[] = {
     {"no-in-place", no_argument, 0, OPT_NO_IN_PLACE}, {"seed", required_argument, 0, OPT_SEED},
     {"jitter", required_argument, 0, OPT_JITTER}, {"spin-limit", required_argument, 0, OPT_SPIN},
     {"version", no_argument, 0, OPT_VERSION},  {"unchecked", no_argument, 0, OPT_UNCHECKED},
+    {"list", no_argument, 0, OPT_LIST},
     {0, 0, 0, 0},
 };
 
@@ -361,6 +365,7 @@ static int parse_cdsl_option(Opts *o, int c, const char *v)
     case OPT_INCLUDE: return add_to_list(o->includes, &o->copts.ninclude_dirs, v, "--include");
     case OPT_NO_IN_PLACE: o->in_place = false; return 0;
     case OPT_UNCHECKED: o->unchecked = true; return 0;
+    case OPT_LIST: o->list = true; return 0;
     case OPT_SEED:
         errno = 0;
         u = strtoull(v, &end, 10);
@@ -478,6 +483,10 @@ static int parse_args(Opts *o, int argc, char **argv)
         o->arg = argv[optind++];
     if (optind < argc)
         return usage("more than one program ('%s'): the program is the last argument", argv[optind]);
+    if (o->list && o->arg)
+        return usage("--list takes no program ('%s')", o->arg);
+    if (o->list)
+        return cli_list("cdsl-perf") ? EXIT_SYSTEM : -1;
     return finish_opts(o);
 }
 
@@ -489,39 +498,14 @@ static bool is_file(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* A stdlib program by name: NAME.cdsl beside the running tool (a checkout's stdlib/ or an
- * installed tree's share/cdsl/stdlib), or in the installed stdlib. */
-static bool find_stdlib(const char *name, char *out, size_t len)
+/* A file as named; else a bare name is the stdlib program of that name, found as cdslrun
+ * finds it (cdsl_find_program); a name found nowhere stays as typed, and cdsl_compile says
+ * it cannot read it. */
+static void resolve_program(Opts *o)
 {
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    const char *ext = strstr(name, ".cdsl") ? "" : ".cdsl";
-    for (int up = 0; n > 0 && up < 3; up++) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (!slash)
-            break;
-        *slash = '\0';
-        n = slash - exe;
-        if (snprintf(out, len, "%s/stdlib/%s%s", exe, name, ext) < (int)len && is_file(out))
-            return true;
-        if (snprintf(out, len, "%s/share/cdsl/stdlib/%s%s", exe, name, ext) < (int)len && is_file(out))
-            return true;
-    }
-    snprintf(out, len, "%s/%s%s", CDSL_STDLIB_DIR, name, ext);
-    return is_file(out);
-}
-
-static int resolve_program(Opts *o)
-{
-    if (is_file(o->arg) || strchr(o->arg, '/')) {
+    o->by_name = !is_file(o->arg) && !strchr(o->arg, '/') && cdsl_find_program(o->arg, o->path, sizeof o->path) == CDSL_OK;
+    if (!o->by_name)
         snprintf(o->path, sizeof o->path, "%s", o->arg);
-        return 0;
-    }
-    if (find_stdlib(o->arg, o->path, sizeof o->path))
-        return 0;
-    snprintf(o->path, sizeof o->path, "%s", o->arg);   /* cdsl_compile says it cannot read it */
-    return 0;
 }
 
 /* The in-place form; when it does not compile, the first line of its diagnostics is why. */
@@ -883,6 +867,8 @@ static int set_up(Bench *B)
     resolve_program(o);
     o->copts.path = o->path;
     int rc = cdsl_compile(&o->copts, &B->prog[0]);
+    if (rc && !o->by_name)
+        cli_name_advice("cdsl-perf", o->arg);
     if (rc)
         return exit_for(rc);
     compile_in_place(B);

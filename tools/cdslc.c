@@ -3,8 +3,8 @@
  *
  * A thin user of cdsl.h: it turns arguments into cdsl_compile_opts, compiles, and writes the
  * requested artifact (nothing on success by default, like a compiler's -fsyntax-only). Exit
- * status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory, a failed
- * write, NVRTC missing or failing). Output to -o FILE goes to a temporary file in FILE's
+ * status: 0 clean, 1 errors in the program, 2 bad usage (also a program file that cannot be
+ * read), 3 system (out of memory, a failed write, NVRTC missing or failing). Output to -o FILE goes to a temporary file in FILE's
  * folder, renamed over FILE once complete, so that a failure never leaves half a file; -o
  * naming the input file itself (or, for "-", the file standard input reads) is refused.
  */
@@ -88,8 +88,9 @@ static const char usage_text[] =
     "  --cache-clean        (alone) remove the JIT cache's entries and temporary files, list them\n"
     "  --                   the end of the options: what follows is the program\n"
     "\n"
-    "exit status: 0 clean, 1 errors in the program, 2 bad usage, 3 system (out of memory,\n"
-    "a failed write, NVRTC missing or failing); warnings never change it unless -Werror\n";
+    "exit status: 0 clean, 1 errors in the program, 2 bad usage (also a program file that\n"
+    "cannot be read), 3 system (out of memory, a failed write, NVRTC missing or failing);\n"
+    "warnings never change it unless -Werror\n";
 
 static int usage(const char *fmt, const char *arg)
 {

@@ -127,8 +127,9 @@ static const char usage_text[] =
     "(small integers for reducescatter and allreduce, so that f16/bf16 sums are exact);\n"
     "outputs start as all-ones bytes, so a chunk nobody wrote is reported as never written.\n"
     "\n"
-    "exit status: 0 verified, 1 errors in the program, 2 bad usage, 3 system (no GPU, out of\n"
-    "memory, a failed write), 4 a run failed (a wait ran out of its bound), 5 a wrong result\n"
+    "exit status: 0 verified, 1 errors in the program, 2 bad usage (also a program file that\n"
+    "cannot be read), 3 system (no GPU, out of memory, a failed write), 4 a run failed (a wait\n"
+    "ran out of its bound), 5 a wrong result\n"
     "\n"
     "One process per GPU is libcdsl's per-rank API and python3 -m cdsl.selftest, not cdslrun\n"
     "(docs/multiprocess.md).\n";

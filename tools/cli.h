@@ -2,7 +2,8 @@
  * cli.h - what cdslc and cdslrun share on the command line: getopt_long's table for the options
  * that compile a program and the reading of their values, the program argument (a file, "-"
  * for standard input, or the name of a stdlib program), --list, and bad usage reported the
- * same way ("TOOL: error: ...", exit 2). Header-only, so that tools/ keeps one .c per tool.
+ * same way ("TOOL: error: ...", exit 2). Header-only, so that tools/ keeps one .c per tool;
+ * cdsl-perf, whose options are nccl-tests', takes its --list and its advice on names from here.
  *
  * Conventions are getopt_long's: "-n8", "-n 8", "--nranks 8", "--nranks=8", options before or
  * after the program, "--" ends the options, "-" is standard input. A long option may be
@@ -338,15 +339,22 @@ static inline int cli_resolve_input(CliCompile *c, const char *tool)
     return 0;
 }
 
-/* After a failed compile: a bare name that was neither a file nor a stdlib program. */
-static inline void cli_input_advice(const CliCompile *c, const char *tool)
+/* After a failed compile of the program argument input, not found by name: when it is a bare
+ * name that is no file either, where the names are (every tool that takes one has --list). */
+static inline void cli_name_advice(const char *tool, const char *input)
 {
     struct stat st;
     char shown[1024];
-    if (!c->input || c->stdin_text || c->by_name || strchr(c->input, '/') || stat(c->input, &st) == 0)
+    if (!input || strchr(input, '/') || stat(input, &st) == 0)
         return;
-    cdsl_escape(c->input, shown, sizeof shown);
+    cdsl_escape(input, shown, sizeof shown);
     fprintf(stderr, "%s: note: '%s' is not a stdlib program either (%s --list shows them)\n", tool, shown, tool);
+}
+
+static inline void cli_input_advice(const CliCompile *c, const char *tool)
+{
+    if (!c->stdin_text && !c->by_name)
+        cli_name_advice(tool, c->input);
 }
 
 /* Every argument: the shared options here, the tool's own through own(arg, option, value)

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Bad input of every kind gets a clear error and exit 1 or 2: never a crash, a hang, or a stack
-# overflow. Run against the ASan/UBSan build when there is one, so memory errors fail too.
+# Bad input of every kind gets a clear error and exit 1 (errors in the program) or 2 (bad usage,
+# also a program file that cannot be read): never a crash, a hang, or a stack overflow. Run
+# against the ASan/UBSan build when there is one, so memory errors fail too.
 c=${ASAN_CDSLC:-build/asan/cdslc}; [ -x "$c" ] || c=${CDSLC:-build/cdslc}
 t=$(mktemp -d); trap 'rm -rf "$t"' EXIT
 check() {   # name, expected exit, message pattern, command...
@@ -48,9 +49,19 @@ check "-n abc" 2 "expects a number" "$c" "$t/ok.cdsl" -n abc
 check "-n 99999999999999999999" 2 "expects a number" "$c" "$t/ok.cdsl" -n 99999999999999999999
 check "missing -n" 2 "missing -n" "$c" "$t/ok.cdsl"
 check "no input file" 2 "no input file" "$c" -n 2
-check "missing file" 1 "cannot read" "$c" "$t/nope.cdsl" -n 2
-check "a directory" 1 "not a regular file" "$c" "$t/dir.cdsl" -n 2
-check "a path through a file" 1 "Not a directory" "$c" "$t/ok.cdsl/x.cdsl" -n 2
+# A program file that cannot be read is an argument that names nothing usable: bad usage (2),
+# not errors in a program (1); an import that cannot be read is an error in the program.
+check "missing file: bad usage" 2 "cannot read '$t/nope.cdsl': No such file or directory" "$c" "$t/nope.cdsl" -n 2
+check "a directory: bad usage" 2 "not a regular file" "$c" "$t/dir.cdsl" -n 2
+check "a path through a file: bad usage" 2 "Not a directory" "$c" "$t/ok.cdsl/x.cdsl" -n 2
+check "a missing plan (.json): bad usage" 2 "cannot read '$t/nope.json'" "$c" "$t/nope.json"
+check "a bare name, no file and no stdlib program: bad usage, and --list named" 2 "is not a stdlib program either (cdslc --list shows them)" \
+    "$c" no_such_program -n 2
+check "cdslrun: missing file: bad usage" 2 "cannot read '$t/nope.cdsl'" "${CDSLRUN:-build/cdslrun}" "$t/nope.cdsl" -n 2
+check "cdslrun: a bare name, no file and no stdlib program: --list named" 2 "is not a stdlib program either (cdslrun --list shows them)" \
+    "${CDSLRUN:-build/cdslrun}" no_such_program -n 2
+printf 'import "nope.cdsl";\nprogram p implements barrier { }\n' > "$t/imports_nothing.cdsl"
+check "a missing import: an error in the program" 1 "imports_nothing.cdsl:1:8: error: cannot find import 'nope.cdsl'" "$c" "$t/imports_nothing.cdsl" -n 2
 check "2000-character loop variable in a message" 1 "outside the buffer" "$c" "$t/longname.cdsl" -n 2
 check "unknown option" 2 "unknown option" "$c" "$t/ok.cdsl" -n 2 --frobnicate
 check "--help" 0 "usage: cdslc" "$c" --help

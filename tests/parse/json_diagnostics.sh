@@ -40,7 +40,7 @@ check "a syntax error" '
 assert rc == 1 and diags[0]["message"] == "expected '"';'"' after '"')'"'" and caret(diags[0])["line"] == 3 and caret(diags[0])["column"] == 33
 ' "$CDSLC" tests/parse/syntax_missing_semicolon.cdsl -n 2 -fdiagnostics-format=json
 check "a message without a place: no locations" '
-assert rc == 1 and diags[0]["locations"] == [] and "cannot read" in diags[0]["message"]
+assert rc == 2 and diags[0]["locations"] == [] and "cannot read" in diags[0]["message"]
 ' "$CDSLC" "$tmp/none.cdsl" -n 2 -fdiagnostics-format=json
 check "a deadlock: one note per rank" '
 d = diags[0]

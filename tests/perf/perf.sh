@@ -166,9 +166,16 @@ expect "a program with errors: its diagnostics, exit 1" 1 "data race" \
     --nranks 2 tests/check/race_relaxed_publish.cdsl
 expect "a -D value the program refuses: bad usage (6)" 6 "chunks must be between 1 and" \
     --nranks 2 --define chunks=0 stdlib/allgather_chunked_ring.cdsl
-expect "a file that is not there: exit 1" 1 "cannot read" --nranks 2 no_such_program
+expect "a name that is no file and no stdlib program: bad usage (6)" 6 "cannot read 'allgather'" --nranks 2 allgather
+expect "... and a note names --list, as cdslc's does" 6 "^cdsl-perf: note: 'allgather' is not a stdlib program either \(cdsl-perf --list shows them\)$" \
+    --nranks 2 allgather
+expect "a path that is not there: bad usage (6)" 6 "cannot read 'no/such.cdsl': No such file or directory" --nranks 2 no/such.cdsl
+out=$("$PERF" --list 2>&1); rc=$?
+ok "--list: the stdlib's programs, as cdslc --list prints them" \
+    '[ $rc = 0 ] && [ "$out" = "$(build/cdslc --list 2>&1)" ] && echo "$out" | grep -qE "^allgather_ring +allgather +"' "exit $rc: $(echo "$out" | head -3)"
+expect "--list with a program: bad usage (6)" 6 "--list takes no program" --list allgather_ring
 out=$("$PERF" --help); rc=$?
-ok "--help exits 0 and names every option" '[ $rc = 0 ] && for o in -b -e -i -f -n -w -c -g -d -o -G -z -h -F --nranks --backend --ranks-per-gpu --program --define --include --no-in-place --output-file --seed --jitter --spin-limit --version --unchecked NCCL_TESTS_MIN_BW NCCL_TESTS_DEVICE; do echo "$out" | grep -q -- "$o" || exit 1; done' "$out"
+ok "--help exits 0 and names every option" '[ $rc = 0 ] && (for o in -b -e -i -f -n -w -c -g -d -o -G -z -h -F --nranks --backend --ranks-per-gpu --program --define --include --no-in-place --output-file --seed --jitter --spin-limit --version --unchecked --list NCCL_TESTS_MIN_BW NCCL_TESTS_DEVICE; do echo "$out" | grep -q -- "$o" || exit 1; done)' "$out"
 
 # ---- 5. the stand-in CUDA driver: measured rows ------------------------------------------------------------
 driver_present() { ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1' || compgen -G '/dev/nvidia*' >/dev/null; }

@@ -22,9 +22,9 @@ expect "cdslc allgather_ring -n 4: the stdlib program, checked" 0 "" "$CDSLC" al
 expect "cdslc allgather_ring.cdsl: the name with its suffix" 0 "" "$CDSLC" allgather_ring.cdsl -n 4
 expect "cdslc reducescatter_nvls --dump-ir: what ran is the stdlib's" 0 "switch.reduce " \
     "$CDSLC" reducescatter_nvls -n 2 --dump-ir
-expect "a name found nowhere: exit 1, and where to look" 1 "^cdslc: note: 'allgather_rung' is not a stdlib program either \(cdslc --list shows them\)" \
+expect "a name found nowhere: bad usage (2), and where to look" 2 "^cdslc: note: 'allgather_rung' is not a stdlib program either \(cdslc --list shows them\)" \
     "$CDSLC" allgather_rung -n 4
-expect "a path is never looked up by name" 1 "cannot read 'x/allgather_ring'" "$CDSLC" x/allgather_ring -n 4
+expect "a path is never looked up by name" 2 "cannot read 'x/allgather_ring'" "$CDSLC" x/allgather_ring -n 4
 
 # A file of that name in the current folder wins; CDSL_PATH's folders come before the stdlib.
 printf 'program mine implements barrier { switch.signal(relaxed); switch.wait(relaxed); }\n' >"$tmp/empty/allgather_ring"

@@ -67,7 +67,7 @@ errors() {
         "$bin" $ring -n 8 --backend sim --size 16
     expect "$l" "a program with errors: the checker's diagnostics, exit 1" 1 "racy.cdsl:3:[0-9]+: error: data race" \
         "$bin" "$tmp/racy.cdsl" -n 2 --backend sim
-    expect "$l" "a missing file" 1 "cannot read" "$bin" "$tmp/missing.cdsl" -n 2
+    expect "$l" "a missing file: bad usage" 2 "cannot read" "$bin" "$tmp/missing.cdsl" -n 2
     expect "$l" "out of memory" 3 "cdsl: error: out of memory: the sim's buffers for 8 ranks need [0-9.]+ TiB" \
         "$bin" $ring -n 8 --backend sim --size 1T
     expect "$l" "a wait that runs out" 4 \
