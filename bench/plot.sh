@@ -10,9 +10,10 @@
 #   OUT_busbw.png   bus bandwidth (GB/s) against size (bytes of one rank's larger buffer)
 #   OUT_ratio.png   NCCL's time / the program's, against size: above 1, faster than NCCL
 #                   (only when a file gives NCCL's times)
-# Only measurements are plotted: cdsl-perf's rows on sim say N/A and are left out.
+# Only measurements are plotted: cdsl-perf's rows on sim say N/A and are left out. Paths are
+# the caller's: relative ones are read and written from the folder plot.sh is called from.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+here=$(cd "$(dirname "$0")" && pwd)
 title=""
 if [ "${1:-}" = --title ]; then title=$2; shift 2; fi
 if [ $# -lt 2 ]; then
@@ -20,10 +21,20 @@ if [ $# -lt 2 ]; then
     exit 2
 fi
 out=$1; shift
+for f in "$@"; do
+    [ -r "$f" ] && [ -f "$f" ] && continue
+    why="No such file or directory"
+    [ -e "$f" ] && why="not a readable file"
+    echo "plot.sh: cannot read '$f': $why" >&2
+    exit 2
+done
+dir=.
+case $out in */*) dir=${out%/*}; dir=${dir:-/} ;; esac
+[ -d "$dir" ] || { echo "plot.sh: no folder '$dir' for the PNGs" >&2; exit 2; }
 command -v gnuplot >/dev/null || { echo "plot.sh: gnuplot is not installed (Debian: apt-get install gnuplot-nox)" >&2; exit 3; }
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
-python3 bench/plot_data.py "$data" "$@"
+python3 "$here/plot_data.py" "$data" "$@"
 [ -n "$title" ] || title=$(sed -n 's/^title\t//p' "$data/series.txt")
 if ! grep -qv '^title' "$data/series.txt"; then
     echo "plot.sh: no measured rows in $*" >&2
@@ -64,7 +75,7 @@ set datafile separator whitespace"
 
 gnuplot <<GP
 $common
-set output "${out}_busbw.png"
+set output "${out//\"/\\\"}_busbw.png"
 set title "bus bandwidth: ${title//\"/\\\"}"
 set ylabel "busbw (GB/s)"
 plot $(clauses dat 1:3)
@@ -75,7 +86,7 @@ ratios=$(clauses ratio 1:2)
 if [ -n "$ratios" ]; then
     gnuplot <<GP
 $common
-set output "${out}_ratio.png"
+set output "${out//\"/\\\"}_ratio.png"
 set title "NCCL's time / cdsl's (above 1: cdsl faster): ${title//\"/\\\"}"
 set ylabel "NCCL time / cdsl time"
 set yrange [0:*]

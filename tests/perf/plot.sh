@@ -4,7 +4,9 @@
 #   - a committed bench/compare.sh table (bench/results/h200x2_compare_allgather.txt): two
 #     PNGs, busbw and the ratio to NCCL, one series per program beside NCCL's;
 #   - the hand-written nccl-tests log: NCCL's series alone, so no ratio plot;
-#   - cdsl-perf on sim: no measured rows, so nothing to plot (exit 1, said).
+#   - cdsl-perf on sim: no measured rows, so nothing to plot (exit 1, said);
+#   - paths relative to the caller's folder, input and output; a file or a folder that is not
+#     there said as such (exit 2), not with a Python traceback.
 cd "$(dirname "$0")/../.." || exit 2
 source tests/lib/need.bash
 need python3 python3 || exit 0
@@ -29,6 +31,12 @@ ok "plot_data.py reads an nccl-tests log as the NCCL reference" \
     "$(cat "$tmp/nccl/series.txt")"
 
 build/cdsl-perf --nranks 2 -b 1K -e 4K -f 4 -n 2 allgather_ring >"$tmp/sim.log" 2>/dev/null
+# A file that is not there: said by plot.sh, relative to where it was called from, before
+# anything else (also without gnuplot); no Python traceback.
+mkdir "$tmp/work"
+out=$(cd "$tmp/work" && bash "$OLDPWD/bench/plot.sh" rel no_such_results.txt 2>&1); rc=$?
+ok "plot.sh with a results file that is not there: exit 2, said, no traceback" \
+    '[ $rc = 2 ] && [ "$out" = "plot.sh: cannot read '"'"'no_such_results.txt'"'"': No such file or directory" ]' "exit $rc: $out"
 need gnuplot gnuplot-nox "bench/plot.sh" || exit 0
 bash bench/plot.sh "$tmp/x2" "$TABLE" >"$tmp/out" 2>&1; rc=$?
 ok "plot.sh renders a compare table: busbw and ratio PNGs" '[ $rc = 0 ] && is_png "$tmp/x2_busbw.png" && is_png "$tmp/x2_ratio.png"' \
@@ -39,3 +47,17 @@ ok "plot.sh on NCCL's log alone: the busbw PNG, no ratio" '[ $rc = 0 ] && is_png
 bash bench/plot.sh "$tmp/sim" "$tmp/sim.log" >"$tmp/out" 2>&1; rc=$?
 ok "plot.sh on sim output: nothing measured, nothing plotted, said" \
     '[ $rc = 1 ] && grep -q "no measured rows" "$tmp/out" && [ ! -e "$tmp/sim_busbw.png" ]' "exit $rc: $(cat "$tmp/out")"
+# Relative paths are the caller's: the input read from, and the PNGs written to, the folder
+# plot.sh was called from, not the repository's.
+cp "$TABLE" "$tmp/work/table.txt"
+out=$(cd "$tmp/work" && bash "$OLDPWD/bench/plot.sh" rel table.txt 2>&1); rc=$?
+ok "plot.sh called from another folder: a relative input read there, relative PNGs written there" \
+    '[ $rc = 0 ] && is_png "$tmp/work/rel_busbw.png" && is_png "$tmp/work/rel_ratio.png" && [ ! -e rel_busbw.png ] && [ ! -e bench/rel_busbw.png ]' \
+    "exit $rc: $out"
+rm -f rel_busbw.png rel_ratio.png
+mkdir "$tmp/work/sub"
+out=$(cd "$tmp/work/sub" && bash "$OLDPWD/bench/plot.sh" ../up ../table.txt 2>&1); rc=$?
+ok "... and ../ paths likewise" '[ $rc = 0 ] && is_png "$tmp/work/up_busbw.png"' "exit $rc: $out"
+out=$(cd "$tmp/work" && bash "$OLDPWD/bench/plot.sh" no_such_folder/x table.txt 2>&1); rc=$?
+ok "an output folder that is not there: exit 2, said" \
+    '[ $rc = 2 ] && echo "$out" | grep -q "^plot.sh: no folder '"'"'no_such_folder'"'"' for the PNGs$"' "exit $rc: $out"
