@@ -865,6 +865,9 @@ static int set_up(Bench *B)
 {
     Opts *o = B->o;
     resolve_program(o);
+    struct stat in;
+    if (stat(o->path, &in) == 0 && cli_same_file(o->output_file, &in))   /* a plan is .json too */
+        return usage("-F '%s' is the program file; refusing to overwrite it", o->output_file);
     o->copts.path = o->path;
     int rc = cdsl_compile(&o->copts, &B->prog[0]);
     if (rc && !o->by_name)

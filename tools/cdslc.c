@@ -374,10 +374,10 @@ static int emit_plan(cdsl_program *p, const char *path)
  * no file that -o could name). */
 static bool output_is_input(const Args *a)
 {
-    struct stat in, out;
+    struct stat in;
     bool have_in = a->c.stdin_text ? fstat(STDIN_FILENO, &in) == 0 && S_ISREG(in.st_mode)
                                    : stat(a->c.opts.path, &in) == 0;
-    return a->output && have_in && stat(a->output, &out) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino;
+    return have_in && cli_same_file(a->output, &in);
 }
 
 /* What was asked for, from a compiled program (rc: the compile's status). */

@@ -339,6 +339,14 @@ static inline int cli_resolve_input(CliCompile *c, const char *tool)
     return 0;
 }
 
+/* Whether path names the file st describes: the same device and inode, as gcc compares an
+ * output with its input (so also through another spelling or a hard link). */
+static inline bool cli_same_file(const char *path, const struct stat *st)
+{
+    struct stat other;
+    return path && stat(path, &other) == 0 && other.st_dev == st->st_dev && other.st_ino == st->st_ino;
+}
+
 /* After a failed compile of the program argument input, not found by name: when it is a bare
  * name that is no file either, where the names are (every tool that takes one has --list). */
 static inline void cli_name_advice(const char *tool, const char *input)

@@ -103,6 +103,14 @@ sys.exit(0 if len(rows) == 4 and [x['placement'] for x in rows[:2]] == ['out-of-
 PY" "$(head -3 "$tmp/lazy.csv")"
 "$PERF" --nranks 2 -b 1K -e 1K -F "$tmp/x.txt" stdlib/allgather_ring.cdsl >/dev/null 2>"$tmp/err"; rc=$?
 ok "-F with another extension: bad usage (6)" '[ $rc = 6 ] && grep -q "JSON (.json) or CSV (.csv)" "$tmp/err"' "$rc $(cat "$tmp/err")"
+for f in plan.json plan_link.json; do
+    rm -f "$tmp/plan.json" "$tmp/plan_link.json"
+    cp tests/mscclpp/allgather_put.json "$tmp/plan.json" && ln "$tmp/plan.json" "$tmp/plan_link.json"
+    "$PERF" --nranks 2 -b 1K -e 1K -n 1 -F "$tmp/$f" "$tmp/plan.json" >/dev/null 2>"$tmp/err"; rc=$?
+    ok "-F naming the program's file ($f, a plan): refused, bad usage (6), the plan as it was" \
+        '[ $rc = 6 ] && grep -q "is the program file; refusing to overwrite it" "$tmp/err" && cmp -s tests/mscclpp/allgather_put.json "$tmp/plan.json"' \
+        "$rc $(cat "$tmp/err")"
+done
 
 # ---- 3. in place ------------------------------------------------------------------------------------------
 for p in allgather_nvls reducescatter_nvls allreduce_twoshot allgather_chunked_ring; do
