@@ -11,9 +11,10 @@
  * Warnings are errors of a family that can be turned off (-Wno-...) or made errors (-Werror),
  * named after the message as gcc does. As text, each family stops after max_warnings (20, as
  * errors stop after 20), and the pass that warned ends with one note of how many more there
- * were: a program with a million unused names is not a million messages. For editors and CI the same diagnostics can be kept as
- * gcc's JSON instead (-fdiagnostics-format=json): each one an object, its notes its children,
- * written out as one array when the library call that made them returns (diag_flush).
+ * were: a program with a million unused names is not a million messages. For editors and CI
+ * the same diagnostics can be kept as gcc's JSON instead (-fdiagnostics-format=json): each
+ * one an object, its notes its children, written out as one array when the library call that
+ * made them returns (diag_flush).
  */
 #include "diag.h"
 

@@ -3,7 +3,8 @@
  *
  * Files are read whole into the arena with a NUL appended (the lexer's sentinel). Anything
  * that is not a readable regular file, or larger than LOAD_MAX_BYTES, is refused with a
- * message before the lexer sees it; the program's own file unreadable is a usage error. Imports are followed depth-first; files are identified by
+ * message before the lexer sees it (the program's own file unreadable is a usage error, an
+ * import's an error at the import). Imports are followed depth-first; files are identified by
  * their real path, so two spellings of one file load it once, and a file that imports itself
  * (directly or through others) is reported with the whole chain.
  */
