@@ -87,6 +87,38 @@ static size_t token_start(const Source *src, const json_error_t *e)
     return end > 0 ? end - 1 : 0;
 }
 
+/* Bytes JSON never allows raw, which jansson either passes over (NUL between tokens) or
+ * reports at the start of the string that holds them: NUL anywhere, a control byte outside
+ * strings other than the four whitespace bytes, any control byte inside one. The first is an
+ * error at its own line and column. Strings are told apart as JSON does (a quote opens, a
+ * backslash takes the next byte, a quote closes), which is exact up to the first error. */
+static bool refuse_raw_bytes(Diag *d, const Source *src)
+{
+    const unsigned char *t = (const unsigned char *)src->text;
+    bool in_string = false;
+    for (size_t i = 0; i < src->len; i++) {
+        unsigned char c = t[i];
+        if (c == 0) {
+            diag_error(d, loc_of_offset(src, i), "NUL byte in JSON");
+            return false;
+        }
+        if (c < 0x20 && in_string) {
+            diag_error(d, loc_of_offset(src, i), "control byte 0x%02x in a JSON string (write it escaped, as \\u%04x)",
+                       c, c);
+            return false;
+        }
+        if (c < 0x20 && c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+            diag_error(d, loc_of_offset(src, i), "unexpected byte 0x%02x in JSON", c);
+            return false;
+        }
+        if (c == '"')
+            in_string = !in_string;
+        else if (c == '\\' && in_string && i + 1 < src->len && t[i + 1] >= 0x20)
+            i++;
+    }
+    return true;
+}
+
 /* ---- Where values start --------------------------------------------------------------------- */
 
 static size_t skip_space(const char *t, size_t i, size_t n)
@@ -104,10 +136,19 @@ static size_t skip_string(const char *t, size_t i, size_t n)
     return i + 1;
 }
 
+/* A number or a literal (true, false, null): the bytes they are made of, and at least one, so
+ * that the scan moves on whatever byte it meets. */
+static bool atom_byte(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '+' || c == '-' ||
+           c == '.';
+}
+
 static size_t skip_atom(const char *t, size_t i, size_t n)
 {
-    while (i < n && !strchr(",:]} \t\r\n", t[i]))
+    do
         i++;
+    while (i < n && atom_byte(t[i]));
     return i;
 }
 
@@ -215,6 +256,8 @@ JsonPos *json_pos_parse(Arena *a, Diag *d, const Source *src)
                    JSON_POS_MAX_BYTES >> 20);
         return NULL;
     }
+    if (!refuse_raw_bytes(d, src))
+        return NULL;
     json_error_t e;
     jp->root = json_loadb(src->text, src->len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &e);
     if (!jp->root) {

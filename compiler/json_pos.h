@@ -30,7 +30,9 @@ enum {
 typedef struct JsonPos JsonPos;
 
 /* Parses src (its whole text). NULL after a diag_error at the position of a syntax error (or
-   of anything jansson refuses: duplicate keys, bad UTF-8, NUL, nesting deeper than 2048).
+   of anything jansson refuses: duplicate keys, bad UTF-8, nesting deeper than 2048), or at
+   the first byte JSON never allows raw (a NUL anywhere, a control byte in a string, a control
+   byte other than whitespace between tokens).
    The tree lives until json_pos_free; its positions are in the arena. */
 JsonPos *json_pos_parse(Arena *a, Diag *d, const Source *src);
 void json_pos_free(JsonPos *jp);
