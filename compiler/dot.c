@@ -11,19 +11,31 @@
  */
 #include "check.h"
 
+#include <string.h>
+
+#include "escape.h"
 #include "hb.h"
 
+/* A label: each character in escape.c's printable form (names may come from a plan's
+ * strings), then quoted for dot; a line break stays one inside the label. */
 static void dot_string(FILE *out, const char *s)
 {
+    char form[ESC_MAX + 1];
+    int width;
+    size_t len = strlen(s);
     fputc('"', out);
-    for (; *s; s++) {
-        if (*s == '\n') {
-            fputs("\\n", out); /* a line break inside the label */
+    for (size_t i = 0; i < len;) {
+        if (s[i] == '\n') {
+            fputs("\\n", out);
+            i++;
             continue;
         }
-        if (*s == '"' || *s == '\\')
-            fputc('\\', out);
-        fputc(*s, out);
+        i += esc_char(s + i, len - i, false, form, &width);
+        for (const char *c = form; *c; c++) {
+            if (*c == '"' || *c == '\\')
+                fputc('\\', out);
+            fputc(*c, out);
+        }
     }
     fputc('"', out);
 }

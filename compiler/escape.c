@@ -89,6 +89,11 @@ void esc_write(FILE *out, const char *s, size_t len)
     }
 }
 
+void esc_puts(FILE *out, const char *s)
+{
+    esc_write(out, s, strlen(s));
+}
+
 void esc_vprint(FILE *out, const char *fmt, va_list ap)
 {
     char small[512];

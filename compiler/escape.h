@@ -17,6 +17,8 @@ enum { ESC_MAX = 10 };   /* the longest form: \U000e0041 */
 size_t esc_char(const char *text, size_t len, bool keep_tab, char out[ESC_MAX + 1], int *width);
 /* len bytes of s, every character in its printable form. */
 void esc_write(FILE *out, const char *s, size_t len);
+/* The same for a NUL-terminated s (a name in a dump). */
+void esc_puts(FILE *out, const char *s);
 /* printf, then every character of the result in its printable form. */
 void esc_vprint(FILE *out, const char *fmt, va_list ap);
 

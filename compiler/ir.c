@@ -4,6 +4,8 @@
  */
 #include "ir.h"
 
+#include "escape.h"
+
 #include <stdio.h>
 
 const char *ir_kind_name(IrKind k)
@@ -81,23 +83,35 @@ void ir_append(IrProgram *p, int rank, IrOp op)
 
 static void dump_range(const IrProgram *p, IrRange r, FILE *out)
 {
+    esc_puts(out, p->bufs[r.buf].name);
     if (r.count == 1)
-        fprintf(out, "%s[%d]", p->bufs[r.buf].name, r.first);
+        fprintf(out, "[%d]", r.first);
     else
-        fprintf(out, "%s[%d..%d]", p->bufs[r.buf].name, r.first, r.first + r.count);
+        fprintf(out, "[%d..%d]", r.first, r.first + r.count);
 }
 
+/* Names may come from a plan's strings: they go through escape.c, as diagnostics do. */
 void ir_dump(const IrProgram *p, FILE *out)
 {
-    fprintf(out, "program %s implements %s, nranks=%d, chunks=%d\n", p->name, p->coll_name, p->nranks,
-            p->chunks);
-    for (int b = 0; b < p->nbufs; b++)
-        fprintf(out, "buffer %s[%d]%s\n", p->bufs[b].name, p->bufs[b].nchunks, p->bufs[b].internal ? " (the runtime's)" : "");
+    fputs("program ", out);
+    esc_puts(out, p->name);
+    fprintf(out, " implements %s, nranks=%d, chunks=%d\n", p->coll_name, p->nranks, p->chunks);
+    for (int b = 0; b < p->nbufs; b++) {
+        fputs("buffer ", out);
+        esc_puts(out, p->bufs[b].name);
+        fprintf(out, "[%d]%s\n", p->bufs[b].nchunks, p->bufs[b].internal ? " (the runtime's)" : "");
+    }
     int aliased, holder;
-    if (ir_in_place(p, &aliased, &holder))
-        fprintf(out, "in place: %s is %s[%s .. %s] on rank r; operations name %s only\n", p->bufs[aliased].name,
-                p->bufs[holder].name, p->coll == COLL_ALLREDUCE ? "0" : p->chunks == 1 ? "r" : "r*C",
-                p->coll == COLL_ALLREDUCE ? "nranks*C" : p->chunks == 1 ? "r+1" : "(r+1)*C", p->bufs[holder].name);
+    if (ir_in_place(p, &aliased, &holder)) {
+        fputs("in place: ", out);
+        esc_puts(out, p->bufs[aliased].name);
+        fputs(" is ", out);
+        esc_puts(out, p->bufs[holder].name);
+        fprintf(out, "[%s .. %s] on rank r; operations name ", p->coll == COLL_ALLREDUCE ? "0" : p->chunks == 1 ? "r" : "r*C",
+                p->coll == COLL_ALLREDUCE ? "nranks*C" : p->chunks == 1 ? "r+1" : "(r+1)*C");
+        esc_puts(out, p->bufs[holder].name);
+        fputs(" only\n", out);
+    }
     for (int r = 0; r < p->nranks; r++) {
         const IrSeq *s = &p->ranks[r];
         for (int i = 0; i < s->nops; i++) {
@@ -134,8 +148,11 @@ void ir_dump(const IrProgram *p, FILE *out)
             }
             if (op->sync_before)
                 fputs(" [sync]", out);
-            if (op->ctx)
-                fprintf(out, " (%s)", op->ctx);
+            if (op->ctx) {
+                fputs(" (", out);
+                esc_puts(out, op->ctx);
+                fputc(')', out);
+            }
             fputc('\n', out);
         }
     }

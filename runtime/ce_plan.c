@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cdsl.h"
+#include "escape.h"
 
 /* ---- Building the step lists ---------------------------------------------------------------- */
 
@@ -497,11 +498,12 @@ int ce_plan_build(const IrProgram *ir, int max_lanes, CePlan **out, char *why, s
 
 static void dump_place(const CePlan *p, CePlace at, int count, FILE *out)
 {
-    const char *name = p->ir->bufs[at.buf].name;
+    fprintf(out, "r%d.", at.rank);
+    esc_puts(out, p->ir->bufs[at.buf].name);
     if (count == 1)
-        fprintf(out, "r%d.%s[%d]", at.rank, name, at.first);
+        fprintf(out, "[%d]", at.first);
     else
-        fprintf(out, "r%d.%s[%d..%d]", at.rank, name, at.first, at.first + count);
+        fprintf(out, "[%d..%d]", at.first, at.first + count);
 }
 
 static void dump_word(const CePlan *p, int rank, int word, FILE *out)
@@ -544,7 +546,9 @@ static void dump_step(const CePlan *p, int r, const CeStep *s, FILE *out)
 
 void ce_plan_dump(const CePlan *p, FILE *out)
 {
-    fprintf(out, "copy-engine plan of %s, %d ranks\n", p->ir->name, p->nranks);
+    fputs("copy-engine plan of ", out);   /* a plan's name is its strings': escape.c */
+    esc_puts(out, p->ir->name);
+    fprintf(out, ", %d ranks\n", p->nranks);
     for (int r = 0; r < p->nranks; r++) {
         const CeRankPlan *rp = &p->ranks[r];
         fprintf(out, "rank %d: %d steps, %d lane%s, %d signal%s\n", r, rp->nsteps, rp->nlanes,
@@ -564,7 +568,10 @@ int ce_plan_print(const IrProgram *ir, FILE *out)
     CePlan *plan = NULL;
     int st = ce_plan_build(ir, CE_MAX_LANES, &plan, why, sizeof why);
     if (st == CDSL_ERR_PROGRAM) {
-        fprintf(out, "%s: no copy-engine plan: %s\n", ir->name, why);
+        esc_puts(out, ir->name);
+        fputs(": no copy-engine plan: ", out);
+        esc_puts(out, why);
+        fputc('\n', out);
         return CDSL_OK;
     }
     if (st)
