@@ -23,7 +23,7 @@
  */
 #include "mscclpp.h"
 
-#include <inttypes.h>
+#include <limits.h>
 #include <string.h>
 
 #include "check.h"
@@ -211,18 +211,22 @@ static bool lower(Export *x)
 
 /* ---- The plan's text --------------------------------------------------------------------------- */
 
+/* The plan is built as a jansson tree and written by json_dumpf, which escapes every string (a
+ * plan's name is its strings', and may hold anything). The pieces are made with json_pack,
+ * which returns NULL when memory runs out, as it does for a NULL piece ("o" takes a value and
+ * releases it on failure): a NULL anywhere makes the root NULL, and that is out of memory. */
+
 typedef struct Plan {
     Export *x;
-    FILE *out;
-    int r;
     int *peers, npeers;          /* memory channels of this rank, by peer */
     int *rb_rank, *rb_type, nrb; /* remote buffers */
     int sw_type[4], nsw;         /* switch channels: the buffer type each binds ('i', 'o', 's') */
+    bool bad;                    /* an op the plan cannot hold was reported */
 } Plan;
 
-static char type_of(int buf)
+static const char *type_of(int buf)
 {
-    return buf == IR_INPUT ? 'i' : buf == IR_OUTPUT ? 'o' : 's';
+    return buf == IR_INPUT ? "i" : buf == IR_OUTPUT ? "o" : "s";
 }
 
 static int peer_channel(const Plan *pl, int peer)
@@ -233,22 +237,22 @@ static int peer_channel(const Plan *pl, int peer)
     return -1;
 }
 
-static int remote_buffer(Plan *pl, int rank, char t)
+static int remote_buffer(Plan *pl, int rank, const char *t)
 {
     for (int k = 0; k < pl->nrb; k++)
-        if (pl->rb_rank[k] == rank && pl->rb_type[k] == t)
+        if (pl->rb_rank[k] == rank && pl->rb_type[k] == t[0])
             return k;
     pl->rb_rank[pl->nrb] = rank;
-    pl->rb_type[pl->nrb] = t;
+    pl->rb_type[pl->nrb] = t[0];
     return pl->nrb++;
 }
 
-static int switch_channel(Plan *pl, char t)
+static int switch_channel(Plan *pl, const char *t)
 {
     for (int k = 0; k < pl->nsw; k++)
-        if (pl->sw_type[k] == t)
+        if (pl->sw_type[k] == t[0])
             return k;
-    pl->sw_type[pl->nsw] = t;
+    pl->sw_type[pl->nsw] = t[0];
     return pl->nsw++;
 }
 
@@ -274,7 +278,7 @@ static void collect(Plan *pl, const IrProgram *q, int r)
             barrier |= op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT;
         }
     if (barrier && !pl->nsw) /* the barrier's counter comes with a switch channel: switch channel 0 */
-        switch_channel(pl, 'o');
+        switch_channel(pl, "o");
     for (int a = 0; a < pl->npeers; a++) /* in rank order: both sides then pair channel 0 with 0 */
         for (int b = a + 1; b < pl->npeers; b++)
             if (pl->peers[b] < pl->peers[a]) {
@@ -294,188 +298,187 @@ static void collect(Plan *pl, const IrProgram *q, int r)
     }
 }
 
-static void range_json(FILE *out, IrRange r)
+static json_t *range_json(IrRange r)
 {
-    fprintf(out, "{\"type\": \"%c\", \"index\": %d, \"size\": %d}", type_of(r.buf), r.first, r.count);
+    return json_pack("{s:s, s:i, s:i}", "type", type_of(r.buf), "index", r.first, "size", r.count);
 }
 
-static void remote_json(Plan *pl, IrRange r, int peer)
+static json_t *remote_json(Plan *pl, IrRange r, int peer)
 {
-    fprintf(pl->out, "{\"buffer_id\": %d, \"index\": %d, \"size\": %d}", remote_buffer(pl, peer, type_of(r.buf)),
-            r.first, r.count);
+    return json_pack("{s:i, s:i, s:i}", "buffer_id", remote_buffer(pl, peer, type_of(r.buf)), "index", r.first,
+                     "size", r.count);
 }
 
-static void switch_json(Plan *pl, IrRange r)
+static json_t *switch_json(Plan *pl, IrRange r)
 {
-    fprintf(pl->out, "{\"switch_channel_id\": %d, \"index\": %d, \"size\": %d}", switch_channel(pl, type_of(r.buf)),
-            r.first, r.count);
+    return json_pack("{s:i, s:i, s:i}", "switch_channel_id", switch_channel(pl, type_of(r.buf)), "index", r.first,
+                     "size", r.count);
 }
 
-static bool op_json(Plan *pl, const IrOp *op)
+static json_t *op_json(Plan *pl, const IrOp *op)
 {
-    FILE *o = pl->out;
+    int chan = peer_channel(pl, op->peer) < 0 ? 0 : peer_channel(pl, op->peer);
     switch (op->kind) {
     case IR_NOP:
-        fputs("{\"name\": \"nop\"}", o);
-        break;
+        return json_pack("{s:s}", "name", "nop");
     case IR_COPY:
-        fputs("{\"name\": \"copy\", \"src_buff\": [", o);
-        range_json(o, op->src);
-        fputs("], \"dst_buff\": [", o);
-        range_json(o, op->dst);
-        fputs("], \"channel_type\": \"none\"}", o);
-        break;
+        return json_pack("{s:s, s:[o], s:[o], s:s}", "name", "copy", "src_buff", range_json(op->src), "dst_buff",
+                         range_json(op->dst), "channel_type", "none");
     case IR_REDUCE:
-        fprintf(o, "{\"name\": \"%s\", \"src_buff\": [", op->peer >= 0 ? "rre" : "re");
-        range_json(o, op->src);
-        fputs(", ", o);
-        if (op->peer >= 0)
-            remote_json(pl, op->src2, op->peer);
-        else
-            range_json(o, op->src2);
-        fputs("], \"dst_buff\": [", o);
-        range_json(o, op->dst);
-        fprintf(o, "], \"channel_type\": \"%s\", \"reduce_op\": \"sum\"}", op->peer >= 0 ? "memory" : "none");
-        break;
+        return json_pack("{s:s, s:[o, o], s:[o], s:s, s:s}", "name", op->peer >= 0 ? "rre" : "re", "src_buff",
+                         range_json(op->src),
+                         op->peer >= 0 ? remote_json(pl, op->src2, op->peer) : range_json(op->src2), "dst_buff",
+                         range_json(op->dst), "channel_type", op->peer >= 0 ? "memory" : "none", "reduce_op", "sum");
     case IR_PUT:
-        fputs("{\"name\": \"put\", \"src_buff\": [", o);
-        range_json(o, op->src);
-        fputs("], \"dst_buff\": [", o);
-        remote_json(pl, op->dst, op->peer);
-        fprintf(o, "], \"channel_ids\": [%d], \"channel_type\": \"memory\"}", peer_channel(pl, op->peer) < 0 ? 0 :
-                peer_channel(pl, op->peer));
-        break;
+        return json_pack("{s:s, s:[o], s:[o], s:[i], s:s}", "name", "put", "src_buff", range_json(op->src),
+                         "dst_buff", remote_json(pl, op->dst, op->peer), "channel_ids", chan, "channel_type",
+                         "memory");
     case IR_GET: /* lower() made sure the two offsets are equal */
-        fputs("{\"name\": \"get\", \"src_buff\": [", o);
-        remote_json(pl, op->src, op->peer);
-        fputs("], \"dst_buff\": [", o);
-        range_json(o, op->dst);
-        fprintf(o, "], \"channel_ids\": [%d], \"channel_type\": \"memory\"}", peer_channel(pl, op->peer) < 0 ? 0 :
-                peer_channel(pl, op->peer));
-        break;
+        return json_pack("{s:s, s:[o], s:[o], s:[i], s:s}", "name", "get", "src_buff",
+                         remote_json(pl, op->src, op->peer), "dst_buff", range_json(op->dst), "channel_ids", chan,
+                         "channel_type", "memory");
     case IR_SIGNAL:
     case IR_WAIT:
-        fprintf(o, "{\"name\": \"%s%s\", \"channel_ids\": [%d], \"channel_type\": \"memory\"}",
-                op->relaxed ? "rlx" : "", op->kind == IR_SIGNAL ? "signal" : "wait", peer_channel(pl, op->peer));
-        break;
+        return json_pack("{s:s+, s:[i], s:s}", "name", op->relaxed ? "rlx" : "",
+                         op->kind == IR_SIGNAL ? "signal" : "wait", "channel_ids", peer_channel(pl, op->peer),
+                         "channel_type", "memory");
     case IR_SW_STORE:
-        fputs("{\"name\": \"gstore\", \"src_buff\": [", o);
-        range_json(o, op->src);
-        fputs("], \"dst_buff\": [", o);
-        switch_json(pl, op->dst);
-        fputs("], \"channel_type\": \"switch\"}", o);
-        break;
+        return json_pack("{s:s, s:[o], s:[o], s:s}", "name", "gstore", "src_buff", range_json(op->src), "dst_buff",
+                         switch_json(pl, op->dst), "channel_type", "switch");
     case IR_SW_REDUCE_STORE:
-        fputs("{\"name\": \"glres\", \"src_buff\": [", o);
-        switch_json(pl, op->src);
-        fputs("], \"dst_buff\": [", o);
-        switch_json(pl, op->dst);
-        fputs("], \"channel_type\": \"switch\", \"reduce_op\": \"sum\"}", o);
-        break;
+        return json_pack("{s:s, s:[o], s:[o], s:s, s:s}", "name", "glres", "src_buff", switch_json(pl, op->src),
+                         "dst_buff", switch_json(pl, op->dst), "channel_type", "switch", "reduce_op", "sum");
     case IR_SW_SIGNAL:
     case IR_SW_WAIT:
-        fprintf(o, "{\"name\": \"g%s%s\", \"switch_channel_id\": 0}", op->relaxed ? "rlx" : "",
-                op->kind == IR_SW_SIGNAL ? "signal" : "wait");
-        break;
+        return json_pack("{s:s++, s:i}", "name", "g", op->relaxed ? "rlx" : "",
+                         op->kind == IR_SW_SIGNAL ? "signal" : "wait", "switch_channel_id", 0);
     case IR_PKT_SEND:
     case IR_PKT_RECV: /* refused before lowering (no_packets) */
     case IR_BARRIER:
     case IR_SW_REDUCE: /* lowered away */
-        diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));
-        return false;
+        break;
     }
-    return true;
+    diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));
+    pl->bad = true;
+    return NULL;
 }
 
-static void ids(FILE *o, int n)
+/* [0, 1, ..., n-1], or v[0..n-1] */
+static json_t *ints(int n, const int *v)
 {
-    for (int k = 0; k < n; k++)
-        fprintf(o, "%s%d", k ? ", " : "", k);
+    json_t *a = json_array();
+    for (int k = 0; a && k < n; k++)
+        if (json_array_append_new(a, json_integer(v ? v[k] : k))) {
+            json_decref(a);
+            a = NULL;
+        }
+    return a;
 }
 
-static bool gpu_json(Plan *pl, const IrProgram *q, int r)
+/* Appends v (NULL: out of memory, or an op that was reported) to the array *a, which becomes
+   NULL, freed, when either is. */
+static void append(json_t **a, json_t *v)
 {
-    FILE *o = pl->out;
+    if (*a && json_array_append_new(*a, v)) {
+        json_decref(*a);
+        *a = NULL;
+    } else if (!*a) {
+        json_decref(v);
+    }
+}
+
+/* The channels a thread block uses ("memory" ids, then "switch" ids), and the rank's. */
+static json_t *block_channels(const Plan *pl)
+{
+    json_t *a = json_array();
+    if (pl->npeers)
+        append(&a, json_pack("{s:s, s:o}", "channel_type", "memory", "channel_ids", ints(pl->npeers, NULL)));
+    if (pl->nsw)
+        append(&a, json_pack("{s:s, s:o}", "channel_type", "switch", "channel_ids", ints(pl->nsw, NULL)));
+    return a;
+}
+
+static json_t *rank_channels(const Plan *pl, const IrProgram *q)
+{
+    json_t *a = json_array();
+    if (pl->npeers)
+        append(&a, json_pack("{s:s, s:o}", "channel_type", "memory", "connected_to", ints(pl->npeers, pl->peers)));
+    for (int k = 0; k < pl->nsw; k++) {
+        char t[2] = {(char)pl->sw_type[k], 0};
+        append(&a, json_pack("{s:s, s:s, s:[{s:i, s:o}]}", "channel_type", "switch", "buffer_type", t,
+                             "rank_groups", "size", q->nranks, "ranks", ints(q->nranks, NULL)));
+    }
+    return a;
+}
+
+static json_t *remote_buffers(const Plan *pl)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < pl->nrb; k++) {
+        char t[2] = {(char)pl->rb_type[k], 0};
+        append(&a, json_pack("{s:i, s:s, s:[s]}", "rank", pl->rb_rank[k], "type", t, "access_channel_types",
+                             "memory"));
+    }
+    return a;
+}
+
+static json_t *gpu_json(Plan *pl, const IrProgram *q, int r)
+{
     int C = q->bufs[IR_INPUT].nchunks, O = q->bufs[IR_OUTPUT].nchunks;
     collect(pl, q, r);
-    fprintf(o, "    {\n      \"id\": %d,\n      \"input_chunks\": %d,\n      \"output_chunks\": %d,\n"
-               "      \"scratch_chunks\": %d,\n      \"threadblocks\": [\n        {\n          \"id\": 0,\n"
-               "          \"ops\": [",
-            r, C ? C : 1, O ? O : 1, q->nbufs > 2 ? q->bufs[2].nchunks : 0);
+    json_t *ops = json_array();
     const IrSeq *s = &q->ranks[r];
-    for (int i = 0; i < s->nops; i++) {
-        fputs(i ? ",\n            " : "\n            ", o);
-        if (!op_json(pl, &s->ops[i]))
-            return false;
-    }
-    fputs(s->nops ? "\n          ],\n" : "],\n", o);
-    fputs("          \"channels\": [", o);
-    bool any = false;
-    if (pl->npeers) {
-        fputs("{\"channel_type\": \"memory\", \"channel_ids\": [", o);
-        ids(o, pl->npeers);
-        fputs("]}", o);
-        any = true;
-    }
-    if (pl->nsw) {
-        fprintf(o, "%s{\"channel_type\": \"switch\", \"channel_ids\": [", any ? ", " : "");
-        ids(o, pl->nsw);
-        fputs("]}", o);
-    }
-    fputs("],\n          \"remote_buffer_refs\": [", o);
-    if (pl->nrb) {
-        fputs("{\"access_channel_type\": \"memory\", \"remote_buffer_ids\": [", o);
-        ids(o, pl->nrb);
-        fputs("]}", o);
-    }
-    fputs("]\n        }\n      ],\n      \"channels\": [", o);
-    if (pl->npeers) {
-        fputs("\n        {\"channel_type\": \"memory\", \"connected_to\": [", o);
-        for (int k = 0; k < pl->npeers; k++)
-            fprintf(o, "%s%d", k ? ", " : "", pl->peers[k]);
-        fputs("]}", o);
-    }
-    for (int k = 0; k < pl->nsw; k++) {
-        fprintf(o, "%s\n        {\"channel_type\": \"switch\", \"buffer_type\": \"%c\", \"rank_groups\": "
-                   "[{\"size\": %d, \"ranks\": [", pl->npeers || k ? "," : "",
-                pl->sw_type[k], q->nranks);
-        for (int t = 0; t < q->nranks; t++)
-            fprintf(o, "%s%d", t ? ", " : "", t);
-        fputs("]}]}", o);
-    }
-    fputs(pl->npeers || pl->nsw ? "\n      ],\n" : "],\n", o);
-    fputs("      \"remote_buffers\": [", o);
-    for (int k = 0; k < pl->nrb; k++)
-        fprintf(o, "%s\n        {\"rank\": %d, \"type\": \"%c\", \"access_channel_types\": [\"memory\"]}",
-                k ? "," : "", pl->rb_rank[k], pl->rb_type[k]);
-    fputs(pl->nrb ? "\n      ],\n" : "],\n", o);
-    fputs("      \"semaphores\": []\n    }", o);
-    return true;
+    for (int i = 0; i < s->nops && ops; i++)
+        append(&ops, op_json(pl, &s->ops[i]));
+    json_t *block = json_pack("{s:i, s:o, s:o, s:o}", "id", 0, "ops", ops, "channels", block_channels(pl),
+                              "remote_buffer_refs",
+                              pl->nrb ? json_pack("[{s:s, s:o}]", "access_channel_type", "memory", "remote_buffer_ids",
+                                                  ints(pl->nrb, NULL))
+                                      : json_array());
+    return json_pack("{s:i, s:i, s:i, s:i, s:[o], s:o, s:o, s:[]}", "id", r, "input_chunks", C ? C : 1,
+                     "output_chunks", O ? O : 1, "scratch_chunks", q->nbufs > 2 ? q->bufs[2].nchunks : 0,
+                     "threadblocks", block, "channels", rank_channels(pl, q), "remote_buffers",
+                     remote_buffers(pl), "semaphores");
 }
 
+/* MSCCL++'s own plans say 2^64 - 1 ("no limit"); jansson's integers stop at 2^63 - 1, which
+   the executor reads the same way. */
+static json_t *plan_json(Plan *pl, const IrProgram *q)
+{
+    const char *coll = q->coll == COLL_BARRIER || q->coll == COLL_CUSTOM ? "custom" : q->coll_name;
+    json_t *gpus = json_array();
+    for (int r = 0; r < q->nranks && gpus; r++)
+        append(&gpus, gpu_json(pl, q, r));
+    return json_pack("{s:s, s:s, s:s, s:b, s:b, s:i, s:b, s:i, s:i, s:I, s:o}", "name", q->name, "collective", coll,
+                     "protocol", "Simple", "inplace", 0, "reuse_resources", 0, "num_threads_per_block", 1024,
+                     "use_double_scratch_buffer", 0, "buffer_alignment", 16, "min_message_size", 0,
+                     "max_message_size", (json_int_t)LLONG_MAX, "gpus", gpus);
+}
+
+/* Written as MSCCL++'s own tools write plans (two spaces a level, keys in order), and in ASCII:
+   a name's control or bidi characters appear as \u escapes, never raw. */
 static bool write_plan(Export *x, FILE *out)
 {
     const IrProgram *q = x->q;
-    const char *coll = q->coll == COLL_BARRIER || q->coll == COLL_CUSTOM ? "custom" : q->coll_name;
-    fprintf(out, "{\n  \"name\": \"%s\",\n  \"collective\": \"%s\",\n  \"protocol\": \"Simple\",\n"
-                 "  \"inplace\": false,\n  \"reuse_resources\": false,\n  \"num_threads_per_block\": 1024,\n"
-                 "  \"use_double_scratch_buffer\": false,\n  \"buffer_alignment\": 16,\n"
-                 "  \"min_message_size\": 0,\n  \"max_message_size\": %" PRIu64 ",\n  \"gpus\": [\n",
-            q->name, coll, UINT64_MAX);
-    Plan pl = {x, out, 0, NULL, 0, NULL, NULL, 0, {0}, 0};
+    Plan pl = {.x = x};
     pl.peers = ARENA_ARRAY(x->a, int, (size_t)q->nranks + 1);
     size_t most = 1;
     for (int r = 0; r < q->nranks; r++)
         most += (size_t)q->ranks[r].nops;
     pl.rb_rank = ARENA_ARRAY(x->a, int, most);
     pl.rb_type = ARENA_ARRAY(x->a, int, most);
-    for (int r = 0; r < q->nranks; r++) {
-        if (!gpu_json(&pl, q, r))
-            return false;
-        fputs(r + 1 < q->nranks ? ",\n" : "\n", out);
+    json_t *root = plan_json(&pl, q);   /* no arena allocation from here on: the tree is malloc's */
+    if (pl.bad) {
+        json_decref(root);
+        return false;
     }
-    fputs("  ]\n}\n", out);
-    return true;
+    if (!root)
+        arena_rethrow(x->a, 0);   /* out of memory, as the arena says it */
+    int rc = json_dumpf(root, out, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+    json_decref(root);
+    if (rc == 0)
+        fputc('\n', out);
+    return true;   /* a failed write shows in ferror(out), which the caller reads */
 }
 
 /* MSCCL++'s packet ops (put_packets into a peer's scratch at an offset the plan names,
