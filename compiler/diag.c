@@ -13,7 +13,8 @@
  * errors stop after 20), and the pass that warned ends with one note of how many more there
  * were: a program with a million unused names is not a million messages. For editors and CI
  * the same diagnostics can be kept as gcc's JSON instead (-fdiagnostics-format=json): each
- * one an object, its notes its children, written out as one array when the library call that
+ * one an object, its notes its children, kept as a jansson tree and written out by jansson as
+ * one array when the library call that
  * made them returns (diag_flush).
  */
 #include "diag.h"
@@ -21,6 +22,7 @@
 #include "escape.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,72 +108,61 @@ static void quote(Diag *d, Loc at)
 
 /* ---- JSON (DIAG_JSON) ------------------------------------------------------------------ */
 
-/* s as a JSON string: quotes, backslashes and control characters escaped (s is already made
- * safe for a terminal by escape.c, so only ASCII controls from a quoted tab can remain). */
-static void json_string(FILE *f, const char *s, size_t n)
+/* The text of fmt's message (or of a path) in escape.c's printable form, as a JSON string:
+ * every %s may be user text. The form is valid UTF-8 (escape.c shows any other byte as \xNN),
+ * which jansson wants; jansson then escapes what JSON needs (quotes, backslashes). */
+static json_t *json_text(const char *fmt, va_list ap)
 {
-    fputc('"', f);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\')
-            fprintf(f, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(f, "\\u%04x", c);
-        else
-            fputc(c, f);
-    }
-    fputc('"', f);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        return NULL;
+    esc_vprint(m, fmt, ap);
+    fclose(m);
+    json_t *s = text ? json_stringn(text, len) : NULL;
+    free(text);
+    return s;
 }
 
-static bool json_open(Diag *d)
+static json_t *json_textf(const char *fmt, ...)
 {
-    if (!d->json) {
-        d->json = open_memstream(&d->json_text, &d->json_len);
-        d->json_count = 0;
-    }
-    return d->json != NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    json_t *s = json_text(fmt, ap);
+    va_end(ap);
+    return s;
 }
 
-/* One diagnostic as an object: its children's array is left open for notes to follow. */
+/* gcc's "locations": one caret, or none for a message without a place. */
+static json_t *json_locations(Loc at)
+{
+    if (!at.src)
+        return json_array();
+    return json_pack("[{s:{s:o, s:i, s:i, s:i, s:i}}]", "caret", "file", json_textf("%s", at.src->path), "line",
+                     at.line, "column", at.col, "display-column", at.col, "byte-column", at.col);
+}
+
+/* One diagnostic as gcc's object, kept in d->json; a note goes among the children of the
+ * diagnostic before it. Out of memory loses the diagnostic, not the program. */
 static void json_report(Diag *d, Loc at, const char *kind, const char *option, const char *fmt, va_list ap)
 {
-    if (!json_open(d))
+    if (!d->json && !(d->json = json_array()))
         return;
-    bool note = !strcmp(kind, "note") && d->json_count > 0;
-    if (note)
-        fputs(d->json_children++ ? ", " : "", d->json);
-    else {
-        fputs(d->json_count++ ? "]}, " : "", d->json);
-        d->json_children = 0;
+    size_t n = json_array_size(d->json);
+    json_t *parent = !strcmp(kind, "note") && n ? json_object_get(json_array_get(d->json, n - 1), "children") : NULL;
+    json_t *o = json_pack("{s:s, s:o, s:s*, s:o}", "kind", kind, "message", json_text(fmt, ap), "option", option,
+                          "locations", json_locations(at));
+    if (!o)
+        return;
+    if (parent) {
+        json_array_append_new(parent, o);
+        return;
     }
-    char *msg = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&msg, &len);
-    if (m) {
-        esc_vprint(m, fmt, ap);   /* every %s may be user text: escape.c */
-        fclose(m);
-    }
-    fprintf(d->json, "{\"kind\": \"%s\", \"message\": ", kind);
-    json_string(d->json, msg ? msg : "", msg ? len : 0);
-    free(msg);
-    if (option)
-        fprintf(d->json, ", \"option\": \"%s\"", option);
-    fputs(", \"locations\": [", d->json);
-    if (at.src) {
-        fputs("{\"caret\": {\"file\": ", d->json);
-        char *path = NULL;
-        size_t plen = 0;
-        FILE *pm = open_memstream(&path, &plen);
-        if (pm) {
-            esc_write(pm, at.src->path, strlen(at.src->path));
-            fclose(pm);
-        }
-        json_string(d->json, path ? path : "", path ? plen : 0);
-        free(path);
-        fprintf(d->json, ", \"line\": %d, \"column\": %d, \"display-column\": %d, \"byte-column\": %d}}", at.line,
-                at.col, at.col, at.col);
-    }
-    fputs(note ? "]}" : "], \"column-origin\": 1, \"escape-source\": false, \"children\": [", d->json);
+    json_object_set_new(o, "column-origin", json_integer(1));
+    json_object_set_new(o, "escape-source", json_false());
+    json_object_set_new(o, "children", json_array());
+    json_array_append_new(d->json, o);
 }
 
 void diag_flush(Diag *d, bool always)
@@ -179,32 +170,23 @@ void diag_flush(Diag *d, bool always)
     if (d->format != DIAG_JSON || !d->out)
         return;
     int saved = errno;   /* callers read errno after the call that flushed (ENOMEM) */
-    if (d->json && d->json_count)
-        fputs("]}", d->json);
-    if (d->json)
-        fclose(d->json);
-    if (d->json_count || always) {
-        fputc('[', d->out);
-        if (d->json_text)
-            fwrite(d->json_text, 1, d->json_len, d->out);
-        fputs("]\n", d->out);
+    if (json_array_size(d->json) || always) {
+        json_t *none = d->json ? NULL : json_array();
+        /* One line, ", " and ": " between items, keys in the order gcc writes them. */
+        if (json_dumpf(d->json ? d->json : none, d->out, JSON_PRESERVE_ORDER) == 0)
+            fputc('\n', d->out);
+        json_decref(none);
         fflush(d->out);
     }
-    free(d->json_text);
+    json_decref(d->json);
     d->json = NULL;
-    d->json_text = NULL;
-    d->json_len = 0;
-    d->json_count = 0;
     errno = saved;
 }
 
 void diag_free(Diag *d)
 {
-    if (d->json)
-        fclose(d->json);
-    free(d->json_text);
+    json_decref(d->json);
     d->json = NULL;
-    d->json_text = NULL;
 }
 
 /* ---- Text ------------------------------------------------------------------------------- */

@@ -57,11 +57,7 @@ typedef struct Diag {
     int format;         /* DIAG_TEXT, or DIAG_JSON: gcc's -fdiagnostics-format=json */
     unsigned warn_off;  /* DIAG_W_* bits not reported */
     bool werror;        /* warnings are errors (-Werror) */
-    FILE *json;         /* DIAG_JSON: the diagnostics so far, as JSON objects (a memstream) */
-    char *json_text;
-    size_t json_len;
-    int json_count;     /* top-level diagnostics in it; the last one's children are open */
-    int json_children;
+    struct json_t *json; /* DIAG_JSON: the diagnostics so far, a jansson array (NULL: none yet) */
     void (*before_print)(void *arg);   /* called before anything is printed (progress.c) */
     void *before_arg;
 } Diag;
