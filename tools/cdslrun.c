@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <jansson.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -643,20 +644,29 @@ static void print_row(const Run *R, const Row *r)
     fflush(stdout);
 }
 
-/* A JSON string: names come from identifiers and file paths. A path is first made safe for a
- * terminal (cdsl_escape: "\x1b" stands for ESC), then escaped as JSON requires. */
-static void json_string(const char *text)
+/* Text as --json shows it: names and paths first made safe for a terminal, as every message
+ * shows them (cdsl_escape: "\x1b" stands for ESC); jansson then escapes what JSON needs. NULL
+ * text, or no memory: null. */
+static json_t *json_shown(const char *text)
 {
-    char s[PATH_MAX * 2];
-    cdsl_escape(text, s, sizeof s);
-    putchar('"');
-    for (const char *c = s; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            printf("\\%c", *c);
-        else
-            putchar(*c);
-    }
-    putchar('"');
+    if (!text)
+        return json_null();
+    size_t n = cdsl_escape(text, NULL, 0) + 1;
+    char *s = malloc(n);
+    if (!s)
+        return json_null();
+    cdsl_escape(text, s, n);
+    json_t *j = json_string(s);
+    free(s);
+    return j ? j : json_null();
+}
+
+/* x as it reads when printed with fmt (the digits a reader of the figure gets). */
+static double rounded(const char *fmt, double x)
+{
+    char text[64];
+    snprintf(text, sizeof text, fmt, x);
+    return strtod(text, NULL);
 }
 
 static const char *status_word(int status)
@@ -672,52 +682,44 @@ static const char *status_word(int status)
     return "error";
 }
 
-static void json_row(const Run *R, const Row *r)
+static json_t *json_row(const Run *R, const Row *r)
 {
     double bw = algbw(r);
-    /* Six significant digits, however small the figure (a slow build's small sizes). */
-    printf("{\"size\": %zu, \"count\": %zu, \"chunk_bytes\": %zu, \"time_us\": %.3f, \"algbw_gbs\": %.6g, "
-           "\"busbw_gbs\": %.6g, \"wrong\": ",
-           r->size, r->size / cdsl_dtype_size(R->a->dtype), r->chunk, r->us, bw, bw * collective_busbw_factor(R->prog));
-    if (R->a->check && collective_has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY))
-        printf("%llu", r->wrong);
-    else
-        fputs("null", stdout);
-    printf(", \"iters\": %d, \"warmup\": %d, \"result\": \"%s\"}", r->iters, r->warmup, row_verdict(R, r));
+    bool counted = R->a->check && collective_has_postcondition(R->prog) && (!r->status || r->status == CDSL_ERR_VERIFY);
+    /* Time to the nanosecond; six significant digits of bandwidth, however small the figure (a
+     * slow build's small sizes). */
+    return json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:o, s:i, s:i, s:s}", "size", (json_int_t)r->size, "count",
+                     (json_int_t)(r->size / cdsl_dtype_size(R->a->dtype)), "chunk_bytes", (json_int_t)r->chunk,
+                     "time_us", rounded("%.3f", r->us), "algbw_gbs", rounded("%.6g", bw), "busbw_gbs",
+                     rounded("%.6g", bw * collective_busbw_factor(R->prog)), "wrong",
+                     counted ? json_integer((json_int_t)r->wrong) : json_null(), "iters", r->iters, "warmup",
+                     r->warmup, "result", row_verdict(R, r));
 }
 
+/* One object on one line, written by jansson (", " and ": " between items, keys in order). The
+ * figures were rounded to what they mean, so fifteen digits print them without noise. */
 static void print_json(const Run *R)
 {
     const Args *a = R->a;
     const cdsl_program *p = R->prog;
     bool have = p && cdsl_program_name(p);
-    printf("{\"tool\": \"cdslrun\", \"version\": ");
-    json_string(cdsl_version());
-    printf(", \"file\": ");
-    json_string(a->c.opts.path);
-    printf(", \"program\": ");
-    if (have)
-        json_string(cdsl_program_name(p));
+    json_t *rows = json_array();
+    for (int i = 0; i < R->nrows; i++)
+        json_array_append_new(rows, json_row(R, &R->rows[i]));
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:i, s:o, s:s, s:i, s:i, s:b, s:I, s:o, s:s, s:i}", "tool",
+                          "cdslrun", "version", cdsl_version(), "file", json_shown(a->c.opts.path), "program",
+                          json_shown(have ? cdsl_program_name(p) : NULL), "collective",
+                          json_shown(have ? cdsl_program_collective(p) : NULL), "nranks", a->c.opts.nranks,
+                          "backend", json_shown(R->comm ? cdsl_backend_name(cdsl_comm_backend(R->comm)) : NULL),
+                          "dtype", cdsl_dtype_name(a->dtype), "iters",
+                          a->iters_auto && R->comm ? bench_most(R) : a->iters, "warmup", a->warmup, "check",
+                          a->check, "seed", (json_int_t)a->comm.seed, "results", rows, "status",
+                          status_word(R->status), "exit", R->status);
+    if (!o || json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) != 0)
+        fputs("cdslrun: error: out of memory writing --json\n", stderr);
     else
-        fputs("null", stdout);
-    printf(", \"collective\": ");
-    if (have)
-        json_string(cdsl_program_collective(p));
-    else
-        fputs("null", stdout);
-    printf(", \"nranks\": %d, \"backend\": ", a->c.opts.nranks);
-    if (R->comm)
-        json_string(cdsl_backend_name(cdsl_comm_backend(R->comm)));
-    else
-        fputs("null", stdout);
-    printf(", \"dtype\": \"%s\", \"iters\": %d, \"warmup\": %d, \"check\": %s, \"seed\": %u, \"results\": [",
-           cdsl_dtype_name(a->dtype), a->iters_auto && R->comm ? bench_most(R) : a->iters, a->warmup,
-           a->check ? "true" : "false", a->comm.seed);
-    for (int i = 0; i < R->nrows; i++) {
-        fputs(i ? ", " : "", stdout);
-        json_row(R, &R->rows[i]);
-    }
-    printf("], \"status\": \"%s\", \"exit\": %d}\n", status_word(R->status), R->status);
+        putchar('\n');
+    json_decref(o);
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
