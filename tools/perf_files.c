@@ -1,5 +1,5 @@
 /*
- * perf_files.c - cdsl-perf's results files (-F FILE): JSON (cJSON) or CSV, by extension.
+ * perf_files.c - cdsl-perf's results files (-F FILE): JSON (jansson) or CSV, by extension.
  *
  * Both hold what a later reader needs to trust or plot a figure: the tool and library version,
  * when and where it ran, the program, backend, devices and driver, the settings, and per row
@@ -9,8 +9,8 @@
  * every line carrying the run's description, so that rows of several files can be joined.
  * The file is written beside its name and renamed over it, so that a reader never sees half.
  */
-#include <cjson/cJSON.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,137 +54,148 @@ static char *driver_text(const PerfReport *r, char *buf, size_t len)
 
 /* ---- JSON ---------------------------------------------------------------------------------------- */
 
-static cJSON *json_number_or_null(bool have, double v)
+/* The file is a jansson tree written by json_dumpf (two spaces a level, keys in order), so that
+ * every string is escaped in one place. Text from the user or the machine (paths, the command
+ * line, names) is first made safe for a terminal as every message shows it (cdsl_escape:
+ * "\x1b" stands for ESC, a byte that is not UTF-8 for itself), which also makes it the valid
+ * UTF-8 that JSON needs. Figures are rounded as the CSV prints them (the time to the
+ * nanosecond, six significant digits of bandwidth), so fifteen digits print them without
+ * noise. Out of memory anywhere makes a NULL that makes the root NULL (json_pack's "o"). */
+
+static json_t *text(const char *s)
 {
-    return have ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+    if (!s)
+        return json_null();
+    size_t n = cdsl_escape(s, NULL, 0) + 1;
+    char *shown = malloc(n);
+    if (!shown)
+        return NULL;
+    cdsl_escape(s, shown, n);
+    json_t *j = json_string(shown);
+    free(shown);
+    return j;
 }
 
-static cJSON *json_first_wrong(const PerfCell *c)
+static json_t *figure(bool have, const char *fmt, double v)
+{
+    char printed[64];
+    snprintf(printed, sizeof printed, fmt, v);
+    return have ? json_real(strtod(printed, NULL)) : json_null();
+}
+
+static json_t *count_or_null(bool have, unsigned long long v)
+{
+    return have ? json_integer((json_int_t)v) : json_null();
+}
+
+static json_t *json_first_wrong(const PerfCell *c)
 {
     if (!c->checked || !c->check.wrong)
-        return cJSON_CreateNull();
-    cJSON *w = cJSON_CreateObject();
-    cJSON_AddNumberToObject(w, "rank", c->check.rank);
-    cJSON_AddNumberToObject(w, "chunk", (double)c->check.chunk);
-    cJSON_AddNumberToObject(w, "element", (double)c->check.element);
-    cJSON_AddStringToObject(w, "expected", c->check.expected);
-    cJSON_AddStringToObject(w, "got", c->check.got);
-    cJSON_AddBoolToObject(w, "never_written", c->check.never_written);
-    return w;
+        return json_null();
+    return json_pack("{s:i, s:I, s:I, s:o, s:o, s:b}", "rank", c->check.rank, "chunk", (json_int_t)c->check.chunk,
+                     "element", (json_int_t)c->check.element, "expected", text(c->check.expected), "got",
+                     text(c->check.got), "never_written", c->check.never_written);
 }
 
-static cJSON *json_cell(const PerfReport *r, const PerfCell *c)
+static json_t *json_cell(const PerfReport *r, const PerfCell *c)
 {
     if (!c->ran)
-        return cJSON_CreateNull();
-    cJSON *o = cJSON_CreateObject();
+        return json_null();
     bool timed = r->measured && (c->status == CDSL_OK || c->status == CDSL_ERR_VERIFY);
-    cJSON_AddItemToObject(o, "time_us", json_number_or_null(timed, c->us));
-    cJSON_AddItemToObject(o, "algbw_gbs", json_number_or_null(timed, c->algbw));
-    cJSON_AddItemToObject(o, "busbw_gbs", json_number_or_null(timed, c->busbw));
     bool counted = c->checked && (c->status == CDSL_OK || c->status == CDSL_ERR_VERIFY);
-    cJSON_AddItemToObject(o, "wrong", json_number_or_null(counted, (double)c->check.wrong));
-    cJSON_AddItemToObject(o, "first_wrong", json_first_wrong(c));
-    cJSON_AddStringToObject(o, "status", cell_status(c));
-    return o;
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:s}", "time_us", figure(timed, "%.3f", c->us), "algbw_gbs",
+                     figure(timed, "%.6g", c->algbw), "busbw_gbs", figure(timed, "%.6g", c->busbw), "wrong",
+                     count_or_null(counted, c->check.wrong), "first_wrong", json_first_wrong(c), "status",
+                     cell_status(c));
 }
 
-static cJSON *json_devices(const PerfReport *r)
+/* Appends v to *list; either NULL (out of memory) makes *list NULL, freed. */
+static void append(json_t **list, json_t *v)
 {
-    cJSON *list = cJSON_CreateArray();
+    if (*list && json_array_append_new(*list, v)) {
+        json_decref(*list);
+        *list = NULL;
+    } else if (!*list) {
+        json_decref(v);
+    }
+}
+
+static json_t *json_devices(const PerfReport *r)
+{
+    json_t *list = json_array();
     for (int q = 0; q < r->nranks; q++) {
         const cdsl_device_info *d = &r->devices[q];
         char pci[32];
         snprintf(pci, sizeof pci, "%04x:%02x:%02x", (unsigned)d->pci_domain, (unsigned)d->pci_bus,
                  (unsigned)d->pci_device);
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "rank", q);
-        cJSON_AddNumberToObject(o, "device", d->device);
-        cJSON_AddStringToObject(o, "name", d->name);
-        cJSON_AddStringToObject(o, "pci", pci);
-        cJSON_AddItemToArray(list, o);
+        append(&list, json_pack("{s:i, s:i, s:o, s:s}", "rank", q, "device", d->device, "name", text(d->name), "pci",
+                                pci));
     }
     return list;
 }
 
-static cJSON *json_config(const PerfReport *r)
+static json_t *json_config(const PerfReport *r)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddNumberToObject(o, "minimum_bytes", (double)r->min_bytes);
-    cJSON_AddNumberToObject(o, "maximum_bytes", (double)r->max_bytes);
+    json_t *o = json_pack("{s:I, s:I}", "minimum_bytes", (json_int_t)r->min_bytes, "maximum_bytes",
+                          (json_int_t)r->max_bytes);
     if (r->step_factor > 1)
-        cJSON_AddNumberToObject(o, "step_factor", (double)r->step_factor);
+        json_object_set_new(o, "step_factor", json_integer((json_int_t)r->step_factor));
     else
-        cJSON_AddNumberToObject(o, "step_bytes", (double)r->step_bytes);
-    cJSON_AddNumberToObject(o, "warmup_iters", r->warmup);
-    cJSON_AddNumberToObject(o, "iterations", r->iters);
-    cJSON_AddNumberToObject(o, "validation", r->check);
-    cJSON_AddNumberToObject(o, "graph", r->graph);
-    cJSON_AddNumberToObject(o, "blocking", r->blocking);
+        json_object_set_new(o, "step_bytes", json_integer((json_int_t)r->step_bytes));
+    json_t *rest = json_pack("{s:i, s:i, s:i, s:i, s:i}", "warmup_iters", r->warmup, "iterations", r->iters,
+                             "validation", r->check, "graph", r->graph, "blocking", r->blocking);
+    if (!rest || json_object_update(o, rest)) {   /* jansson keeps the order keys were added in */
+        json_decref(o);
+        o = NULL;
+    }
+    json_decref(rest);
     return o;
 }
 
-static cJSON *json_program(const PerfReport *r)
+static json_t *json_program(const PerfReport *r)
 {
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", r->program);
-    cJSON_AddStringToObject(o, "file", r->file);
-    cJSON_AddStringToObject(o, "collective", r->collective);
-    cJSON_AddNumberToObject(o, "nranks", r->nranks);
-    cJSON_AddNumberToObject(o, "chunks", r->chunks);
-    cJSON_AddItemToObject(o, "in_place_unsupported",
-                          r->in_place_unsupported ? cJSON_CreateString(r->in_place_unsupported) : cJSON_CreateNull());
-    return o;
+    return json_pack("{s:o, s:o, s:o, s:i, s:i, s:o}", "name", text(r->program), "file", text(r->file),
+                     "collective", text(r->collective), "nranks", r->nranks, "chunks", r->chunks,
+                     "in_place_unsupported", text(r->in_place_unsupported));
 }
 
-static cJSON *json_rows(const PerfReport *r)
+static json_t *json_rows(const PerfReport *r)
 {
-    cJSON *list = cJSON_CreateArray();
+    json_t *list = json_array();
     for (int i = 0; i < r->nrows; i++) {
         const PerfRow *row = &r->rows[i];
-        cJSON *o = cJSON_CreateObject();
-        cJSON_AddNumberToObject(o, "size", (double)row->size);
-        cJSON_AddNumberToObject(o, "count", (double)row->count);
-        cJSON_AddStringToObject(o, "type", perf_type_name(row->dtype));
-        cJSON_AddStringToObject(o, "redop", r->redop);
-        cJSON_AddNumberToObject(o, "root", -1);
-        for (int k = 0; k < 2; k++)
-            cJSON_AddItemToObject(o, placement_name[k], json_cell(r, &row->cell[k]));
-        cJSON_AddItemToArray(list, o);
+        append(&list, json_pack("{s:I, s:I, s:s, s:o, s:i, s:o, s:o}", "size", (json_int_t)row->size, "count",
+                                (json_int_t)row->count, "type", perf_type_name(row->dtype), "redop", text(r->redop),
+                                "root", -1, placement_name[0], json_cell(r, &row->cell[0]), placement_name[1],
+                                json_cell(r, &row->cell[1])));
     }
+    return list;
+}
+
+static json_t *json_command(const PerfReport *r)
+{
+    json_t *list = json_array();
+    for (int i = 0; i < r->argc; i++)
+        append(&list, text(r->argv[i]));
     return list;
 }
 
 static char *json_text(const PerfReport *r)
 {
     char driver[32];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "format", "cdsl-perf results 1");
-    cJSON_AddStringToObject(o, "tool", "cdsl-perf");
-    cJSON_AddStringToObject(o, "version", cdsl_version());
-    cJSON_AddStringToObject(o, "timestamp", r->timestamp);
-    cJSON_AddStringToObject(o, "host", r->host);
-    cJSON *argv = cJSON_CreateArray();
-    for (int i = 0; i < r->argc; i++)
-        cJSON_AddItemToArray(argv, cJSON_CreateString(r->argv[i]));
-    cJSON_AddItemToObject(o, "command", argv);
-    cJSON_AddItemToObject(o, "program", json_program(r));
-    cJSON_AddStringToObject(o, "backend", r->backend);
-    cJSON_AddNumberToObject(o, "ranks_per_gpu", r->ranks_per_gpu);
-    cJSON_AddBoolToObject(o, "measured", r->measured);
-    cJSON_AddItemToObject(o, "driver", *driver_text(r, driver, sizeof driver) ? cJSON_CreateString(driver) : cJSON_CreateNull());
-    cJSON_AddItemToObject(o, "devices", json_devices(r));
-    cJSON_AddItemToObject(o, "config", json_config(r));
-    cJSON_AddItemToObject(o, "results", json_rows(r));
-    cJSON *oob = cJSON_AddObjectToObject(o, "out_of_bounds");
-    cJSON_AddNumberToObject(oob, "count", r->errors);
-    cJSON_AddBoolToObject(oob, "okay", r->errors == 0);
-    cJSON *bw = cJSON_AddObjectToObject(o, "average_bus_bandwidth");
-    cJSON_AddItemToObject(bw, "bandwidth", json_number_or_null(r->measured, r->avg_busbw));
-    cJSON_AddNumberToObject(o, "exit", r->exit_status);
-    char *text = cJSON_Print(o);
-    cJSON_Delete(o);
-    return text;
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:i, s:b, s:o, s:o, s:o, s:o, "
+                          "s:{s:i, s:b}, s:{s:o}, s:i}",
+                          "format", "cdsl-perf results 1", "tool", "cdsl-perf", "version", text(cdsl_version()),
+                          "timestamp", text(r->timestamp), "host", text(r->host), "command", json_command(r),
+                          "program", json_program(r), "backend", text(r->backend), "ranks_per_gpu",
+                          r->ranks_per_gpu, "measured", r->measured, "driver",
+                          text(*driver_text(r, driver, sizeof driver) ? driver : NULL), "devices", json_devices(r),
+                          "config", json_config(r), "results", json_rows(r), "out_of_bounds", "count", r->errors,
+                          "okay", r->errors == 0, "average_bus_bandwidth", "bandwidth",
+                          figure(r->measured, "%.6g", r->avg_busbw), "exit", r->exit_status);
+    char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) : NULL;
+    json_decref(o);
+    return s;
 }
 
 /* ---- CSV ------------------------------------------------------------------------------------------- */
