@@ -30,6 +30,7 @@
 #include "cdsl.h"
 #include "driver.h"
 #include "ir.h"
+#include "layout.h"
 #include "log.h"
 #include "verify.h"
 
@@ -286,9 +287,12 @@ static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
 }
 
 /* bytes[b] = chunks(b) * chunk_bytes for p's layout, refusing a chunk size that is not a
- * multiple of 4 or a buffer whose size does not fit in a size_t. */
+ * multiple of 4, a buffer whose size does not fit in a size_t, and an in-place layout whose
+ * aliased buffer does not fit in its holder (layout.c). */
 static int comm_layout_bytes(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, size_t *bytes)
 {
+    if (!rt_in_place_fits(ir, c->user_log))
+        return CDSL_ERR_USAGE;
     if (chunk_bytes % 4) {
         rt_error(c->user_log, "a chunk of %zu bytes: chunks are a multiple of 4 bytes", chunk_bytes);
         return CDSL_ERR_USAGE;
@@ -548,7 +552,7 @@ int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
 
 /* ---- runs ------------------------------------------------------------------------------------ */
 
-static bool comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
+bool rt_comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 {
     if (!c->allocated || c->nbufs != ir->nbufs || (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
         return false;
@@ -571,7 +575,7 @@ static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir,
                  c->cfg.nranks);
         return CDSL_ERR_USAGE;
     }
-    if (!comm_layout_matches(c, ir)) {
+    if (!rt_comm_layout_matches(c, ir)) {
         if (c->allocated && (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
             rt_error(c->user_log, "the communicator's buffers were laid out for a program compiled %s, and %s was "
                      "compiled %s: allocate or register them for it", c->aliased >= 0 ? "in place" : "out of place",

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "layout.h"
 #include "log.h"
 #include "rank.h"
 #include "sha256.h"
@@ -214,6 +215,8 @@ static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_
         rt_error(c->log, "rank %d: a chunk of %zu bytes: chunks are a positive multiple of 4 bytes", c->rank, chunk);
         return CDSL_ERR_USAGE;
     }
+    if (!rt_in_place_fits(ir, c->log))
+        return CDSL_ERR_USAGE;
     size_t at = 0;
     int aliased = -1, holder = -1;
     ir_in_place(ir, &aliased, &holder);

@@ -11,6 +11,10 @@
  * got, and where the expected value comes from. Barrier and custom programs have nothing to
  * compare. cdsl_chunk_bytes() holds the size convention (nccl-tests': the larger of one rank's
  * input and output) so that every tool turns a size into a chunk size the same way.
+ *
+ * Every size comes from the communicator's layout (the one the run uses: api.c), never from
+ * the program again: a buffer is cdsl_comm_buf_bytes() long, and in place the input is written
+ * through cdsl_comm_write(), which puts it where the run finds it in its holder.
  */
 #include "verify.h"
 
@@ -245,19 +249,11 @@ static const IrProgram *vf_program(cdsl_comm *c, const cdsl_program *p, cdsl_dty
         rt_error(rt_comm_log(c), "unknown element type %d", (int)t);
         return NULL;
     }
-    for (int b = 0; b < ir->nbufs; b++) {
-        size_t c_b = (size_t)ir->bufs[b].nchunks;
-        if (c_b && cdsl_comm_buf_bytes(c, b) / c_b < cdsl_comm_chunk_bytes(c)) {
-            rt_error(rt_comm_log(c), "the communicator's buffers were not allocated for %s", ir->name);
-            return NULL;
-        }
+    if (!rt_comm_layout_matches(c, ir)) {
+        rt_error(rt_comm_log(c), "the communicator's buffers were not allocated for %s", ir->name);
+        return NULL;
     }
     return ir;
-}
-
-static size_t vf_buf_bytes(cdsl_comm *c, const IrProgram *ir, int b)
-{
-    return (size_t)ir->bufs[b].nchunks * cdsl_comm_chunk_bytes(c);
 }
 
 static void *vf_host(cdsl_comm *c, size_t bytes)
@@ -279,24 +275,33 @@ static void vf_pattern(const IrProgram *ir, cdsl_dtype t, int r, size_t elems, c
     }
 }
 
-/* Each rank's buffer b as the run must find it: the input holds the pattern, output and scratch
- * the poison. In place, a holder that is the output (allgather, allreduce) gets the input's
- * pattern in the rank's part, and the aliased buffer, being that part, is not written again. */
-static int vf_fill_buffer(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, int b, char *host)
+/* Each rank's buffer b, other than the input, as the run must find it: all poison. The
+ * aliased buffer is its holder's memory and the packet slots are the runtime's: neither is
+ * written here. */
+static int vf_poison_buffer(cdsl_comm *c, const IrProgram *ir, int b, char *host)
 {
-    int aliased = -1, holder = -1;
-    ir_in_place(ir, &aliased, &holder);
-    if (b == aliased || ir->bufs[b].internal) /* the packet slots are the runtime's, never filled */
+    int aliased = -1;
+    ir_in_place(ir, &aliased, NULL);
+    size_t bytes = cdsl_comm_buf_bytes(c, b);
+    if (b == IR_INPUT || b == aliased || ir->bufs[b].internal)
         return CDSL_OK;
-    size_t bytes = vf_buf_bytes(c, ir, b), in = vf_buf_bytes(c, ir, IR_INPUT);
+    memset(host, VF_POISON_BYTE, bytes);
     for (int r = 0; r < ir->nranks; r++) {
-        if (b != IR_INPUT)
-            memset(host, VF_POISON_BYTE, bytes);
-        if (b == IR_INPUT || (b == holder && aliased == IR_INPUT)) {
-            size_t off = b == IR_INPUT ? 0 : (size_t)ir_in_place_first(ir, r) * cdsl_comm_chunk_bytes(c);
-            vf_pattern(ir, t, r, in / cdsl_dtype_size(t), host + off);
-        }
         int rc = cdsl_comm_write(c, r, b, host, bytes);
+        if (rc)
+            return rc;
+    }
+    return CDSL_OK;
+}
+
+/* Each rank's input pattern, written last: in place (allgather, allreduce) the input is a part
+ * of the output, which the communicator addresses, after the rest of the output was poisoned. */
+static int vf_fill_input(cdsl_comm *c, const IrProgram *ir, cdsl_dtype t, char *host)
+{
+    size_t bytes = cdsl_comm_buf_bytes(c, IR_INPUT);
+    for (int r = 0; r < ir->nranks; r++) {
+        vf_pattern(ir, t, r, bytes / cdsl_dtype_size(t), host);
+        int rc = cdsl_comm_write(c, r, IR_INPUT, host, bytes);
         if (rc)
             return rc;
     }
@@ -310,15 +315,17 @@ int cdsl_fill(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
         return CDSL_ERR_USAGE;
     size_t biggest = 0;
     for (int b = 0; b < ir->nbufs; b++)
-        if (vf_buf_bytes(c, ir, b) > biggest)
-            biggest = vf_buf_bytes(c, ir, b);
+        if (cdsl_comm_buf_bytes(c, b) > biggest)
+            biggest = cdsl_comm_buf_bytes(c, b);
     char *host = vf_host(c, biggest);
     if (!host)
         return CDSL_ERR_SYSTEM;
     double t0 = log_clock();
     int rc = CDSL_OK;
     for (int b = 0; !rc && b < ir->nbufs; b++)
-        rc = vf_fill_buffer(c, ir, t, b, host);
+        rc = vf_poison_buffer(c, ir, b, host);
+    if (!rc && ir->nbufs > IR_INPUT)
+        rc = vf_fill_input(c, ir, t, host);
     free(host);
     log_msg(LOG_TRACE, "timing: fill %.3f ms (%s, %s)", log_ms_since(t0), ir->name, cdsl_dtype_name(t));
     return rc;
@@ -469,7 +476,7 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
     double t0 = log_clock();
     VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
     k.chunk_elems = cdsl_comm_chunk_bytes(c) / cdsl_dtype_size(t);
-    size_t bytes = vf_buf_bytes(c, ir, IR_OUTPUT), elems = bytes / cdsl_dtype_size(t);
+    size_t bytes = cdsl_comm_buf_bytes(c, IR_OUTPUT), elems = bytes / cdsl_dtype_size(t);
     char *host = vf_host(c, bytes);
     int rc = host ? vf_prepare_sums(c, &k, elems) : CDSL_ERR_SYSTEM;
     for (int r = 0; !rc && r < ir->nranks; r++) {

@@ -145,7 +145,12 @@ void vf_format(cdsl_dtype t, uint32_t bits, char *out, size_t len);
 /* The all-ones poison value as element bits. */
 uint32_t vf_poison(cdsl_dtype t);
 
-/* The communicator's message stream and element size, for verify.c (defined in api.c). */
+/* The communicator's message stream, for verify.c (defined in api.c). */
 FILE *rt_comm_log(const cdsl_comm *c);
+/* Whether the communicator's buffers were allocated or registered for ir's layout: the same
+ * buffers, chunk counts and in-place form as a run of ir requires (api.c). The verifier then
+ * takes every size from the communicator (cdsl_comm_buf_bytes) and reaches the aliased buffer
+ * through it (cdsl_comm_write), so that it fills and checks the memory the run uses. */
+bool rt_comm_layout_matches(const cdsl_comm *c, const IrProgram *ir);
 
 #endif
