@@ -8,8 +8,9 @@
 #   make asan       the same binaries under AddressSanitizer + UBSan in build/asan/
 #   make tsan       the same binaries under ThreadSanitizer in build/tsan/ (sim backend)
 #   make fuzz       the libFuzzer targets in build/fuzz/ (clang): fuzz_parse (lex, parse,
-#                   resolve), fuzz_check (through the checker and CUDA emission) and
-#                   fuzz_plan (the MSCCL++ plan importer, through the checker)
+#                   resolve), fuzz_check (through the checker and CUDA emission),
+#                   fuzz_plan (the MSCCL++ plan importer, through the checker) and
+#                   fuzz_verify (plan shapes through cdslrun's fill, sim run and check)
 #   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the device headers (include/cdsl/),
 #                   the stdlib, pkg-config and CMake files
 #
@@ -136,7 +137,7 @@ fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 	@why=$$(FUZZ_CC=$(FUZZ_CC) bash -c '. tests/lib/need.bash && need_fuzzer "make fuzz"') || \
 		{ echo "$${why#\[SKIP\] }" >&2; exit 1; }
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
-	for t in fuzz_parse fuzz_check fuzz_plan; do \
+	for t in fuzz_parse fuzz_check fuzz_plan fuzz_verify; do \
 		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
 			-o build/fuzz/$$t tests/fuzz/$$t.c build/fuzz/libcdsl.a $(LDLIBS) || exit 1; \
 	done

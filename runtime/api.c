@@ -487,17 +487,19 @@ static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, c
 static int comm_alias_transfer(cdsl_comm *c, int rank, bool write, void *host, size_t bytes)
 {
     size_t off = comm_alias_offset(c, rank);
-    char *tmp = bytes ? malloc(off + bytes) : NULL;
-    if (bytes && !tmp) {
+    if (!bytes)     /* an aliased buffer of no chunks: nothing to move */
+        return CDSL_OK;
+    char *tmp = malloc(off + bytes);
+    if (!tmp) {
         rt_error(c->user_log, "out of memory: %zu bytes of host memory for rank %d's %s", off + bytes, rank,
                  write ? "write" : "read");
         return CDSL_ERR_SYSTEM;
     }
-    int rc = bytes ? c->ops->read(c->state, rank, c->holder, tmp, off + bytes) : CDSL_OK;
+    int rc = c->ops->read(c->state, rank, c->holder, tmp, off + bytes);
     if (!rc && write) {
         memcpy(tmp + off, host, bytes);
         rc = c->ops->write(c->state, rank, c->holder, tmp, off + bytes);
-    } else if (!rc && bytes) {
+    } else if (!rc) {
         memcpy(host, tmp + off, bytes);
     }
     free(tmp);

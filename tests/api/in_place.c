@@ -150,6 +150,9 @@ static void aliasing(cdsl_comm *c, const char *allgather)
     ok = ok && cdsl_comm_write(c, 2, CDSL_BUF_INPUT, mine, CHUNK) == CDSL_OK &&
          cdsl_comm_read(c, 2, CDSL_BUF_OUTPUT, back, sizeof back) == CDSL_OK;
     result("allgather in place: writing rank 2's input writes its part of the output", ok && !memcmp(back + at, mine, CHUNK));
+    ok = ok && cdsl_comm_write(c, 2, CDSL_BUF_INPUT, mine, 0) == CDSL_OK &&
+         cdsl_comm_read(c, 2, CDSL_BUF_INPUT, back, 0) == CDSL_OK;
+    result("allgather in place: no bytes of rank 2's input, written and read, move nothing", ok);
     cdsl_program_destroy(ip);
 }
 
