@@ -30,6 +30,7 @@
 #include "cdsl.h"
 #include "driver.h"
 #include "ir.h"
+#include "last_error.h"
 #include "layout.h"
 #include "log.h"
 #include "verify.h"
@@ -40,8 +41,9 @@ struct cdsl_comm {
     cdsl_backend backend;
     RtConfig cfg;                   /* cfg.log is `log` below */
     FILE *user_log;                 /* where messages end up */
-    FILE *log;                      /* the backends' stream: forwards to user_log unless muted */
+    FILE *log;                      /* every message's stream: forwards to user_log unless muted */
     bool muted;
+    RtLastError *errs;              /* what passed through log: cdsl_get_last_error */
     /* The last allocation or registration (the caller's buffers): */
     bool allocated;
     int nbufs;
@@ -60,6 +62,7 @@ static ssize_t comm_log_write(void *cookie, const char *buf, size_t len)
 {
     cdsl_comm *c = cookie;
     if (!c->muted) {
+        rt_last_error_feed(c->errs, buf, len);
         fwrite(buf, 1, len, c->user_log);
         fflush(c->user_log);
     } else {   /* why the default backend did not take p2p: only on the debug log */
@@ -84,7 +87,12 @@ static FILE *comm_log_open(cdsl_comm *c)
 
 FILE *rt_comm_log(const cdsl_comm *c)
 {
-    return c ? c->user_log : stderr;
+    return c ? c->log : stderr;
+}
+
+const char *cdsl_get_last_error(const cdsl_comm *c)
+{
+    return rt_last_error_text(c ? c->errs : NULL);
 }
 
 /* ---- create / destroy ---------------------------------------------------------------------- */
@@ -172,6 +180,7 @@ static void comm_free(cdsl_comm *c)
         c->ops->destroy(c->state);
     if (c->log)
         fclose(c->log);
+    rt_last_error_free(c->errs);
     free(c);
 }
 
@@ -190,10 +199,15 @@ int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out)
     cdsl_comm *c = calloc(1, sizeof *c);
     if (c) {
         c->user_log = user;
+        c->errs = rt_last_error_new();
         c->log = comm_log_open(c);
         c->aliased = c->holder = -1;
     }
-    if (!c || !c->log) {
+    if (!c || !c->log || !c->errs) {
+        if (c && c->log)
+            fclose(c->log);
+        if (c)
+            rt_last_error_free(c->errs);
         free(c);
         rt_error(user, "out of memory creating a communicator");
         return CDSL_ERR_SYSTEM;
@@ -241,7 +255,7 @@ int cdsl_comm_nranks(const cdsl_comm *c)
 int cdsl_comm_device_info(const cdsl_comm *c, int rank, cdsl_device_info *info)
 {
     if (!c || !info || rank < 0 || rank >= c->cfg.nranks) {
-        rt_error(c ? c->user_log : NULL, "cdsl_comm_device_info needs a communicator, one of its ranks and a "
+        rt_error(c ? c->log : NULL, "cdsl_comm_device_info needs a communicator, one of its ranks and a "
                  "place for the answer");
         return CDSL_ERR_USAGE;
     }
@@ -251,7 +265,7 @@ int cdsl_comm_device_info(const cdsl_comm *c, int rank, cdsl_device_info *info)
         return CDSL_OK;
     }
     int rpg = c->cfg.ranks_per_gpu > 0 ? c->cfg.ranks_per_gpu : 1;
-    return rt_device_describe(c->cfg.first_device + rank / rpg, info, c->user_log);
+    return rt_device_describe(c->cfg.first_device + rank / rpg, info, c->log);
 }
 
 /* ---- a program's buffers ------------------------------------------------------------------- */
@@ -280,7 +294,7 @@ const char *cdsl_program_buf_name(const cdsl_program *p, int buf)
 static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
 {
     if (!p || !p->ir) {
-        rt_error(c->user_log, "the program was not evaluated; there is nothing to run");
+        rt_error(c->log, "the program was not evaluated; there is nothing to run");
         return NULL;
     }
     return p->ir;
@@ -291,16 +305,16 @@ static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
  * aliased buffer does not fit in its holder (layout.c). */
 static int comm_layout_bytes(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, size_t *bytes)
 {
-    if (!rt_in_place_fits(ir, c->user_log))
+    if (!rt_in_place_fits(ir, c->log))
         return CDSL_ERR_USAGE;
     if (chunk_bytes % 4) {
-        rt_error(c->user_log, "a chunk of %zu bytes: chunks are a multiple of 4 bytes", chunk_bytes);
+        rt_error(c->log, "a chunk of %zu bytes: chunks are a multiple of 4 bytes", chunk_bytes);
         return CDSL_ERR_USAGE;
     }
     for (int b = 0; b < ir->nbufs; b++) {
         size_t n = (size_t)ir->bufs[b].nchunks;
         if (n && chunk_bytes > SIZE_MAX / n) {
-            rt_error(c->user_log, "out of memory: buffer %s of %zu chunks of %zu bytes", ir->bufs[b].name, n,
+            rt_error(c->log, "out of memory: buffer %s of %zu chunks of %zu bytes", ir->bufs[b].name, n,
                      chunk_bytes);
             return CDSL_ERR_SYSTEM;
         }
@@ -350,12 +364,12 @@ static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, const size_t *b
             if (pair && (uintptr_t)ptrs[r * n + aliased] == want)
                 continue;
             if (pair)
-                rt_error(c->user_log, "rank %d's %s (ptrs[%d]) overlaps its %s but is not its part of it: %s compiled "
+                rt_error(c->log, "rank %d's %s (ptrs[%d]) overlaps its %s but is not its part of it: %s compiled "
                          "in place needs %s == %s + %zu bytes on rank %d", r, ir->bufs[aliased].name, r * n + aliased,
                          ir->bufs[holder].name, ir->name, ir->bufs[aliased].name, ir->bufs[holder].name,
                          (size_t)(want - (uintptr_t)ptrs[r * n + holder]), r);
             else
-                rt_error(c->user_log, "rank %d's buffers %s (ptrs[%d]) and %s (ptrs[%d]) overlap; %s%s", r,
+                rt_error(c->log, "rank %d's buffers %s (ptrs[%d]) and %s (ptrs[%d]) overlap; %s%s", r,
                          ir->bufs[x].name, r * n + x, ir->bufs[y].name, r * n + y,
                          x == IR_INPUT && y == IR_OUTPUT && ir->coll <= COLL_ALLREDUCE
                              ? "an input that shares the output's memory needs the program compiled in place "
@@ -376,7 +390,7 @@ static int comm_zero_slots(cdsl_comm *c, const IrProgram *ir, const size_t *byte
         return CDSL_OK;
     void *zeros = calloc(1, bytes[b]);
     if (!zeros) {
-        rt_error(c->user_log, "out of memory zeroing the packet slots");
+        rt_error(c->log, "out of memory zeroing the packet slots");
         return CDSL_ERR_SYSTEM;
     }
     int rc = CDSL_OK;
@@ -407,7 +421,7 @@ int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
 static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, void *const *ptrs)
 {
     if (!ptrs) {
-        rt_error(c->user_log, "cdsl_comm_register needs %d pointers (ranks x buffers), not NULL",
+        rt_error(c->log, "cdsl_comm_register needs %d pointers (ranks x buffers), not NULL",
                  c->cfg.nranks * ir->nbufs);
         return CDSL_ERR_USAGE;
     }
@@ -416,7 +430,7 @@ static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, 
             int i = r * ir->nbufs + b;
             uintptr_t a = (uintptr_t)ptrs[i];
             if ((a == 0 && bytes[b]) || a % 16) {
-                rt_error(c->user_log, "rank %d's buffer %s (ptrs[%d]) is %p: a registered buffer must be %s",
+                rt_error(c->log, "rank %d's buffer %s (ptrs[%d]) is %p: a registered buffer must be %s",
                          r, ir->bufs[b].name, i, ptrs[i],
                          a ? "16-byte aligned" : "there (NULL only for a buffer of no chunks)");
                 return CDSL_ERR_USAGE;
@@ -442,7 +456,7 @@ int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, 
     if (rc)
         return rc;
     if (!c->ops->attach) {
-        rt_error(c->user_log, "the %s backend cannot run on caller buffers; use cdsl_comm_alloc",
+        rt_error(c->log, "the %s backend cannot run on caller buffers; use cdsl_comm_alloc",
                  c->ops->name);
         return CDSL_ERR_USAGE;
     }
@@ -466,15 +480,15 @@ size_t cdsl_comm_buf_bytes(const cdsl_comm *c, int buf)
 static int comm_transfer_ok(cdsl_comm *c, const char *what, int rank, int buf, const void *host, size_t bytes)
 {
     if (!c->allocated) {
-        rt_error(c->user_log, "cannot %s a buffer before cdsl_comm_alloc or cdsl_comm_register", what);
+        rt_error(c->log, "cannot %s a buffer before cdsl_comm_alloc or cdsl_comm_register", what);
         return CDSL_ERR_USAGE;
     }
     if (rank < 0 || rank >= c->cfg.nranks || buf < 0 || buf >= c->nbufs || bytes > c->bytes[buf]) {
-        rt_error(c->user_log, "cannot %s %zu bytes of rank %d's buffer %d: out of range", what, bytes, rank, buf);
+        rt_error(c->log, "cannot %s %zu bytes of rank %d's buffer %d: out of range", what, bytes, rank, buf);
         return CDSL_ERR_USAGE;
     }
     if (!host && bytes) {
-        rt_error(c->user_log, "cannot %s %zu bytes of rank %d's buffer %d: the host pointer is NULL", what, bytes,
+        rt_error(c->log, "cannot %s %zu bytes of rank %d's buffer %d: the host pointer is NULL", what, bytes,
                  rank, buf);
         return CDSL_ERR_USAGE;
     }
@@ -491,7 +505,7 @@ static int comm_alias_transfer(cdsl_comm *c, int rank, bool write, void *host, s
         return CDSL_OK;
     char *tmp = malloc(off + bytes);
     if (!tmp) {
-        rt_error(c->user_log, "out of memory: %zu bytes of host memory for rank %d's %s", off + bytes, rank,
+        rt_error(c->log, "out of memory: %zu bytes of host memory for rank %d's %s", off + bytes, rank,
                  write ? "write" : "read");
         return CDSL_ERR_SYSTEM;
     }
@@ -531,16 +545,16 @@ int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
     if (!c)
         return comm_missing(__func__);
     if (!ptr) {
-        rt_error(c->user_log, "cdsl_comm_buffer needs a place for the address");
+        rt_error(c->log, "cdsl_comm_buffer needs a place for the address");
         return CDSL_ERR_USAGE;
     }
     *ptr = NULL;
     if (!c->allocated) {
-        rt_error(c->user_log, "no buffer to address before cdsl_comm_alloc or cdsl_comm_register");
+        rt_error(c->log, "no buffer to address before cdsl_comm_alloc or cdsl_comm_register");
         return CDSL_ERR_USAGE;
     }
     if (rank < 0 || rank >= c->cfg.nranks || buf < 0 || buf >= c->nbufs) {
-        rt_error(c->user_log, "there is no buffer %d of rank %d (%d ranks, %d buffers)", buf, rank,
+        rt_error(c->log, "there is no buffer %d of rank %d (%d ranks, %d buffers)", buf, rank,
                  c->cfg.nranks, c->nbufs);
         return CDSL_ERR_USAGE;
     }
@@ -569,25 +583,25 @@ bool rt_comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir, cdsl_dtype t, int iters)
 {
     if (!p->ok) {
-        rt_error(c->user_log, "%s has errors; it cannot run", ir->name);
+        rt_error(c->log, "%s has errors; it cannot run", ir->name);
         return CDSL_ERR_USAGE;
     }
     if (ir->nranks != c->cfg.nranks) {
-        rt_error(c->user_log, "%s was compiled for %d ranks; the communicator has %d", ir->name, ir->nranks,
+        rt_error(c->log, "%s was compiled for %d ranks; the communicator has %d", ir->name, ir->nranks,
                  c->cfg.nranks);
         return CDSL_ERR_USAGE;
     }
     if (!rt_comm_layout_matches(c, ir)) {
         if (c->allocated && (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
-            rt_error(c->user_log, "the communicator's buffers were laid out for a program compiled %s, and %s was "
+            rt_error(c->log, "the communicator's buffers were laid out for a program compiled %s, and %s was "
                      "compiled %s: allocate or register them for it", c->aliased >= 0 ? "in place" : "out of place",
                      ir->name, c->aliased >= 0 ? "out of place" : "in place");
         else
-            rt_error(c->user_log, "the communicator's buffers were not allocated for %s's layout", ir->name);
+            rt_error(c->log, "the communicator's buffers were not allocated for %s's layout", ir->name);
         return CDSL_ERR_USAGE;
     }
     if (iters < 1 || (unsigned)t > CDSL_S32) {
-        rt_error(c->user_log, "a run needs at least one iteration and a known element type");
+        rt_error(c->log, "a run needs at least one iteration and a known element type");
         return CDSL_ERR_USAGE;
     }
     return CDSL_OK;

@@ -498,6 +498,19 @@ typedef struct cdsl_device_info {
 } cdsl_device_info;
 int cdsl_comm_device_info(const cdsl_comm *comm, int rank, cdsl_device_info *info);
 
+/* ---- The last error -----------------------------------------------------------------------------
+ * Every failing call also writes its "cdsl: error: ..." line to the log; these return that
+ * text instead, for a caller that keeps no log (ncclGetLastError's shape): the last error
+ * reported on the communicator, from whichever thread, without the "cdsl: error: " prefix and
+ * followed by the "note: ..." lines that came with it (one message, lines separated by '\n').
+ * For NULL: the last error the calling thread reported, communicator or not (a failed
+ * cdsl_comm_create or cdsl_comm_init_rank, a NULL communicator, cdsl_pattern_check). ""
+ * when there was none. The text is the calling thread's copy, valid until its next call of
+ * either function; an error keeps being the last one until another replaces it, so read it
+ * right after the call that failed. Compiling reports its diagnostics to opts.diag instead. */
+const char *cdsl_get_last_error(const cdsl_comm *comm);
+const char *cdsl_rank_get_last_error(const cdsl_rank_comm *comm);
+
 #ifdef __cplusplus
 }
 #endif

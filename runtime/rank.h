@@ -91,7 +91,8 @@ struct cdsl_rank_comm {
     int rank, nranks;
     cdsl_engine kind;
     cdsl_rank_config cfg;           /* defaults filled in */
-    FILE *log;
+    FILE *log;                      /* every message's: forwards to cfg's log, feeds errs */
+    struct RtLastError *errs;       /* cdsl_rank_get_last_error */
     int device;                     /* GPU engines: the CUDA ordinal; -1 on sim */
     /* The symmetric region and the current program's buffers in it: */
     size_t reserved;                /* bytes of every rank's region */

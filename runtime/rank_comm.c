@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "last_error.h"
 #include "layout.h"
 #include "log.h"
 #include "rank.h"
@@ -70,6 +71,31 @@ static const RtRankOps *rt_engine_ops(cdsl_engine e)
 
 /* ---- init / destroy ---------------------------------------------------------------------------- */
 
+/* The communicator's own message stream: every message reaches the caller's log through it
+ * and is kept for cdsl_rank_get_last_error. False when out of memory. */
+static bool rt_log_open(cdsl_rank_comm *c, FILE *to)
+{
+    c->errs = rt_last_error_new();
+    c->log = rt_last_error_stream(c->errs, to);
+    if (c->log)
+        return true;
+    rt_last_error_free(c->errs);
+    rt_error(to, "out of memory");
+    return false;
+}
+
+static void rt_free(cdsl_rank_comm *c)
+{
+    fclose(c->log);
+    rt_last_error_free(c->errs);
+    free(c);
+}
+
+const char *cdsl_rank_get_last_error(const cdsl_rank_comm *c)
+{
+    return rt_last_error_text(c ? c->errs : NULL);
+}
+
 static int rt_init_args_ok(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id *id, int rank,
                            const cdsl_rank_config *cfg, FILE *log)
 {
@@ -106,8 +132,10 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
     RtId id;
     memcpy(&id, uid->internal, sizeof id);
     cdsl_rank_comm *c = calloc(1, sizeof *c);
-    if (!c) {
-        rt_error(log, "out of memory");
+    if (!c || !rt_log_open(c, log)) {
+        if (!c)
+            rt_error(log, "out of memory");
+        free(c);
         return CDSL_ERR_SYSTEM;
     }
     if (config)
@@ -115,22 +143,22 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
     else
         cdsl_rank_config_init(&c->cfg);
     c->cfg.timeout_s = rt_rank_timeout(&c->cfg);
-    c->cfg.log = c->log = log;
+    c->cfg.log = c->log;
     c->rank = rank;
     c->nranks = nranks;
     c->kind = (cdsl_engine)id.engine;
     c->ops = rt_engine_ops(c->kind);
     c->device = -1;
     if (c->kind != CDSL_ENGINE_NCCL && id.ctl.host != rt_ctl_host_id()) {
-        rt_error(log, "rank %d: the unique id was made on another host; the %s engine runs the ranks of one host "
+        rt_error(c->log, "rank %d: the unique id was made on another host; the %s engine runs the ranks of one host "
                  "(the nccl engine crosses hosts)", rank, cdsl_engine_name(c->kind));
-        free(c);
+        rt_free(c);
         return CDSL_ERR_USAGE;
     }
     double t = log_clock();
     if ((st = c->ops->init(c, &id))) {
         c->ops->destroy(c);
-        free(c);
+        rt_free(c);
         return st;
     }
     char where[32] = "no GPU";
@@ -147,7 +175,7 @@ void cdsl_rank_comm_destroy(cdsl_rank_comm *c)
     if (!c)
         return;
     c->ops->destroy(c);
-    free(c);
+    rt_free(c);
 }
 
 int cdsl_rank_comm_rank(const cdsl_rank_comm *c)

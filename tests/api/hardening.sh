@@ -6,6 +6,7 @@
 #   - a program for another rank count or an unknown type in cdsl_fill/cdsl_check, an unknown
 #     artifact kind (misuse.c);
 #   - in-place layouts through the API, their refusals, cdsl_check_detail (in_place.c);
+#   - the last error's text, per communicator (from any thread) and per thread (last_error.c);
 #   - the packet slots: a program without packets is refused on them, CDSL_PKT_FLAG (packet_slots.c);
 #   - a .cdsl program and an imported plan in turn on one communicator, every run verified (program_mix.c);
 #   - out of memory through the API (oom.c, address space limited: plain build only) and in
@@ -71,6 +72,10 @@ build null_args asan && run_c null_args asan $AG
 # ---- misuse ---------------------------------------------------------------------------------------
 build misuse "" && run_c misuse "" $AG
 build misuse asan && run_c misuse asan $AG
+
+# ---- the last error: cdsl_get_last_error, cdsl_rank_get_last_error ----------------------------------
+build last_error "" && run_c last_error "" $AG
+build last_error asan && run_c last_error asan $AG
 
 # ---- in place: the API's in-place layouts and refusals, the first wrong element -----------------
 IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_nvls.cdsl"

@@ -31,7 +31,8 @@ static const char *const functions[] = {
     "cdsl_rank_comm_engine", "cdsl_rank_comm_device", "cdsl_rank_alloc", "cdsl_rank_buffer",
     "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
     "cdsl_check_detail", "cdsl_comm_device_info", "cdsl_find_program", "cdsl_stdlib_dir",
-    "cdsl_is_plan", "cdsl_emit_mscclpp", "cdsl_program_in_place",
+    "cdsl_is_plan", "cdsl_emit_mscclpp", "cdsl_program_in_place", "cdsl_get_last_error",
+    "cdsl_rank_get_last_error",
 };
 
 static int failures;
@@ -237,6 +238,10 @@ static void comm_runs(cdsl_comm *c, cdsl_program *p)
     EXPECT(cdsl_comm_device_info(c, 0, NULL) == CDSL_ERR_USAGE);
     EXPECT(cdsl_comm_device_info(c, 0, &info) == CDSL_OK && info.device == -1);
     done("cdsl_comm_device_info");
+    /* NULL: this thread's last error, which the NULL communicator above just was */
+    EXPECT(strstr(cdsl_get_last_error(NULL), "cdsl_comm_device_info needs") != NULL);
+    EXPECT(cdsl_get_last_error(c) != NULL);
+    done("cdsl_get_last_error");
 }
 
 /* The per-rank API, on a one-rank sim communicator in this process. */
@@ -309,6 +314,9 @@ static void rank_api(cdsl_program *p, FILE *quiet)
     EXPECT(cdsl_pattern_check(NULL, CDSL_F32, 0, 64, buf, sizeof buf, NULL, quiet) == CDSL_ERR_USAGE);
     EXPECT(cdsl_pattern_check(p, CDSL_F32, 0, 64, NULL, sizeof buf, NULL, quiet) == CDSL_ERR_USAGE);
     done("cdsl_pattern_check");
+    EXPECT(strstr(cdsl_rank_get_last_error(NULL), "the pattern needs") != NULL);
+    EXPECT(cdsl_rank_get_last_error(c) != NULL);
+    done("cdsl_rank_get_last_error");
     cdsl_rank_comm_destroy(NULL);
     cdsl_rank_comm_destroy(c);
     done("cdsl_rank_comm_destroy");
