@@ -5,9 +5,12 @@ checkout this package sits in (python/cdsl/ -> ../../build); lib/libcdsl.so besi
 installed tree (sys.prefix, /usr/local, /usr); what the dynamic linker finds by name. Nothing
 is compiled: the package is ctypes over the library that `make` or `make install` made.
 
-Messages: libcdsl writes its messages ("cdsl: error: ...") to a C FILE*. Each object here
-gives the library a temporary file of its own (tmpfile(3)), and after a failing call reads what
-was written, so that the Python exception carries the library's own explanation.
+Messages: a failing call's exception carries the library's own explanation. For a
+communicator, cdsl_rank_get_last_error(comm) (cdsl_rank_get_last_error(NULL): the calling
+thread's last error, for a communicator that could not be made); the messages the library
+also writes to its FILE* log go to /dev/null. A compile's diagnostics (several lines, with
+source positions) go to a temporary file of the Program's own (tmpfile(3)), read back when the
+compile fails, as is cdsl_pattern_check's report.
 """
 import ctypes
 import ctypes.util
@@ -116,6 +119,7 @@ pattern_fill = _fn("cdsl_pattern_fill", c_int, P, c_int, c_int, c_size_t, P, c_s
 pattern_check = _fn("cdsl_pattern_check", c_int, P, c_int, c_int, c_size_t, P, c_size_t,
                     ctypes.POINTER(c_ulonglong), P)
 version = _fn("cdsl_version", c_char_p)
+rank_get_last_error = _fn("cdsl_rank_get_last_error", c_char_p, P)
 
 _tmpfile = libc.tmpfile
 _tmpfile.restype = c_void_p
@@ -130,6 +134,28 @@ _fclose.argtypes = [c_void_p]
 _rewind = libc.rewind
 _rewind.argtypes = [c_void_p]
 _rewind.restype = None
+_fopen = libc.fopen
+_fopen.restype = c_void_p
+_fopen.argtypes = [c_char_p, c_char_p]
+
+
+def last_error(comm=None):
+    """The text of the last error on a per-rank communicator (None: this thread's last)."""
+    text = rank_get_last_error(comm)
+    return text.decode("utf-8", "replace") if text else ""
+
+
+_devnull = None
+
+
+def devnull():
+    """A FILE* that discards what the library writes (opened once, kept for the process)."""
+    global _devnull
+    if not _devnull:
+        _devnull = _fopen(b"/dev/null", b"w")
+        if not _devnull:
+            raise OSError("cdsl: cannot open /dev/null")
+    return _devnull
 
 
 class Log:

@@ -8,10 +8,12 @@
     comm.status()                               # after synchronising the stream
 
 Pointers are device addresses of this rank's GPU (host addresses on the sim engine), as ints.
-Every failure raises cdsl.Error with the library's own message.
+Every failure raises cdsl.Error with the library's own message; so does every call on a
+RankComm or Program after its close(). A path with a NUL byte raises ValueError.
 """
 import ctypes
 import os
+import threading
 
 from . import _lib
 
@@ -25,9 +27,20 @@ class Error(RuntimeError):
         super().__init__(message.strip() or "cdsl: %s error" % self.status)
 
 
-def _check(rc, log):
-    if rc != 0:
-        raise Error(rc, log.take())
+USAGE = 2
+
+
+def _closed(what):
+    return Error(USAGE, "cdsl: %s is closed" % what)
+
+
+def _c_text(value, what):
+    """value (a str or a path) as the bytes C receives, refused when it holds a NUL byte: C would
+    read it only up to there (a path "/tmp/a\\0b" would open /tmp/a)."""
+    b = os.fsencode(value)
+    if b"\0" in b:
+        raise ValueError("cdsl: %s %r has a NUL byte; C would read it only up to there" % (what, value))
+    return b
 
 
 def _dtype(dtype):
@@ -64,62 +77,79 @@ def stdlib_program(name):
 
 
 class Program:
-    """A .cdsl program compiled for nranks and checked for every rank (cdsl_compile)."""
+    """A .cdsl program compiled for nranks and checked for every rank (cdsl_compile).
+
+    After close(), every method raises cdsl.Error; close() waits for a run of the program that
+    another thread has in the library."""
 
     def __init__(self, path, nranks, program=None, defines=None, include_dirs=None, in_place=False):
         """in_place: compile NCCL's in-place form (cdsl_compile_opts.in_place): allgather's input is
         this rank's part of its output, reducescatter's output this rank's part of its input,
         allreduce's input its output. A run on an input and output that share memory needs it."""
-        self._log = _lib.Log()
-        self._keep = []
-        defs = [("%s=%s" % kv).encode() for kv in (defines or {}).items()]
-        incs = [os.fsencode(d) for d in (include_dirs or [])]
+        self._lock = threading.RLock()
+        self._p = None
+        self.path = path
         o = _lib.CompileOpts()
-        o.path = os.fsencode(path)
+        o.path = _c_text(path, "the path")
+        defs = [_c_text("%s=%s" % kv, "the define") for kv in (defines or {}).items()]
+        incs = [_c_text(d, "the include folder") for d in (include_dirs or [])]
         o.nranks = nranks
-        o.program = program.encode() if program else None
+        o.program = _c_text(program, "the program name") if program else None
         o.defines = (ctypes.c_char_p * max(1, len(defs)))(*defs)
         o.ndefines = len(defs)
         o.include_dirs = (ctypes.c_char_p * max(1, len(incs)))(*incs)
         o.ninclude_dirs = len(incs)
         o.stop_after = _lib.STAGE_CHECK
+        self._log = _lib.Log()
         o.diag = self._log.file
         o.color = 0
         o.in_place = 1 if in_place else 0
-        self._p = ctypes.c_void_p()
-        rc = _lib.compile_(ctypes.byref(o), ctypes.byref(self._p))
+        p = ctypes.c_void_p()
+        rc = _lib.compile_(ctypes.byref(o), ctypes.byref(p))
+        self._p = p
         if rc != 0:
             msg = self._log.take()
             self.close()
             raise Error(rc, msg)
-        self.path = path
 
-    @property
-    def handle(self):
+    def _handle(self):
+        """The C program; the caller holds self._lock for as long as the library uses it."""
+        if not self._p:
+            raise _closed("the program %s" % self.path)
         return self._p
 
     @property
+    def handle(self):
+        with self._lock:
+            return self._handle()
+
+    @property
     def name(self):
-        return _lib.program_name(self._p).decode()
+        with self._lock:
+            return _lib.program_name(self._handle()).decode()
 
     @property
     def collective(self):
-        return _lib.program_collective(self._p).decode()
+        with self._lock:
+            return _lib.program_collective(self._handle()).decode()
 
     @property
     def nranks(self):
-        return _lib.program_nranks(self._p)
+        with self._lock:
+            return _lib.program_nranks(self._handle())
 
     def buf_chunks(self, buf):
-        return _lib.program_buf_chunks(self._p, buf)
+        with self._lock:
+            return _lib.program_buf_chunks(self._handle(), buf)
 
     def chunk_bytes(self, size):
         """The chunk size for a collective of `size` bytes (nccl-tests' convention: the larger
         of one rank's input and output)."""
         chunk, granule = ctypes.c_size_t(), ctypes.c_size_t()
-        if _lib.chunk_bytes(self._p, size, ctypes.byref(chunk), ctypes.byref(granule)) != 0:
-            raise ValueError("cdsl: %s: a size of %d bytes is not a positive multiple of %d" %
-                             (self.name, size, granule.value))
+        with self._lock:
+            if _lib.chunk_bytes(self._handle(), size, ctypes.byref(chunk), ctypes.byref(granule)) != 0:
+                raise ValueError("cdsl: %s: a size of %d bytes is not a positive multiple of %d" %
+                                 (self.name, size, granule.value))
         return chunk.value
 
     def bytes(self, buf, chunk):
@@ -128,11 +158,15 @@ class Program:
         return max(n, 0) * chunk
 
     def close(self):
-        if getattr(self, "_p", None):
-            _lib.program_destroy(self._p)
-            self._p = None
-        if getattr(self, "_log", None):
-            self._log.close()
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._p:
+                _lib.program_destroy(self._p)
+                self._p = None
+            if getattr(self, "_log", None):
+                self._log.close()
 
     def __del__(self):
         try:
@@ -148,7 +182,7 @@ def get_unique_id(engine="auto"):
     uid = _lib.UniqueId()
     rc = _lib.get_unique_id_engine(_lib.ENGINES[engine], ctypes.byref(uid))
     if rc != 0:
-        raise Error(rc, "cdsl: cannot make a unique id (the message above says why)")
+        raise Error(rc, _lib.last_error(None) or "cdsl: cannot make a unique id")
     return ctypes.string_at(ctypes.addressof(uid), _lib.UNIQUE_ID_BYTES)
 
 
@@ -159,14 +193,18 @@ def unique_id_engine(uid):
 
 
 class RankComm:
-    """This process's rank of a per-rank communicator (cdsl_comm_init_rank)."""
+    """This process's rank of a per-rank communicator (cdsl_comm_init_rank).
+
+    A lock serialises the calls into the library: close() from another thread waits for the
+    call that is running there, and every call after close() raises cdsl.Error."""
 
     def __init__(self, nranks, uid, rank, flavour="p2p", device=-1, timeout=None, spin_limit=0, seed=0):
+        self._lock = threading.RLock()
+        self._c = None
         if not isinstance(uid, (bytes, bytearray)) or len(uid) != _lib.UNIQUE_ID_BYTES:
             raise ValueError("cdsl: the unique id is %d bytes from cdsl.get_unique_id()" % _lib.UNIQUE_ID_BYTES)
         if flavour not in ("p2p", "nvls"):
             raise ValueError("cdsl: flavour is p2p or nvls, not %r" % flavour)
-        self._log = _lib.Log()
         cfg = _lib.RankConfig()
         _lib.rank_config_init(ctypes.byref(cfg))
         cfg.flavour = _lib.BACKENDS[flavour]
@@ -174,53 +212,71 @@ class RankComm:
         cfg.timeout_s = float(timeout or 0)
         cfg.spin_limit = spin_limit
         cfg.seed = seed
-        cfg.log = self._log.file
+        cfg.log = _lib.devnull()     # the exceptions carry the messages (cdsl_rank_get_last_error)
         self._uid = _lib.UniqueId.from_buffer_copy(bytes(uid))
-        self._c = ctypes.c_void_p()
-        rc = _lib.comm_init_rank(ctypes.byref(self._c), nranks, ctypes.byref(self._uid), rank, ctypes.byref(cfg))
+        c = ctypes.c_void_p()
+        rc = _lib.comm_init_rank(ctypes.byref(c), nranks, ctypes.byref(self._uid), rank, ctypes.byref(cfg))
         if rc != 0:
-            msg = self._log.take()
-            self._log.close()
-            raise Error(rc, msg)
+            raise Error(rc, _lib.last_error(None))
+        self._c = c
         self.rank, self.nranks = rank, nranks
+
+    def _comm(self):
+        """The C communicator; the caller holds self._lock."""
+        if not self._c:
+            raise _closed("rank %d's communicator" % self.rank)
+        return self._c
+
+    def _check(self, rc):
+        if rc != 0:
+            raise Error(rc, _lib.last_error(self._c))
 
     @property
     def engine(self):
-        return {v: k for k, v in _lib.ENGINES.items()}[_lib.rank_comm_engine(self._c)]
+        with self._lock:
+            return {v: k for k, v in _lib.ENGINES.items()}[_lib.rank_comm_engine(self._comm())]
 
     @property
     def device(self):
-        return _lib.rank_comm_device(self._c)
+        with self._lock:
+            return _lib.rank_comm_device(self._comm())
 
     def alloc(self, program, chunk):
-        _check(_lib.rank_alloc(self._c, program.handle, chunk), self._log)
+        with self._lock, program._lock:
+            self._check(_lib.rank_alloc(self._comm(), program._handle(), chunk))
 
     def buffer(self, buf):
         """This rank's symmetric buffer `buf` (0 input, 1 output, 2.. scratch) as an address."""
         p = ctypes.c_void_p()
-        _check(_lib.rank_buffer(self._c, buf, ctypes.byref(p)), self._log)
+        with self._lock:
+            self._check(_lib.rank_buffer(self._comm(), buf, ctypes.byref(p)))
         return p.value or 0
 
     def buffer_bytes(self, buf):
-        return _lib.rank_buffer_bytes(self._c, buf)
+        with self._lock:
+            return _lib.rank_buffer_bytes(self._comm(), buf)
 
     def run(self, program, dtype, chunk, input=None, input_bytes=0, output=None, output_bytes=0, stream=None):
         """Enqueue one run of this rank's part on `stream` (an int CUstream; None: the
         communicator's own). input/output None: the symmetric buffers themselves (no copy)."""
         io = _lib.RankIo(input or None, input_bytes, output or None, output_bytes)
-        _check(_lib.rank_run(self._c, program.handle, _dtype(dtype), chunk, ctypes.byref(io), stream or None),
-               self._log)
+        t = _dtype(dtype)
+        with self._lock, program._lock:
+            self._check(_lib.rank_run(self._comm(), program._handle(), t, chunk, ctypes.byref(io), stream or None))
 
     def status(self):
         """After the stream was synchronised: raises cdsl.Error when this rank's run failed."""
-        _check(_lib.rank_status(self._c), self._log)
+        with self._lock:
+            self._check(_lib.rank_status(self._comm()))
 
     def close(self):
-        if getattr(self, "_c", None):
-            _lib.rank_comm_destroy(self._c)
-            self._c = None
-        if getattr(self, "_log", None):
-            self._log.close()
+        lock = getattr(self, "_lock", None)
+        if lock is None:
+            return
+        with lock:
+            if self._c:
+                _lib.rank_comm_destroy(self._c)
+                self._c = None
 
     def __enter__(self):
         return self
@@ -237,22 +293,23 @@ class RankComm:
 
 def pattern_fill(program, dtype, rank, chunk, address, nbytes):
     """Write rank's verification input for program at chunk bytes into host memory."""
-    log = _lib.Log()
-    try:
-        _check(_lib.pattern_fill(program.handle, _dtype(dtype), rank, chunk, address, nbytes), log)
-    finally:
-        log.close()
+    t = _dtype(dtype)
+    with program._lock:
+        rc = _lib.pattern_fill(program._handle(), t, rank, chunk, address, nbytes)
+    if rc != 0:
+        raise Error(rc, _lib.last_error(None))
 
 
 def pattern_check(program, dtype, rank, chunk, address, nbytes):
     """Compare rank's output (host memory) with the collective's postcondition; returns the
     number of wrong elements (0: verified); the first wrong one is in cdsl.last_check_message."""
     global last_check_message
+    t = _dtype(dtype)
     log = _lib.Log()
     wrong = ctypes.c_ulonglong()
     try:
-        rc = _lib.pattern_check(program.handle, _dtype(dtype), rank, chunk, address, nbytes, ctypes.byref(wrong),
-                                log.file)
+        with program._lock:
+            rc = _lib.pattern_check(program._handle(), t, rank, chunk, address, nbytes, ctypes.byref(wrong), log.file)
         last_check_message = log.take()
         if rc not in (0, 5):
             raise Error(rc, last_check_message)
