@@ -503,6 +503,8 @@ int cdsl_comm_device_info(const cdsl_comm *comm, int rank, cdsl_device_info *inf
  * text instead, for a caller that keeps no log (ncclGetLastError's shape): the last error
  * reported on the communicator, from whichever thread, without the "cdsl: error: " prefix and
  * followed by the "note: ..." lines that came with it (one message, lines separated by '\n').
+ * On a per-rank communicator, every error of the last call that failed, in order: this rank's
+ * own reason first, then what it learnt of the others ("rank 1 cannot take part ...").
  * For NULL: the last error the calling thread reported, communicator or not (a failed
  * cdsl_comm_create or cdsl_comm_init_rank, a NULL communicator, cdsl_pattern_check). ""
  * when there was none. The text is the calling thread's copy, valid until its next call of

@@ -4,7 +4,7 @@
  *
  * A communicator's messages all pass through one stdio stream of its own; the record reads the
  * bytes as they pass and keeps the last "cdsl: error: " line, with the "cdsl: note: " lines
- * that follow it. Whichever thread writes (a sim rank's thread, the caller), a mutex keeps
+ * that follow it (or, where calls are marked, every error line of the last call that had one). Whichever thread writes (a sim rank's thread, the caller), a mutex keeps
  * the text whole, and a reader gets a copy of its own. Errors outside any communicator (a
  * failed create, a NULL communicator) are the calling thread's: rt_error keeps the last one
  * per thread.
@@ -20,6 +20,10 @@ typedef struct RtLastError RtLastError;
 /* NULL when out of memory (the communicator then keeps no record). */
 RtLastError *rt_last_error_new(void);
 void rt_last_error_free(RtLastError *e);
+/* A public function of the communicator begins: the errors it reports, its own reason first
+ * and then what it learnt of other ranks, make up one text (without this mark, each error
+ * replaces the one before). */
+void rt_last_error_begin(RtLastError *e);
 /* len bytes of the communicator's message stream, as written (lines may arrive in pieces). */
 void rt_last_error_feed(RtLastError *e, const char *buf, size_t len);
 /* The recorded text in a buffer of the calling thread's (valid until its next call); "" for

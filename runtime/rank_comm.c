@@ -449,6 +449,7 @@ int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
 {
     if (!c)
         return CDSL_ERR_USAGE;
+    rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
     size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
@@ -490,6 +491,7 @@ int cdsl_rank_buffer(cdsl_rank_comm *c, int buf, void **ptr)
 {
     if (!c || !ptr)
         return CDSL_ERR_USAGE;
+    rt_last_error_begin(c->errs);
     *ptr = NULL;
     if (buf < 0 || buf >= c->nbufs) {
         rt_error(c->log, "rank %d: there is no buffer %d (%d buffers laid out; cdsl_rank_alloc or a run lays them out)",
@@ -589,6 +591,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
 {
     if (!c)
         return CDSL_ERR_USAGE;
+    rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
     int local = rt_run_ok(c, p, dtype, chunk, io);
@@ -620,6 +623,7 @@ int cdsl_rank_status(cdsl_rank_comm *c)
 {
     if (!c)
         return CDSL_ERR_USAGE;
+    rt_last_error_begin(c->errs);
     int st = c->ops->status(c);
     if (st == CDSL_ERR_RUNTIME)
         c->failed = true;

@@ -32,6 +32,8 @@ struct RtLastError {
     char line[RT_LAST_ERROR_BYTES];     /* the line being written, cut at the size */
     size_t line_len;
     bool noting;                        /* notes that follow belong to the error in text */
+    bool calls;                         /* rt_last_error_begin marks calls: errors of one join */
+    bool fresh;                         /* no error yet in the call begun last */
     FILE *to;                           /* rt_last_error_stream: where the bytes go on */
 };
 
@@ -75,15 +77,29 @@ void rt_last_error_free(RtLastError *e)
     free(e);
 }
 
-/* A whole line: an error replaces the text; a note that follows it is added on a line of its
- * own (as "note: ..."); anything else ends the notes. */
+void rt_last_error_begin(RtLastError *e)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->calls = e->fresh = true;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* A whole line: an error replaces the text (or, after another error of the same call, is
+ * added on a line of its own); a note that follows it is added too (as "note: ..."); anything
+ * else ends the notes. */
 static void last_error_line(RtLastError *e)
 {
     size_t ep = strlen(error_prefix), have = strlen(e->text);
     e->line[e->line_len] = 0;
     if (!strncmp(e->line, error_prefix, ep)) {
-        snprintf(e->text, sizeof e->text, "%s", e->line + ep);
+        if (e->calls && !e->fresh && have + 1 < sizeof e->text)
+            snprintf(e->text + have, sizeof e->text - have, "\n%s", e->line + ep);
+        else
+            snprintf(e->text, sizeof e->text, "%s", e->line + ep);
         e->noting = true;
+        e->fresh = false;
     } else if (e->noting && !strncmp(e->line, note_prefix, strlen(note_prefix)) && have + 1 < sizeof e->text) {
         snprintf(e->text + have, sizeof e->text - have, "\n%s", e->line + strlen("cdsl: "));
     } else {
