@@ -17,7 +17,7 @@
 #          default 330 s; programs that would start in its last 100 s are skipped). Build, the
 #          GPU checks and the targets in one call of about 9 minutes at most:
 #          CHECK_S=60 bash bench/gpu_session.sh build check compare
-# A .carry/ folder (include/, lib/: jansson's and cJSON's headers and libraries, for GPU hosts
+# A .carry/ folder (include/, lib/: jansson's headers and library, for GPU hosts
 # without the Debian -dev packages) is used for the build and at run time when present.
 # Every step is bounded; everything written goes into $OUT/session.tar.gz (the device tool
 # brings back at most 8 files) and each step's summary to standard output.

@@ -18,8 +18,8 @@
 #              each collective is also run there at -g GPUS with the same sizes, the NCCL
 #              reference of the plots (NCCL refuses two ranks on one GPU)
 #
-# cdsl-perf needs libcJSON at run time (Debian's libcjson1). On a host without it, copy
-# /usr/lib/x86_64-linux-gnu/libcjson.so.1* into build/lib/ beforehand: this script then finds
+# cdsl-perf needs jansson at run time (Debian's libjansson4). On a host without it, copy
+# /usr/lib/x86_64-linux-gnu/libjansson.so.4* into build/lib/ beforehand: this script then finds
 # it there.
 #
 # SAFETY: multicast objects are forbidden on the shared GPU hosts (shared/reference/NVLS.md):
@@ -31,9 +31,9 @@ NRANKS=${NRANKS:-4} SIZES=${SIZES:--b 1K -e 1G -f 2} ITERS=${ITERS:-20} WARMUP=$
 PERF=${CDSL_PERF:-build/cdsl-perf}
 mkdir -p "$OUT"
 [ -x "$PERF" ] || make -j"$(nproc)" build/cdsl-perf >"$OUT/build.log" 2>&1 || { echo "error: no $PERF"; exit 3; }
-if ldd "$PERF" | grep -q 'libcjson.*not found'; then
-    [ -e build/lib/libcjson.so.1 ] && export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    ldd "$PERF" | grep -q 'libcjson.*not found' && { echo "error: libcjson.so.1 is missing here (see the header)"; exit 3; }
+if ldd "$PERF" | grep -q 'libjansson.*not found'; then
+    [ -e build/lib/libjansson.so.4 ] && export LD_LIBRARY_PATH=$PWD/build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    ldd "$PERF" | grep -q 'libjansson.*not found' && { echo "error: libjansson.so.4 is missing here (see the header)"; exit 3; }
 fi
 
 ngpu=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
