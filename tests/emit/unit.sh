@@ -12,7 +12,7 @@ src="tests/unit/emit_unit.c compiler/arena.c compiler/diag.c compiler/escape.c c
 # shellcheck disable=SC2086
 if ! ${CC:-cc} -std=c11 -Wall -Wextra -Wpedantic -Werror -Wno-unused-parameter -D_GNU_SOURCE -g -O1 \
         -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-        -Icompiler -Iruntime -o "$out/emit_unit" $src -ldl -lpthread 2>"$out/cc.log"; then
+        -Icompiler -Iruntime -o "$out/emit_unit" $src -ljansson -ldl -lpthread 2>"$out/cc.log"; then
     echo "[FAIL] emit_unit: does not build"; cat "$out/cc.log"; exit 1
 fi
 # NVRTC's own allocations are not ours to check for leaks.
