@@ -570,7 +570,14 @@ int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
 
 bool rt_comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 {
-    if (!c->allocated || c->nbufs != ir->nbufs || (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
+    int aliased = -1, holder = -1;
+    if (!c->allocated || c->nbufs != ir->nbufs || (c->aliased >= 0) != ir_in_place(ir, &aliased, &holder))
+        return false;
+    /* In place, the window's place too: buffers of the same sizes laid out for a window at
+       chunk 0 (an allreduce) have no room for one at rank * stride (an alltoall's, which may
+       not fit in the holder at all). The same place in buffers of the same sizes fits, as
+       it did when they were laid out (comm_layout_bytes). */
+    if (c->aliased >= 0 && (c->aliased != aliased || c->holder != holder || c->stride != ir_in_place_first(ir, 1)))
         return false;
     /* A program without packets must not take the packet slots for a buffer of its own: what it
        wrote there would pass for packets in the next run of the program that has them. */

@@ -587,8 +587,13 @@ static void sim_start_rank(SimWorker *w)
             memset(buf, VF_POISON_BYTE, s->bytes[b]);
             continue;
         }
+        /* Clamped to the holder: the communicator refuses a window that does not fit
+           (layout.c, rt_comm_layout_matches), and a fill must not write past the end if one
+           ever slips through. */
         size_t lo = (size_t)ir_in_place_first(s->ir, w->rank) * s->chunk;
         size_t hi = lo + (size_t)s->ir->bufs[aliased].nchunks * s->chunk;
+        lo = lo < s->bytes[b] ? lo : s->bytes[b];
+        hi = hi < s->bytes[b] ? hi : s->bytes[b];
         memset(buf, VF_POISON_BYTE, lo);
         memset(buf + hi, VF_POISON_BYTE, s->bytes[b] - hi);
     }

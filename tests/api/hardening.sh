@@ -6,6 +6,8 @@
 #   - a program for another rank count or an unknown type in cdsl_fill/cdsl_check, an unknown
 #     artifact kind (misuse.c);
 #   - in-place layouts through the API, their refusals, cdsl_check_detail (in_place.c);
+#   - buffers laid out for an in-place window at one place, refused to a program of the same
+#     buffer sizes with its window at another (layout_stride.c);
 #   - the last error's text, per communicator (from any thread) and per thread (last_error.c);
 #   - the packet slots: a program without packets is refused on them, CDSL_PKT_FLAG (packet_slots.c);
 #   - a .cdsl program and an imported plan in turn on one communicator, every run verified (program_mix.c);
@@ -83,6 +85,23 @@ IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_n
 build in_place "" && run_c in_place "" $IP
 # shellcheck disable=SC2086
 build in_place asan && run_c in_place asan $IP
+
+# ---- in place: buffers laid out for one window are refused to a program with another ---------------
+cat >"$tmp/ar8.cdsl" <<'CDSL'
+program ar8(chunks = 2) implements allreduce {
+    scratch part[6];
+    switch.signal(relaxed);
+    switch.wait(relaxed);
+    for k in 0 .. 2 {
+        switch.reduce(part[k], input[2 * rank + k]);
+        switch.store(output[2 * rank + k], part[k]);
+    }
+    switch.signal();
+    switch.wait();
+}
+CDSL
+build layout_stride "" && run_c layout_stride "" "$tmp/ar8.cdsl" tests/mscclpp/in_place_no_layout.json
+build layout_stride asan && run_c layout_stride asan "$tmp/ar8.cdsl" tests/mscclpp/in_place_no_layout.json
 
 # ---- the packet slots are the runtime's: a program without packets may not run on them -------------
 cat >"$tmp/pa.cdsl" <<'CDSL'

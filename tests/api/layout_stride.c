@@ -1,0 +1,89 @@
+/*
+ * layout_stride.c - a run checks where the in-place window starts, not only the buffers'
+ * sizes. An in-place allreduce puts every rank's input at chunk 0 of its output; an in-place
+ * alltoall plan of the same buffer sizes (8/8/6 chunks at 4 ranks) puts rank r's at chunk
+ * 2r, past the end of the output for ranks 1..3: it has no in-place layout at all. Buffers
+ * allocated for the allreduce must not pass for the alltoall's: the sim, with a seed, would
+ * poison the holder around a window that is not there and write past its end.
+ *
+ *     layout_stride ALLREDUCE_IN_PLACE.json ALLTOALL_IN_PLACE.json
+ *
+ * Prints "[PASS] name" / "[FAIL] name".
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cdsl.h"
+
+enum { NRANKS = 4, CHUNK = 256 };
+
+static int failures;
+static FILE *log_file;
+
+static void result(const char *name, bool ok)
+{
+    printf("[%s] %s\n", ok ? "PASS" : "FAIL", name);
+    failures += !ok;
+}
+
+/* Whether the messages since the last call hold `text`; forgets them. */
+static bool said(const char *text)
+{
+    char buf[4096] = "";
+    fflush(log_file);
+    rewind(log_file);
+    size_t n = fread(buf, 1, sizeof buf - 1, log_file);
+    buf[n] = '\0';
+    bool found = strstr(buf, text) != NULL;
+    if (!found)
+        fprintf(stderr, "expected '%s' in: %s\n", text, buf);
+    rewind(log_file);
+    return ftruncate(fileno(log_file), 0) == 0 && found;
+}
+
+static cdsl_program *compile(const char *path)
+{
+    cdsl_compile_opts o = {.path = path, .nranks = NRANKS, .stop_after = CDSL_STAGE_CHECK, .color = 0, .in_place = 1};
+    cdsl_program *p = NULL;
+    if (cdsl_compile(&o, &p) != CDSL_OK) {
+        printf("[FAIL] %s compiles in place\n", path);
+        cdsl_program_destroy(p);
+        return NULL;
+    }
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 99;
+    log_file = tmpfile();
+    cdsl_comm_opts o;
+    cdsl_comm_opts_init(&o);
+    o.backend = CDSL_BACKEND_SIM;
+    o.nranks = NRANKS;
+    o.log = log_file;
+    o.seed = 7;
+    cdsl_comm *c = NULL;
+    cdsl_program *ar = compile(argv[1]), *a2a = compile(argv[2]);
+    if (!log_file || !ar || !a2a || cdsl_comm_create(&o, &c) != CDSL_OK) {
+        printf("[FAIL] setting up a %d-rank sim communicator and its programs\n", NRANKS);
+        return 1;
+    }
+    result("the allreduce in place: its buffers are allocated", cdsl_comm_alloc(c, ar, CHUNK) == CDSL_OK);
+    result("the alltoall in place on the allreduce's buffers (same sizes, another window): cdsl_run refuses it",
+           cdsl_run(c, a2a, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE && said("not allocated for"));
+    result("the alltoall in place on the allreduce's buffers: cdsl_fill refuses it",
+           cdsl_fill(c, a2a, CDSL_F32) == CDSL_ERR_USAGE && said("not allocated for"));
+    unsigned long long wrong = 0;
+    result("the alltoall in place on the allreduce's buffers: cdsl_check refuses it",
+           cdsl_check(c, a2a, CDSL_F32, &wrong) == CDSL_ERR_USAGE && said("not allocated for"));
+    result("the allreduce still runs on its own buffers", cdsl_run(c, ar, CDSL_F32, 1, NULL) == CDSL_OK);
+    cdsl_comm_destroy(c);
+    cdsl_program_destroy(ar);
+    cdsl_program_destroy(a2a);
+    fclose(log_file);
+    return failures != 0;
+}
