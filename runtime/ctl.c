@@ -226,7 +226,9 @@ static int ctl_send(int sock, uint16_t type, int rank, unsigned seq, const char 
     }
 }
 
-static void ctl_close_fds(struct msghdr *m)
+/* Every descriptor that came with m but `keep`: a header may say it carries none, or one, and
+ * still come with more, each of which would otherwise stay open here for good. */
+static void ctl_close_fds(struct msghdr *m, int keep)
 {
     for (struct cmsghdr *cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm))
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
@@ -234,7 +236,8 @@ static void ctl_close_fds(struct msghdr *m)
             for (size_t i = 0; i < n; i++) {
                 int fd;
                 memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof fd);
-                close(fd);
+                if (fd != keep)
+                    close(fd);
             }
         }
 }
@@ -277,11 +280,11 @@ static int ctl_recv(int sock, char *buf, CtlMsg *out, double deadline)
             if (!bad)
                 memcpy(&out->fd, CMSG_DATA(cm), sizeof out->fd);
         }
-        if (bad) {
-            ctl_close_fds(&m);
+        if (bad)
             out->fd = -1;
+        ctl_close_fds(&m, out->fd);
+        if (bad)
             return -EPROTO;
-        }
         out->h.what[CTL_WHAT_BYTES - 1] = 0;
         out->payload = buf + sizeof out->h;
         return 0;
@@ -591,12 +594,18 @@ static void hub_hello(CtlHub *hb, int i)
 }
 
 /* A new connection: another user's is dropped at once; ours waits for its hello in a slot, the
- * oldest stranger's when all are taken. */
+ * oldest stranger's when all are taken. Out of descriptors, rank 0 waits a little rather than
+ * spin on a listening socket it cannot accept from. */
 static void hub_accept(CtlHub *hb)
 {
     int fd = accept4(hb->lsock, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            log_msg(LOG_TRACE, "control plane: rank 0 cannot accept a connection now: %s", strerror(errno));
+            ctl_sleep_ms(20);
+        }
         return;
+    }
     struct ucred cred;
     socklen_t clen = sizeof cred;
     if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred || cred.uid != geteuid()) {

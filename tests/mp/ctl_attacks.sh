@@ -10,8 +10,10 @@
 #      bytes that are not cdsl's;
 #   3. 70 connections that never speak are opened before the real ranks connect: rank 0 closes
 #      them all within a few seconds, and with 70 of them open, a rank that never comes is still
-#      named within the job's timeout.
-# In 1-3 the job completes: every rank verifies its runs. RANK_EXAMPLE names another build's
+#      named within the job's timeout;
+#   4. 100 hellos of the same user with 4 descriptors each that their header does not count, to
+#      a rank 0 limited to 256 descriptors: it closes every one and still accepts its ranks.
+# In 1-4 the job completes: every rank verifies its runs. RANK_EXAMPLE names another build's
 # rank_example (to see these fail on an older library).
 source "$(dirname "$0")/../lib/common.bash"
 export CDSL_ENGINE=sim CDSL_TIMEOUT=${CDSL_TIMEOUT:-10}
@@ -29,12 +31,13 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
     as_other=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 fi
 
-# rank0 JOB N: starts rank 0 of N in $tmp/JOB; sets NAME (the socket's name, from the id file)
-# and NONCE (hex) once rank 0 listens. 1 when it does not within 20 s.
+# rank0 JOB N [NOFILE]: starts rank 0 of N in $tmp/JOB (with at most NOFILE descriptors); sets
+# NAME (the socket's name, from the id file) and NONCE (hex) once rank 0 listens. 1 when it
+# does not within 20 s.
 rank0() {
     job=$tmp/$1 n=$2 NAME="" NONCE=""
     mkdir -m 700 "$job"
-    CDSL_NRANKS=$n CDSL_ID_FILE=$job/id CDSL_RANK=0 timeout 120 "$bin" >"$job/r0" 2>&1 &
+    (ulimit -n "${3:-$(ulimit -n)}" && CDSL_NRANKS=$n CDSL_ID_FILE=$job/id CDSL_RANK=0 exec timeout 120 "$bin") >"$job/r0" 2>&1 &
     pids=($!)
     for ((i = 0; i < 2000; i++)); do
         [ -z "$NAME" ] && [ -s "$job/id" ] && NAME=$(dd if="$job/id" bs=1 skip=16 count=37 2>/dev/null)
@@ -140,5 +143,20 @@ if CDSL_TIMEOUT=3 rank0 missing 3; then
     fi
 else
     fail "idle connections and a missing rank" "rank 0 did not listen: $(head -2 "$job/r0")"
+fi
+# ---- 4. descriptors -------------------------------------------------------------------------------
+# 100 hellos with a wrong nonce, each with 4 descriptors its header does not count, to a rank 0
+# that may hold 256: it closes them all and still has room for its ranks.
+if rank0 fds 3 256; then
+    said=$("$intruder" fds "$NAME" 100 2>&1)
+    r0=$(pgrep -P "${pids[0]}" -x rank_example | head -1)
+    open=$(ls "/proc/$r0/fd" 2>/dev/null | wc -l)
+    rest
+    verified "400 descriptors attached to hellos that do not count them are closed; the job completes ($said)"
+    [ "$said" = "sent 100" ] && [ "$open" -gt 0 ] && [ "$open" -lt 64 ] &&
+        pass "rank 0 holds $open descriptors after 100 such hellos" ||
+        fail "rank 0 closes descriptors it does not hand out" "$open open: $said"
+else
+    fail "descriptors attached to hellos" "rank 0 did not listen: $(head -2 "$job/r0")"
 fi
 exit $((failures > 0))

@@ -8,17 +8,23 @@
  *     ctl_intruder garbage NAME                          bytes that are not a cdsl packet
  *     ctl_intruder idle NAME COUNT SECONDS               COUNT connections that never speak,
  *                                                        held SECONDS
+ *     ctl_intruder fds NAME COUNT                        COUNT connections in turn, each a hello
+ *                                                        with a random nonce whose header says
+ *                                                        it carries no descriptor, with 4 attached
  *
  * NAME is the abstract socket's name without its leading NUL ("cdsl-..."). hello and garbage
  * wait (at most 10 s) for rank 0 to close the connection and print "closed" or "answered: TEXT"
  * when an error message came first. idle prints "connected COUNT" once every connection is up
  * (or "refused after K" when connect fails), then, after SECONDS, "closed by rank 0: K of COUNT".
+ * fds prints "sent COUNT" when rank 0 closed every connection, or "rank 0 stopped closing
+ * connections after K" when one stays open 3 s.
  *
  * The packet layout is written out here on purpose, as an intruder would (runtime/ctl.c's
  * CtlHdr and CtlHello): a change there that this misses makes the hello tests fail loudly,
  * because rank 0 then drops the packet as "not cdsl's" before reading the nonce.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,6 +133,53 @@ static int say_hello(const char *name, int rank, int nranks, const char *nonce_h
     return send_then_wait(name, &pkt, sizeof pkt);
 }
 
+/* A hello (wrong nonce) whose header says nfds = 0, with 4 descriptors of /dev/null attached:
+ * what rank 0 does not hand out, it must close, or it runs out of descriptors. */
+static int send_fds(const char *name, int count)
+{
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        if ((fds[i] = open("/dev/null", O_RDONLY)) < 0)
+            return 2;
+    struct {
+        Hdr h;
+        Hello b;
+    } pkt;
+    memset(&pkt, 0, sizeof pkt);
+    pkt.h = (Hdr){.magic = 0x4c534443, .type = 1, .rank = 1, .len = sizeof pkt.b};
+    pkt.b = (Hello){.rank = 1, .nranks = 3, .pid = getpid(), .version = 1};
+    union {
+        char buf[CMSG_SPACE(sizeof fds)];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {&pkt, sizeof pkt};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+    cm->cmsg_level = SOL_SOCKET;
+    cm->cmsg_type = SCM_RIGHTS;
+    cm->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(cm), fds, sizeof fds);
+    for (int k = 0; k < count; k++) {
+        int fd = connect_to(name);
+        if (fd < 0 || getrandom(pkt.b.nonce, 16, 0) != 16) {
+            printf("cannot connect after %d: %s\n", k, strerror(errno));
+            return 1;
+        }
+        struct pollfd p = {fd, POLLIN, 0};
+        char b;
+        if (sendmsg(fd, &m, MSG_NOSIGNAL) != (ssize_t)sizeof pkt || poll(&p, 1, 3000) <= 0 ||
+            recv(fd, &b, 1, MSG_DONTWAIT) > 0) {
+            printf("rank 0 stopped closing connections after %d\n", k);
+            close(fd);
+            return 1;
+        }
+        close(fd);
+    }
+    printf("sent %d\n", count);
+    return 0;
+}
+
 static int send_garbage(const char *name)
 {
     char junk[100];
@@ -167,8 +220,10 @@ int main(int argc, char **argv)
         return say_hello(argv[2], atoi(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : NULL);
     if (argc == 3 && !strcmp(argv[1], "garbage"))
         return send_garbage(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "fds"))
+        return send_fds(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "idle"))
         return hold_idle(argv[2], atoi(argv[3]), atof(argv[4]));
-    fprintf(stderr, "usage: ctl_intruder hello NAME RANK NRANKS [NONCE_HEX] | garbage NAME | idle NAME COUNT SECONDS\n");
+    fprintf(stderr, "usage: ctl_intruder hello NAME RANK NRANKS [NONCE_HEX] | garbage NAME | idle NAME COUNT SECONDS | fds NAME COUNT\n");
     return 2;
 }
