@@ -452,7 +452,7 @@ static int ctl_share_page(RtCtl *c)
  * one INFO line in all), because they say nothing about the job. Strangers wait in a few slots
  * of their own, each for CTL_HELLO_S at most (a rank says hello as soon as it connects), and
  * the oldest gives way to a newer one: connections that never speak cannot keep a rank out. */
-enum { CTL_MAX_STRANGERS = 16 };
+enum { CTL_MAX_STRANGERS = 16, CTL_BACKLOG = 128 };
 #define CTL_HELLO_S 2
 #define CTL_STR(x) CTL_STR_(x)
 #define CTL_STR_(x) #x
@@ -593,34 +593,50 @@ static void hub_hello(CtlHub *hb, int i)
     hub_take(hb, s.fd, &h, s.pid ? s.pid : (long)h.pid);
 }
 
-/* A new connection: another user's is dropped at once; ours waits for its hello in a slot, the
- * oldest stranger's when all are taken. Out of descriptors, rank 0 waits a little rather than
- * spin on a listening socket it cannot accept from. */
-static void hub_accept(CtlHub *hb)
+static int hub_oldest(const CtlHub *hb)
 {
-    int fd = accept4(hb->lsock, NULL, NULL, SOCK_CLOEXEC);
-    if (fd < 0) {
-        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-            log_msg(LOG_TRACE, "control plane: rank 0 cannot accept a connection now: %s", strerror(errno));
-            ctl_sleep_ms(20);
-        }
-        return;
-    }
-    struct ucred cred;
-    socklen_t clen = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || clen != sizeof cred || cred.uid != geteuid()) {
-        hub_drop(hb, fd, clen == sizeof cred ? (long)cred.pid : 0, DROP_USER);
-        return;
-    }
+    int oldest = 0;
+    for (int i = 1; i < hb->npending; i++)
+        if (hb->pending[i].until < hb->pending[oldest].until)
+            oldest = i;
+    return oldest;
+}
+
+/* A connection of our user waits for its hello in a slot, the oldest stranger's when all are
+ * taken. */
+static void hub_admit(CtlHub *hb, int fd, long pid)
+{
     if (hb->npending == CTL_MAX_STRANGERS) {
-        int oldest = 0;
-        for (int i = 1; i < hb->npending; i++)
-            if (hb->pending[i].until < hb->pending[oldest].until)
-                oldest = i;
+        int oldest = hub_oldest(hb);
         hub_drop(hb, hb->pending[oldest].fd, hb->pending[oldest].pid, DROP_CROWDED);
         hub_forget(hb, oldest);
     }
-    hb->pending[hb->npending++] = (CtlStranger){fd, (long)cred.pid, ctl_now() + CTL_HELLO_S};
+    hb->pending[hb->npending++] = (CtlStranger){fd, pid, ctl_now() + CTL_HELLO_S};
+}
+
+/* New connections: another user's are dropped at once, as many as wait in the backlog, so that
+ * they cannot keep a rank out of it; the first of our user's takes a slot and ends the turn,
+ * so that the hellos of the slots are read between it and the next. Out of descriptors,
+ * rank 0 waits a little rather than spin on a listening socket it cannot accept from. */
+static void hub_accept(CtlHub *hb)
+{
+    for (int k = 0; k < CTL_BACKLOG; k++) {
+        int fd = accept4(hb->lsock, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                log_msg(LOG_TRACE, "control plane: rank 0 cannot accept a connection now: %s", strerror(errno));
+                ctl_sleep_ms(20);
+            }
+            return;
+        }
+        struct ucred cred;
+        socklen_t clen = sizeof cred;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) == 0 && clen == sizeof cred && cred.uid == geteuid()) {
+            hub_admit(hb, fd, (long)cred.pid);
+            return;
+        }
+        hub_drop(hb, fd, clen == sizeof cred ? (long)cred.pid : 0, DROP_USER);
+    }
 }
 
 /* Strangers past their time go; the wait until the next one's (or deadline's), in ms. */
@@ -668,7 +684,7 @@ static int hub_listen(CtlHub *hb)
     struct sockaddr_un sa;
     socklen_t sl = ctl_sockaddr(hb->a, &sa);
     hb->lsock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (hb->lsock < 0 || bind(hb->lsock, (struct sockaddr *)&sa, sl) != 0 || listen(hb->lsock, 128) != 0) {
+    if (hb->lsock < 0 || bind(hb->lsock, (struct sockaddr *)&sa, sl) != 0 || listen(hb->lsock, CTL_BACKLOG) != 0) {
         int e = errno;
         if (hb->lsock >= 0)
             close(hb->lsock);
