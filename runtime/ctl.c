@@ -593,6 +593,17 @@ static void hub_hello(CtlHub *hb, int i)
     hub_take(hb, s.fd, &h, s.pid ? s.pid : (long)h.pid);
 }
 
+/* Whether stranger i has said something (or closed): then it is read (hub_hello) rather than
+ * dropped unheard, however late rank 0 comes to it (rank 0 stalled, not the stranger). */
+static bool hub_heard(CtlHub *hb, int i)
+{
+    struct pollfd p = {hb->pending[i].fd, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0)
+        return false;
+    hub_hello(hb, i);
+    return true;
+}
+
 static int hub_oldest(const CtlHub *hb)
 {
     int oldest = 0;
@@ -602,10 +613,12 @@ static int hub_oldest(const CtlHub *hb)
     return oldest;
 }
 
-/* A connection of our user waits for its hello in a slot, the oldest stranger's when all are
- * taken. */
+/* A connection of our user waits for its hello in a slot; when all are taken, the oldest
+ * stranger's, unless it has spoken meanwhile. */
 static void hub_admit(CtlHub *hb, int fd, long pid)
 {
+    if (hb->npending == CTL_MAX_STRANGERS)
+        hub_heard(hb, hub_oldest(hb));
     if (hb->npending == CTL_MAX_STRANGERS) {
         int oldest = hub_oldest(hb);
         hub_drop(hb, hb->pending[oldest].fd, hb->pending[oldest].pid, DROP_CROWDED);
@@ -639,12 +652,15 @@ static void hub_accept(CtlHub *hb)
     }
 }
 
-/* Strangers past their time go; the wait until the next one's (or deadline's), in ms. */
+/* Strangers past their time go, unless they have spoken meanwhile; the wait until the next
+ * one's time (or the deadline), in ms. */
 static int hub_expire(CtlHub *hb, double deadline)
 {
     double now = ctl_now(), next = deadline;
     for (int i = hb->npending - 1; i >= 0; i--) {
         if (hb->pending[i].until <= now) {
+            if (hub_heard(hb, i))   /* backwards: it moved the last one, already seen, to i */
+                continue;
             hub_drop(hb, hb->pending[i].fd, hb->pending[i].pid, DROP_SILENT);
             hub_forget(hb, i);
         } else if (hb->pending[i].until < next) {
