@@ -757,26 +757,48 @@ static int ctl_open_hub(RtCtl *c, const CtlAddress *a)
 
 /* ---- the rendezvous: the other ranks ------------------------------------------------------------ */
 
+/* Whether the process listening at fd's other end runs as our user. Anyone can bind the
+ * id's name (it is listed in /proc/net/unix) while rank 0 is not there yet, or after it left;
+ * such a listener would read the hello's nonce and could answer for rank 0. */
+static bool ctl_peer_is_ours(int fd, struct ucred *cred)
+{
+    socklen_t clen = sizeof *cred;
+    return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &clen) == 0 && clen == sizeof *cred &&
+           cred->uid == geteuid();
+}
+
 static int ctl_connect(RtCtl *c, const CtlAddress *a, double deadline)
 {
     struct sockaddr_un sa;
     socklen_t sl = ctl_sockaddr(a, &sa);
     int wait_ms = 2;
+    struct ucred other = {.pid = 0};
     for (;;) {
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (fd < 0) {
             rt_error(c->log, "rank %d: cannot make a socket: %s", c->rank, strerror(errno));
             return CDSL_ERR_SYSTEM;
         }
-        if (connect(fd, (struct sockaddr *)&sa, sl) == 0) {
+        struct ucred cred = {.pid = 0};
+        int e = connect(fd, (struct sockaddr *)&sa, sl) == 0 ? 0 : errno;
+        if (!e && ctl_peer_is_ours(fd, &cred)) {
             c->sock[0] = fd;
             return CDSL_OK;
         }
-        int e = errno;
+        if (!e) {               /* not our rank 0: it says nothing; ours may yet come */
+            other = cred;
+            e = ECONNREFUSED;
+        }
         close(fd);
         if (e != ECONNREFUSED && e != ENOENT && e != EAGAIN && e != EINTR) {
             rt_error(c->log, "rank %d: cannot reach rank 0: %s", c->rank, strerror(e));
             return CDSL_ERR_SYSTEM;
+        }
+        if (ctl_ms_left(deadline) == 0 && other.pid) {
+            rt_error(c->log, "rank %d: rank 0 never arrived at init within %.0f s: what listened at the id's address "
+                     "was a process of another user (pid %ld, uid %ld), which was not sent the hello", c->rank,
+                     c->timeout_s, (long)other.pid, (long)other.uid);
+            return CDSL_ERR_RUNTIME;
         }
         if (ctl_ms_left(deadline) == 0) {
             rt_error(c->log, "rank %d: rank 0 never arrived at init: nothing listened at the id's address for "

@@ -4,7 +4,8 @@
 # see; while a 3-rank job (examples/rank_example.c, the id through a file) waits for its ranks,
 # tests/mp/ctl_intruder.c connects to it:
 #   1. a process of another user says hello with a wrong nonce, and one with the right nonce
-#      (an id that leaked) claiming rank 1 (as root, through setpriv; [SKIP] otherwise);
+#      (an id that leaked) claiming rank 1 (as root, through setpriv; [SKIP] otherwise); and
+#      one that binds the id's name while rank 0 is not there: rank 1 sends it no hello;
 #   2. a process of the same user says hello with a wrong nonce (rank 0, under CDSL_DEBUG=INFO,
 #      says so in one line that is not an error; its join line says "no GPU"), and one sends
 #      bytes that are not cdsl's;
@@ -86,6 +87,28 @@ else
         verified "another user with the right nonce (a leaked id) claiming rank 1 is dropped; the job completes ($said)"
     else
         fail "another user with the right nonce" "rank 0 did not listen: $(head -2 "$job/r0")"
+    fi
+fi
+
+# Another user binds the id's name while rank 0 is not there (here: it has left): rank 1 finds
+# a listener of another user there, sends it no hello (the nonce) and says so.
+if [ ${#as_other[@]} != 0 ]; then
+    if rank0 impostor 2; then
+        kill "${pids[0]}"
+        wait "${pids[0]}"
+        "${as_other[@]}" "$intruder" listen "$NAME" 6 >"$job/intruder" 2>&1 &
+        ipid=$!
+        for ((i = 0; i < 1000; i++)); do grep -qs "listening\|cannot" "$job/intruder" && break; sleep 0.01; done
+        CDSL_TIMEOUT=3 CDSL_NRANKS=2 CDSL_ID_FILE=$job/id CDSL_RANK=1 timeout 60 "$bin" >"$job/r1" 2>&1
+        wait $ipid
+        if grep -q "no hello" "$job/intruder" &&
+            grep -q "cdsl: error: rank 1: rank 0 never arrived at init within 3 s: what listened at the id's address was a process of another user (pid [0-9]*, uid 65534)" "$job/r1"; then
+            pass "rank 1 sends no hello to another user's listener at the id's address, and says so"
+        else
+            fail "rank 1 sends no hello to another user's listener" "$(tr '\n' ' ' <"$job/intruder") $(head -2 "$job/r1" | tr '\n' ' ')"
+        fi
+    else
+        fail "another user's listener at the id's address" "rank 0 did not listen: $(head -2 "$job/r0")"
     fi
 fi
 

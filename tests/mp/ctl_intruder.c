@@ -8,6 +8,8 @@
  *     ctl_intruder garbage NAME                          bytes that are not a cdsl packet
  *     ctl_intruder idle NAME COUNT SECONDS               COUNT connections that never speak,
  *                                                        held SECONDS
+ *     ctl_intruder listen NAME SECONDS                   binds NAME itself (rank 0 gone, or not
+ *                                                        there yet) and listens SECONDS
  *     ctl_intruder fds NAME COUNT                        COUNT connections in turn, each a hello
  *                                                        with a random nonce whose header says
  *                                                        it carries no descriptor, with 4 attached
@@ -16,6 +18,8 @@
  * wait (at most 10 s) for rank 0 to close the connection and print "closed" or "answered: TEXT"
  * when an error message came first. idle prints "connected COUNT" once every connection is up
  * (or "refused after K" when connect fails), then, after SECONDS, "closed by rank 0: K of COUNT".
+ * listen prints "listening", then "heard a hello" as soon as a connection sends one (the nonce
+ * is in it), or "no hello" after SECONDS.
  * fds prints "sent COUNT" when rank 0 closed every connection, or "rank 0 stopped closing
  * connections after K" when one stays open 3 s.
  *
@@ -180,6 +184,44 @@ static int send_fds(const char *name, int count)
     return 0;
 }
 
+static int listen_as(const char *name, double seconds)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    size_t n = strlen(name);
+    if (n + 1 > sizeof sa.sun_path)
+        return 2;
+    memcpy(sa.sun_path + 1, name, n);
+    int ls = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+    if (ls < 0 || bind(ls, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) ||
+        listen(ls, 16)) {
+        printf("cannot listen: %s\n", strerror(errno));
+        return 1;
+    }
+    printf("listening\n");
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        double left = seconds - (double)(t.tv_sec - t0.tv_sec) - (double)(t.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (left <= 0)
+            break;
+        struct pollfd p = {ls, POLLIN, 0};
+        if (poll(&p, 1, (int)(left * 1000) + 1) <= 0)
+            continue;
+        int fd = accept(ls, NULL, NULL);
+        struct pollfd q = {fd, POLLIN, 0};
+        char buf[512];
+        if (fd >= 0 && poll(&q, 1, 1000) > 0 && recv(fd, buf, sizeof buf, 0) == (ssize_t)(sizeof(Hdr) + sizeof(Hello))) {
+            printf("heard a hello\n");
+            return 0;
+        }
+        if (fd >= 0)
+            close(fd);
+    }
+    printf("no hello\n");
+    return 0;
+}
+
 static int send_garbage(const char *name)
 {
     char junk[100];
@@ -220,10 +262,12 @@ int main(int argc, char **argv)
         return say_hello(argv[2], atoi(argv[3]), atoi(argv[4]), argc > 5 ? argv[5] : NULL);
     if (argc == 3 && !strcmp(argv[1], "garbage"))
         return send_garbage(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "listen"))
+        return listen_as(argv[2], atof(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "fds"))
         return send_fds(argv[2], atoi(argv[3]));
     if (argc == 5 && !strcmp(argv[1], "idle"))
         return hold_idle(argv[2], atoi(argv[3]), atof(argv[4]));
-    fprintf(stderr, "usage: ctl_intruder hello NAME RANK NRANKS [NONCE_HEX] | garbage NAME | idle NAME COUNT SECONDS | fds NAME COUNT\n");
+    fprintf(stderr, "usage: ctl_intruder hello NAME RANK NRANKS [NONCE_HEX] | garbage NAME | idle NAME COUNT SECONDS | listen NAME SECONDS | fds NAME COUNT\n");
     return 2;
 }
