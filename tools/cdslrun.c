@@ -697,15 +697,22 @@ static json_t *json_row(const Run *R, const Row *r)
 }
 
 /* One object on one line, written by jansson (", " and ": " between items, keys in order). The
- * figures were rounded to what they mean, so fifteen digits print them without noise. */
-static void print_json(const Run *R)
+ * figures were rounded to what they mean, so fifteen digits print them without noise. A row
+ * that cannot be made (out of memory, a figure that is not a number) fails the whole output
+ * rather than leave a report that looks complete; CDSL_ERR_SYSTEM then, after a message. */
+static int print_json(const Run *R)
 {
     const Args *a = R->a;
     const cdsl_program *p = R->prog;
     bool have = p && cdsl_program_name(p);
     json_t *rows = json_array();
-    for (int i = 0; i < R->nrows; i++)
-        json_array_append_new(rows, json_row(R, &R->rows[i]));
+    for (int i = 0; rows && i < R->nrows; i++)
+        if (json_array_append_new(rows, json_row(R, &R->rows[i])) != 0) {
+            fprintf(stderr, "cdslrun: error: cannot make --json's row for %zu bytes (out of memory, or a figure "
+                    "that is not a number)\n", R->rows[i].size);
+            json_decref(rows);
+            return CDSL_ERR_SYSTEM;
+        }
     json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:i, s:o, s:s, s:i, s:i, s:b, s:I, s:o, s:s, s:i}", "tool",
                           "cdslrun", "version", cdsl_version(), "file", json_shown(a->c.opts.path), "program",
                           json_shown(have ? cdsl_program_name(p) : NULL), "collective",
@@ -715,11 +722,18 @@ static void print_json(const Run *R)
                           a->iters_auto && R->comm ? bench_most(R) : a->iters, "warmup", a->warmup, "check",
                           a->check, "seed", (json_int_t)a->comm.seed, "results", rows, "status",
                           status_word(R->status), "exit", R->status);
-    if (!o || json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) != 0)
-        fputs("cdslrun: error: out of memory writing --json\n", stderr);
-    else
+    int rc = CDSL_OK;
+    if (!o) {
+        fputs("cdslrun: error: out of memory making --json\n", stderr);
+        rc = CDSL_ERR_SYSTEM;
+    } else if (json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15)) != 0) {
+        fprintf(stderr, "cdslrun: error: cannot write to standard output: %s\n", strerror(errno ? errno : EIO));
+        rc = CDSL_ERR_SYSTEM;
+    } else {
         putchar('\n');
+    }
     json_decref(o);
+    return rc;
 }
 
 /* ---- main ------------------------------------------------------------------------------------ */
@@ -778,9 +792,10 @@ int main(int argc, char **argv)
     R.a = &a;
     R.progress = !a.json && isatty(STDERR_FILENO);
     R.status = run(&R, &a);
-    if (a.json)
-        print_json(&R);
-    if (fflush(stdout) != 0 || ferror(stdout)) {   /* a full disk, a closed pipe: say so */
+    int json_rc = a.json ? print_json(&R) : CDSL_OK;
+    if (json_rc) {
+        R.status = R.status ? R.status : json_rc;
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {   /* a full disk, a closed pipe: say so */
         fprintf(stderr, "cdslrun: error: cannot write to standard output: %s\n", strerror(errno ? errno : EIO));
         R.status = R.status ? R.status : CDSL_ERR_SYSTEM;
     }

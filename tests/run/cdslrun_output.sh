@@ -104,4 +104,10 @@ out=$(run --help); rc=$?
 ok "--help exits 0 and lists every option" '[ $rc = 0 ] && for o in --program -D -I --backend --size --sizes --dtype --iters --warmup --check --no-check --bench --json --ranks-per-gpu --seed --jitter --spin-limit --unchecked --in-place; do echo "$out" | grep -q -- " $o" || exit 1; done' "$out"
 out=$(run --version); rc=$?
 ok "--version" '[ $rc = 0 ] && echo "$out" | grep -qE "^cdslrun [0-9]+\.[0-9]+"' "$out"
+# --json longer than stdout's buffer (24 rows) to /dev/full: jansson's write fails, and that is
+# said as a write error, once, not as running out of memory.
+err=$(run examples/allgather.cdsl -n 2 --backend sim --sizes 8:16M --json 2>&1 >/dev/full); rc=$?
+ok "--json of 24 rows to /dev/full: exit 3, a write error said once" \
+    '[ $rc = 3 ] && [ "$(echo "$err" | grep -c "cannot write to standard output: No space left")" = 1 ] && ! echo "$err" | grep -q "out of memory"' \
+    "exit $rc: $err"
 [ $failures = 0 ]
