@@ -819,6 +819,18 @@ static int ctl_find_dead_peer(RtCtl *c)
     return -1;
 }
 
+/* Whether rank 0's process is gone, given a moment: its connection closes before it has
+ * quite finished exiting. */
+static bool ctl_rank0_gone(RtCtl *c)
+{
+    for (int i = 0; c->pid[0] > 0 && i < 50; i++) {
+        if (ctl_pid_gone(c->pid[0]))
+            return true;
+        ctl_sleep_ms(5);
+    }
+    return false;
+}
+
 /* An error text from rank 0, or ours about rank 0. */
 static int ctl_report_from_hub(RtCtl *c, int r, const CtlMsg *m, const char *what)
 {
@@ -826,7 +838,7 @@ static int ctl_report_from_hub(RtCtl *c, int r, const CtlMsg *m, const char *wha
         rt_error(c->log, "%.*s", (int)m->h.len, m->payload);
         return CDSL_ERR_RUNTIME;
     }
-    int dead = r == -EPIPE && c->pid[0] > 0 ? ctl_find_dead_peer(c) : -1;
+    int dead = r == -EPIPE && ctl_rank0_gone(c) ? ctl_find_dead_peer(c) : -1;
     if (r == -ETIMEDOUT)
         rt_error(c->log, "rank %d: rank 0 did not answer at %s within %.0f s", c->rank, what, c->timeout_s);
     else if (dead > 0)
