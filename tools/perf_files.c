@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +81,7 @@ static json_t *figure(bool have, const char *fmt, double v)
 {
     char printed[64];
     snprintf(printed, sizeof printed, fmt, v);
-    return have ? json_real(strtod(printed, NULL)) : json_null();
+    return have && isfinite(v) ? json_real(strtod(printed, NULL)) : json_null();   /* JSON has no NaN */
 }
 
 static json_t *count_or_null(bool have, unsigned long long v)

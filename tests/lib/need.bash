@@ -50,7 +50,7 @@ need_modules() {
 need_fuzzer() {
     local cc=${FUZZ_CC:-clang} d rc major
     need "$cc" clang "$1" || return 1
-    d=$(mktemp -d) || return 1
+    d=$(mktemp -d) || { echo "[SKIP] $1: cannot make a temporary folder to probe $cc's fuzzer runtime"; return 1; }
     printf '%s\n' '#include <stddef.h>' '#include <stdint.h>' \
         'int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { (void)data; (void)size; return 0; }' >"$d/probe.c"
     "$cc" -fsanitize=fuzzer,address,undefined -o "$d/probe" "$d/probe.c" >"$d/log" 2>&1 &&
