@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -30,9 +31,11 @@
 
 static cdsl_program *new_program(const cdsl_compile_opts *o)
 {
+    static atomic_ullong serials;
     cdsl_program *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
+    p->serial = atomic_fetch_add(&serials, 1) + 1;
     p->arena = arena_create();
     if (!p->arena) {
         free(p);

@@ -34,6 +34,8 @@ struct cdsl_program {
     const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
     const char *cuda_rank[3][5];    /* one rank's source (cdsl_emit_cuda_rank), of rank */
     int cuda_rank_of[3][5];
+    unsigned long long serial;  /* unique in the process: a program destroyed and another made at
+                                   its address (and its IR's) are never taken for each other */
 };
 
 /* The message for a trap that caught out-of-memory (the entry points of cdsl.h that allocate);

@@ -79,6 +79,7 @@ extern const RtRankOps rt_engine_nccl;
 /* The agreed run: what the last handshake settled on every rank. */
 typedef struct RtAgreed {
     const cdsl_program *p;          /* NULL before the first handshake */
+    unsigned long long serial;      /* p's: an address may be a later program's */
     const IrProgram *ir;
     unsigned char digest[32];
     cdsl_dtype dtype;
@@ -101,6 +102,7 @@ struct cdsl_rank_comm {
     RtAgreed agreed;
     /* The digest cache: the program digested last. */
     const cdsl_program *digested;
+    unsigned long long digested_serial;
     const IrProgram *digested_ir;
     unsigned char digest[32];
     bool failed;                    /* a run failed: the communicator can only be destroyed */

@@ -401,12 +401,13 @@ static int rt_prepare(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, cons
             return st;
         c->reserved = (size_t)h->region;
     }
-    bool moved = !c->agreed.p || c->agreed.ir != p->ir || c->agreed.chunk_bytes != h->chunk_bytes;
+    bool same = c->agreed.p && c->agreed.serial == p->serial && c->agreed.ir == p->ir;
+    bool moved = !same || c->agreed.chunk_bytes != h->chunk_bytes;
     if (!st)
         st = rt_set_layout(c, p->ir, off, bytes);
     if (!st && moved)
         st = rt_zero_slots(c, p->ir, bytes);
-    if (!st && (!p || c->agreed.ir != p->ir || c->agreed.dtype != dtype || !c->agreed.p))
+    if (!st && (!same || c->agreed.dtype != dtype))
         st = c->ops->load(c, p, dtype);
     return st;
 }
@@ -432,7 +433,7 @@ static int rt_handshake(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, si
     int everywhere = rt_loaded_everywhere(c, st);
     if (st || everywhere)
         return st ? st : everywhere;
-    c->agreed = (RtAgreed){.p = p, .ir = p->ir, .dtype = dtype, .chunk_bytes = chunk};
+    c->agreed = (RtAgreed){.p = p, .serial = p->serial, .ir = p->ir, .dtype = dtype, .chunk_bytes = chunk};
     memcpy(c->agreed.digest, c->digest, sizeof c->digest);
     return CDSL_OK;
 }
@@ -570,11 +571,13 @@ static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_
         return st;
     if ((st = rt_io_alias_ok(c, p->ir, chunk, io)))
         return st;
-    if ((c->digested != p || c->digested_ir != p->ir) && (st = rt_program_digest(p, c->digest))) {
+    bool digested = c->digested == p && c->digested_serial == p->serial && c->digested_ir == p->ir;
+    if (!digested && (st = rt_program_digest(p, c->digest))) {
         rt_error(c->log, "rank %d: out of memory digesting %s", c->rank, p->ir->name);
         return st;
     }
     c->digested = p;
+    c->digested_serial = p->serial;
     c->digested_ir = p->ir;
     return CDSL_OK;
 }
@@ -582,7 +585,7 @@ static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_
 static bool rt_agreed(const cdsl_rank_comm *c, const cdsl_program *p, cdsl_dtype dtype, size_t chunk)
 {
     const RtAgreed *a = &c->agreed;
-    return a->p == p && a->ir == p->ir && a->dtype == dtype && a->chunk_bytes == chunk &&
+    return a->p == p && a->serial == p->serial && a->ir == p->ir && a->dtype == dtype && a->chunk_bytes == chunk &&
            !memcmp(a->digest, c->digest, sizeof a->digest);
 }
 
@@ -600,7 +603,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
      * has then skipped a run its peers make, so the communicator is failed here too: were it to
      * go on, its next run would pair with the peers' run before (its signals answering their
      * waits of the skipped run) and could verify with data of two different runs. */
-    bool repeated = p && p == c->agreed.p && dtype == c->agreed.dtype && chunk == c->agreed.chunk_bytes;
+    bool repeated = p && p == c->agreed.p && p->serial == c->agreed.serial && dtype == c->agreed.dtype && chunk == c->agreed.chunk_bytes;
     if (local && repeated) {
         c->failed = true;
         return local;
