@@ -160,6 +160,7 @@ static int comm_create_default(cdsl_comm *c)
 {
     int n = c->cfg.nranks, fixed = c->cfg.ranks_per_gpu, rc = CDSL_ERR_SYSTEM;
     c->muted = true;
+    rt_last_error_quiet(true);  /* nor are they this thread's last error */
     for (int rpg = fixed ? fixed : 1; rc != CDSL_OK; rpg = rpg * 2 < n ? rpg * 2 : n) {
         c->cfg.ranks_per_gpu = rpg;
         rc = comm_create_on(c, CDSL_BACKEND_P2P);
@@ -168,6 +169,7 @@ static int comm_create_default(cdsl_comm *c)
     }
     fflush(c->log);
     c->muted = false;
+    rt_last_error_quiet(false);
     if (rc == CDSL_OK)
         return CDSL_OK;
     c->cfg.ranks_per_gpu = 1;

@@ -13,6 +13,7 @@
 #define CDSL_LAST_ERROR_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 typedef struct RtLastError RtLastError;
@@ -29,6 +30,9 @@ void rt_last_error_feed(RtLastError *e, const char *buf, size_t len);
 /* The recorded text in a buffer of the calling thread's (valid until its next call); "" for
  * none. e NULL: the calling thread's last error (rt_error). */
 const char *rt_last_error_text(RtLastError *e);
+/* on: rt_error in the calling thread stops recording its last error (off: records again), for
+ * errors the caller hides because they are not the call's (a backend tried and given up). */
+void rt_last_error_quiet(bool on);
 /* A stream that writes through to `to` (flushed at every line) and feeds e; NULL when out of
  * memory. Closing it leaves `to` and e open. */
 FILE *rt_last_error_stream(RtLastError *e, FILE *to);

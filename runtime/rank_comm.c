@@ -446,10 +446,17 @@ static int rt_failed(cdsl_rank_comm *c)
     return CDSL_ERR_RUNTIME;
 }
 
+/* A NULL communicator: the calling thread's last error says so (cdsl_rank_get_last_error(NULL)). */
+static int rt_missing(const char *function)
+{
+    rt_error(NULL, "%s: the communicator is NULL", function);
+    return CDSL_ERR_USAGE;
+}
+
 int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
 {
     if (!c)
-        return CDSL_ERR_USAGE;
+        return rt_missing(__func__);
     rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
@@ -593,7 +600,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
                   void *stream)
 {
     if (!c)
-        return CDSL_ERR_USAGE;
+        return rt_missing(__func__);
     rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
@@ -625,7 +632,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
 int cdsl_rank_status(cdsl_rank_comm *c)
 {
     if (!c)
-        return CDSL_ERR_USAGE;
+        return rt_missing(__func__);
     rt_last_error_begin(c->errs);
     int st = c->ops->status(c);
     if (st == CDSL_ERR_RUNTIME)

@@ -25,6 +25,7 @@ static const char error_prefix[] = "cdsl: error: ", note_prefix[] = "cdsl: note:
 
 static _Thread_local char thread_last[RT_LAST_ERROR_BYTES];  /* this thread's last rt_error */
 static _Thread_local char thread_copy[RT_LAST_ERROR_BYTES];  /* what rt_last_error_text returned */
+static _Thread_local bool thread_quiet;                      /* rt_last_error_quiet */
 
 struct RtLastError {
     pthread_mutex_t mu;
@@ -50,13 +51,21 @@ void rt_error(FILE *log, const char *fmt, ...)
     va_list ap, copy;
     va_start(ap, fmt);
     va_copy(copy, ap);
+    flockfile(out);             /* one line, whole, when sim rank threads report at once */
     fputs(error_prefix, out);
     esc_vprint(out, fmt, ap);   /* file names, program names: user text (escape.c) */
     fputc('\n', out);
-    va_end(ap);
     fflush(out);
-    thread_record(fmt, copy);
+    funlockfile(out);
+    va_end(ap);
+    if (!thread_quiet)
+        thread_record(fmt, copy);
     va_end(copy);
+}
+
+void rt_last_error_quiet(bool on)
+{
+    thread_quiet = on;
 }
 
 RtLastError *rt_last_error_new(void)

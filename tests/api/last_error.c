@@ -113,6 +113,16 @@ static void comm_errors(cdsl_program *p, FILE *log)
     e = cdsl_get_last_error(NULL);
     report("a NULL communicator: this thread's last error", rc == CDSL_ERR_USAGE &&
            !strcmp(e, "cdsl_run: the communicator is NULL"), e);
+
+    /* The default backend tries p2p quietly first (on a machine without a GPU it fails): what
+       it hid is not this thread's last error either. */
+    o.nranks = 2;
+    o.backend = CDSL_BACKEND_AUTO;
+    rc = cdsl_comm_create(&o, &c);
+    e = cdsl_get_last_error(NULL);
+    report("a create that succeeds on the default backend leaves this thread's last error as it was",
+           rc == CDSL_OK && !strcmp(e, "cdsl_run: the communicator is NULL"), e);
+    cdsl_comm_destroy(c);
 }
 
 static void rank_errors(cdsl_program *p, FILE *log)
@@ -146,6 +156,19 @@ static void rank_errors(cdsl_program *p, FILE *log)
            rc == CDSL_ERR_USAGE && strstr(e, "was compiled for 2 ranks; the communicator has 1") &&
            !strstr(e, "buffer 5"), e);
     cdsl_rank_comm_destroy(c);
+
+    rc = cdsl_rank_alloc(NULL, p, 64);
+    e = cdsl_rank_get_last_error(NULL);
+    report("rank: cdsl_rank_alloc(NULL): this thread's last error says so",
+           rc == CDSL_ERR_USAGE && !strcmp(e, "cdsl_rank_alloc: the communicator is NULL"), e);
+    rc = cdsl_rank_run(NULL, p, CDSL_F32, 64, NULL, NULL);
+    e = cdsl_rank_get_last_error(NULL);
+    report("rank: cdsl_rank_run(NULL): this thread's last error says so",
+           rc == CDSL_ERR_USAGE && !strcmp(e, "cdsl_rank_run: the communicator is NULL"), e);
+    rc = cdsl_rank_status(NULL);
+    e = cdsl_rank_get_last_error(NULL);
+    report("rank: cdsl_rank_status(NULL): this thread's last error says so",
+           rc == CDSL_ERR_USAGE && !strcmp(e, "cdsl_rank_status: the communicator is NULL"), e);
 }
 
 int main(int argc, char **argv)
