@@ -498,7 +498,7 @@ static bool alias_operand(Eval *ev, const Stmt *s, const char *what, int argi, I
     int aliased, holder;
     if (r->buf < 0 || !ir_in_place(ev->ir, &aliased, &holder) || r->buf != aliased)
         return true;
-    if (owner < 0 && ev->ir->coll != COLL_ALLREDUCE && ev->ir->nranks > 1) {
+    if (owner < 0 && coll_alias_per_rank(coll_info(ev->ir->coll), ev->ir->chunks) && ev->ir->nranks > 1) {
         char a[64];
         range_text(ev, *r, a, sizeof a);
         ev_error(ev, s->args.items[argi]->loc,
@@ -880,15 +880,9 @@ static bool add_buffer(Eval *ev, const char *name, long long nchunks, Loc at)
 static bool declare_buffers(Eval *ev)
 {
     IrProgram *ir = ev->ir;
-    long long n = ir->nranks, c = ir->chunks;
-    long long in = 0, out = 0;
-    switch (ir->coll) {
-    case COLL_ALLGATHER: in = c, out = n * c; break;
-    case COLL_REDUCESCATTER: in = n * c, out = c; break;
-    case COLL_ALLREDUCE: in = out = n * c; break;
-    case COLL_BARRIER:
-    case COLL_CUSTOM: break;
-    }
+    const CollInfo *ci = coll_info(ir->coll);
+    bool custom = coll_declares_buffers(ci);
+    long long in = custom ? 0 : ci->in(ir->nranks, ir->chunks), out = custom ? 0 : ci->out(ir->nranks, ir->chunks);
     const StmtList *body = &ev->program->body;
     Loc in_at = ev->program->loc, out_at = ev->program->loc;
     const Stmt *declared[2] = {NULL, NULL};
@@ -897,19 +891,19 @@ static bool declare_buffers(Eval *ev)
         if (s->kind != S_BUFFER)
             continue;
         bool is_in = !strcmp(s->name, "input");
-        if (declared[!is_in] && ir->coll == COLL_CUSTOM) {
+        if (declared[!is_in] && custom) {
             ev_error(ev, s->name_loc, "%s is declared twice", s->name);
             diag_note(ev->diag, declared[!is_in]->name_loc, "first declared here");
             return false;
         }
         declared[!is_in] = s;
         *(is_in ? &in_at : &out_at) = s->name_loc;
-        if ((!is_in && strcmp(s->name, "output")) || ir->coll != COLL_CUSTOM) {
-            ev_error(ev, s->name_loc, ir->coll != COLL_CUSTOM
+        if ((!is_in && strcmp(s->name, "output")) || !custom) {
+            ev_error(ev, s->name_loc, !custom
                                           ? "only a custom program declares input and output; %s fixes their sizes"
                                           : "a custom program declares only input[N] and output[N] this way; "
                                             "other buffers are 'scratch %s[N]'",
-                     ir->coll != COLL_CUSTOM ? ir->coll_name : s->name);
+                     !custom ? ir->coll_name : s->name);
             return false;
         }
         if (!eval_int(ev, s->value, is_in ? &in : &out))
@@ -928,16 +922,23 @@ static bool declare_buffers(Eval *ev)
     return true;
 }
 
+static bool has_nccl_in_place(const CollInfo *ci)
+{
+    return ci->in_place == COLL_IN_PLACE_NCCL;
+}
+
 /* In place is defined for the collectives whose input and output NCCL lets alias; a barrier
- * has no data, so it runs the same either way. */
+ * has no data, so it runs the same either way (colls.def's in_place). */
 static bool check_in_place(Eval *ev, const EvalOptions *opt)
 {
-    Collective c = ev->ir->coll;
-    if (!opt->in_place || c == COLL_BARRIER)
+    const CollInfo *ci = coll_info(ev->ir->coll);
+    if (!opt->in_place || ci->in_place == COLL_IN_PLACE_SAME)
         return true;
-    if (c == COLL_CUSTOM) {
-        diag_fatal(ev->diag, "in place: program '%s' implements custom, whose input and output have no "
-                   "in-place form; in place is for allgather, reducescatter and allreduce", ev->program->name);
+    if (!has_nccl_in_place(ci)) {
+        char names[256];
+        diag_fatal(ev->diag, "in place: program '%s' implements %s, whose input and output have no in-place form; "
+                   "in place is for %s", ev->program->name, ci->name,
+                   coll_list(has_nccl_in_place, " and ", names, sizeof names));
         return false;
     }
     ev->ir->in_place = true;
@@ -951,7 +952,7 @@ static IrProgram *new_ir(Arena *a, const Decl *program, int nranks)
     ir->name = program->name;
     ir->loc = program->loc;
     ir->nranks = nranks;
-    resolve_collective(program->collective, &ir->coll);
+    coll_find(program->collective, &ir->coll);
     ir->coll_name = ir_coll_name(ir->coll);
     ir->ranks = ARENA_ARRAY(a, IrSeq, (size_t)nranks);
     return ir;

@@ -32,31 +32,25 @@ const char *ir_kind_name(IrKind k)
 
 const char *ir_coll_name(Collective c)
 {
-    switch (c) {
-    case COLL_ALLGATHER: return "allgather";
-    case COLL_REDUCESCATTER: return "reducescatter";
-    case COLL_ALLREDUCE: return "allreduce";
-    case COLL_BARRIER: return "barrier";
-    case COLL_CUSTOM: return "custom";
-    }
-    return "?";
+    const CollInfo *ci = coll_info(c);
+    return ci ? ci->name : "?";
 }
 
 bool ir_in_place(const IrProgram *p, int *aliased, int *holder)
 {
-    if (!p || !p->in_place)
+    const CollInfo *ci = p ? coll_info(p->coll) : NULL;
+    if (!p || !p->in_place || !ci || ci->aliased < 0)
         return false;
-    bool rs = p->coll == COLL_REDUCESCATTER;
     if (aliased)
-        *aliased = rs ? IR_OUTPUT : IR_INPUT;
+        *aliased = ci->aliased;
     if (holder)
-        *holder = rs ? IR_INPUT : IR_OUTPUT;
+        *holder = ci->holder;
     return true;
 }
 
 int ir_in_place_first(const IrProgram *p, int rank)
 {
-    return p->coll == COLL_ALLREDUCE ? 0 : rank * p->chunks;
+    return (int)coll_info(p->coll)->first(rank, p->chunks);
 }
 
 bool ir_is_data(IrKind k)
@@ -107,8 +101,9 @@ void ir_dump(const IrProgram *p, FILE *out)
         esc_puts(out, p->bufs[aliased].name);
         fputs(" is ", out);
         esc_puts(out, p->bufs[holder].name);
-        fprintf(out, "[%s .. %s] on rank r; operations name ", p->coll == COLL_ALLREDUCE ? "0" : p->chunks == 1 ? "r" : "r*C",
-                p->coll == COLL_ALLREDUCE ? "nranks*C" : p->chunks == 1 ? "r+1" : "(r+1)*C");
+        bool per_rank = coll_alias_per_rank(coll_info(p->coll), p->chunks);
+        fprintf(out, "[%s .. %s] on rank r; operations name ", !per_rank ? "0" : p->chunks == 1 ? "r" : "r*C",
+                !per_rank ? "nranks*C" : p->chunks == 1 ? "r+1" : "(r+1)*C");
         esc_puts(out, p->bufs[holder].name);
         fputs(" only\n", out);
     }

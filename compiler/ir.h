@@ -32,13 +32,7 @@
 
 enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8, IR_MAX_BARRIERS = 16 };
 
-typedef enum Collective {
-    COLL_ALLGATHER,
-    COLL_REDUCESCATTER,
-    COLL_ALLREDUCE,
-    COLL_BARRIER,
-    COLL_CUSTOM,
-} Collective;
+#include "colls.h"   /* Collective: what each one means, from colls.def */
 
 typedef enum IrKind {
     IR_COPY,            /* dst = src, both local */
@@ -138,10 +132,11 @@ enum {
     IR_MAX_OPS_TOTAL = 16 * 1024 * 1024,  /* over all ranks */
 };
 
-/* In place, as NCCL and torch define it: allgather's input is this rank's part of its output
- * (output[rank*C .. (rank+1)*C]), reducescatter's output this rank's part of its input
- * (input[rank*C .. (rank+1)*C]), allreduce's input its output. *aliased is the buffer that lies
- * inside *holder (either pointer may be NULL); false when p was not compiled in place. */
+/* In place, as NCCL and torch define it (colls.def's aliased, holder and first): allgather's
+ * input is this rank's part of its output (output[rank*C .. (rank+1)*C]), reducescatter's
+ * output this rank's part of its input (input[rank*C .. (rank+1)*C]), allreduce's input its
+ * output. *aliased is the buffer that lies inside *holder (either pointer may be NULL); false
+ * when p was not compiled in place or its collective aliases nothing. */
 bool ir_in_place(const IrProgram *p, int *aliased, int *holder);
 /* The chunk of the holder where the aliased buffer starts on `rank` (rank * C, or 0). */
 int ir_in_place_first(const IrProgram *p, int rank);

@@ -51,18 +51,6 @@ typedef struct Resolver {
     int nunknown;
 } Resolver;
 
-static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "barrier", "custom"};
-
-bool resolve_collective(const char *name, Collective *out)
-{
-    for (int i = 0; i < 5; i++)
-        if (!strcmp(name, collectives[i])) {
-            *out = (Collective)i;
-            return true;
-        }
-    return false;
-}
-
 static void push_named(Resolver *r, const char *name, Loc loc, NameKind kind)
 {
     if (r->nnames == r->cap) {
@@ -459,13 +447,12 @@ static void check_program_header(Resolver *r)
 {
     Decl *p = r->program;
     Collective c;
-    char buf[128];
-    if (!resolve_collective(p->collective, &c) && *suggest_text(p->collective, collectives, 5, buf, sizeof buf))
+    char buf[128], names[256];
+    if (!coll_find(p->collective, &c) && *suggest_text(p->collective, coll_names(), COLL_COUNT, buf, sizeof buf))
         diag_error(r->diag, p->coll_loc, "unknown collective '%s'%s", p->collective, buf);
-    else if (!resolve_collective(p->collective, &c))
-        diag_error(r->diag, p->coll_loc,
-                   "unknown collective '%s'; expected allgather, reducescatter, allreduce, barrier or custom",
-                   p->collective);
+    else if (!coll_find(p->collective, &c))
+        diag_error(r->diag, p->coll_loc, "unknown collective '%s'; expected %s", p->collective,
+                   coll_list(NULL, " or ", names, sizeof names));
     for (int i = 0; i < p->nparams; i++) {
         for (int j = 0; j < i; j++)
             if (!strcmp(p->params[i].name, p->params[j].name)) {

@@ -16,7 +16,4 @@
 /* The program to compile (NULL after reporting errors). want: --program NAME or NULL. */
 Decl *resolve_unit(Arena *a, Diag *d, AstUnit *u, const char *want);
 
-/* The collective named by `implements`; false if there is no such collective. */
-bool resolve_collective(const char *name, Collective *out);
-
 #endif

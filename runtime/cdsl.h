@@ -150,6 +150,31 @@ int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
  * MSCCL++ plan that says "inplace": true; 0 otherwise (also for NULL). */
 int cdsl_program_in_place(const cdsl_program *p);
 
+/* The collectives, by index 0 .. cdsl_collective_count() - 1 (the order of compiler/colls.def,
+ * the one table that says what each means): what tools and bindings ask instead of keeping
+ * lists of their own. cdsl_collective_find gives the index of a name (such as
+ * cdsl_program_collective's), -1 for none; cdsl_collective_name is NULL out of range. */
+int cdsl_collective_count(void);
+const char *cdsl_collective_name(int coll);
+int cdsl_collective_find(const char *name);
+/* One rank's input and output chunks at nranks ranks and `chunks` (the program's C); -1 each
+ * where the program declares its own (custom). CDSL_ERR_USAGE for an unknown collective,
+ * nranks < 1 or chunks < 1. Either pointer may be NULL. */
+int cdsl_collective_chunks(int coll, int nranks, int chunks, long long *input, long long *output);
+/* nccl-tests' bus-bandwidth factor at nranks ranks: busbw = algbw x factor ((n-1)/n for
+ * allgather and reducescatter, 2(n-1)/n for allreduce, 0 for a barrier, 1 for custom). */
+double cdsl_collective_busbw_factor(int coll, int nranks);
+/* What the checker proves and cdsl_check / cdsl_pattern_check compare: nothing (custom, or an
+ * unknown index), a barrier's ordering (no data to compare), outputs that are copies of the
+ * inputs (compared bit for bit), or sums of them. */
+typedef enum cdsl_postcondition {
+    CDSL_POST_NONE, CDSL_POST_BARRIER, CDSL_POST_GATHER, CDSL_POST_SUM
+} cdsl_postcondition;
+cdsl_postcondition cdsl_collective_postcondition(int coll);
+/* 1 when a program of it compiles with cdsl_compile_opts.in_place (a barrier's runs the same),
+ * 0 when it has no in-place form (custom) or the index is unknown. */
+int cdsl_collective_in_place(int coll);
+
 /* Programs by name. A program named without a folder ("allgather_ring", with or without
  * ".cdsl") is looked up as NAME.cdsl where imports are found after the importing file's
  * folder: each folder of $CDSL_PATH, the installed stdlib, the stdlib beside the running tool
