@@ -13,8 +13,8 @@
  * pair, and a switch reduction over n ranks is one sort of all the terms instead of n-1
  * merges. The ops run along sync.c's schedule; since rules 1 and 2 passed when this runs, any
  * schedule gives the same values. At the end each rank's output runs are compared with the
- * family the collective asks for (one per block of C chunks for an allgather, one for the
- * whole output otherwise). A barrier's postcondition (no rank leaves before every rank has
+ * family the collective asks for (its row of colls.def: one per block of C chunks for a
+ * gather, one for the whole output for a sum). A barrier's postcondition (no rank leaves before every rank has
  * entered) is a happens-before fact, checked on the final EXEC clocks.
  */
 #include "hb.h"
@@ -601,40 +601,43 @@ static void run_op(Post *s, HbEv e)
 
 /* ---- The postcondition ------------------------------------------------------------------- */
 
-/* What output[o] of rank r must hold, as terms (sorted). Returns how many. */
+/* What output[o] of rank r must hold, as terms (sorted). Returns how many. The collective's row
+   (colls.def) says which kind of result and where in the inputs it starts (from). */
 static int expected(Post *s, int r, int o, PostTerm *t)
 {
     const IrProgram *p = s->p;
-    int C = p->chunks;
-    if (p->coll == COLL_ALLGATHER) {
-        t[0] = (PostTerm){(uint32_t)(o / C) * s->nin + (uint32_t)(o % C), 1};
+    const CollInfo *ci = coll_info(p->coll);
+    int C = p->chunks, from = (int)ci->from(r, C);
+    if (ci->post == COLL_POST_GATHER) {
+        t[0] = (PostTerm){(uint32_t)(o / C) * s->nin + (uint32_t)(from + o % C), 1};
         return 1;
     }
-    int chunk = p->coll == COLL_REDUCESCATTER ? r * C + o : o;
     for (int q = 0; q < p->nranks; q++)
-        t[q] = (PostTerm){(uint32_t)q * s->nin + (uint32_t)chunk, 1};
+        t[q] = (PostTerm){(uint32_t)q * s->nin + (uint32_t)(from + o), 1};
     return p->nranks;
 }
 
 /* The family output chunks [lo, ...) of rank r must hold, and where it stops holding for the
-   next ones (an allgather's changes with each block of C chunks). */
+   next ones (a gather's changes with each block of C chunks). Families are cached by block
+   (a gather) or by rank (a sum), or once when they are the same for every rank; a gather that
+   differs from rank to rank is not cached (intern finds it again). */
 static PostId expected_family(Post *s, int r, int lo, int *hi)
 {
     const IrProgram *p = s->p;
-    int C = p->chunks, q = lo / C;
-    bool gather = p->coll == COLL_ALLGATHER;
+    const CollInfo *ci = coll_info(p->coll);
+    int C = p->chunks, q = lo / C, from = (int)ci->from(r, C);
+    bool gather = ci->post == COLL_POST_GATHER, per_rank = ci->from(1, C) != ci->from(0, C);
     *hi = gather ? (q + 1) * C : p->bufs[IR_OUTPUT].nchunks;
-    PostId *cached = &s->want[gather ? q : p->coll == COLL_REDUCESCATTER ? r : 0];
+    PostId none = 0, *cached = gather ? (per_rank ? &none : &s->want[q]) : &s->want[per_rank ? r : 0];
     if (*cached)
         return *cached;
     FamTerm *t = scratch(s, (size_t)p->nranks + 1);
     if (gather) {
-        t[0] = (FamTerm){q, -q * C, 1};
+        t[0] = (FamTerm){q, from - q * C, 1};
         return *cached = intern(s, t, 1);
     }
-    int off = p->coll == COLL_REDUCESCATTER ? r * C : 0;
     for (int k = 0; k < p->nranks; k++)
-        t[k] = (FamTerm){k, off, 1};
+        t[k] = (FamTerm){k, from, 1};
     return *cached = intern(s, t, p->nranks);
 }
 
@@ -836,11 +839,12 @@ void post_check(CheckResult *r, Diag *d)
     const IrProgram *p = r->p;
     if (!r->run.all_ended)
         return;
-    if (p->coll == COLL_BARRIER && r->replayed) {
+    CollPost post = coll_info(p->coll)->post;
+    if (post == COLL_POST_BARRIER && r->replayed) {
         check_barrier(r, d);
         return;
     }
-    if (p->coll != COLL_ALLGATHER && p->coll != COLL_REDUCESCATTER && p->coll != COLL_ALLREDUCE)
+    if (post != COLL_POST_GATHER && post != COLL_POST_SUM)
         return;
     Post s;
     post_init(&s, r);

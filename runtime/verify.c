@@ -3,7 +3,8 @@
  *
  * cdsl_fill() writes every rank's input with the pattern of verify.h and sets outputs and
  * scratch buffers to all-ones bytes; cdsl_check() reads each rank's output back and compares
- * every element with the collective's postcondition (docs/language.md's table):
+ * every element with the collective's postcondition (its row of compiler/colls.def, as
+ * docs/language.md's table says it):
  *   allgather      output[p*C + i] == input@p[i]
  *   reducescatter  output[i] == sum over p of input@p[r*C + i]
  *   allreduce      output[i] == sum over p of input@p[i]
@@ -28,9 +29,30 @@
 /* Normal finite values the 16-bit types have: 2 signs x 30 (f16) or 254 (bf16) exponents. */
 enum { F16_NORMALS = 2 * 30 * 1024, BF16_NORMALS = 2 * 254 * 128 };
 
+/* The collective's row (colls.def) says what its outputs hold: sums need inputs whose sums are
+ * exact; copies are compared bit for bit, so their inputs are all different. */
 VfMode vf_mode(Collective c)
 {
-    return c == COLL_REDUCESCATTER || c == COLL_ALLREDUCE ? VF_SUM : VF_MOVE;
+    return coll_info(c)->post == COLL_POST_SUM ? VF_SUM : VF_MOVE;
+}
+
+/* Whether there are outputs to compare (not a barrier's or a custom program's). */
+static bool vf_has_result(const IrProgram *ir)
+{
+    CollPost post = coll_info(ir->coll)->post;
+    return post == COLL_POST_GATHER || post == COLL_POST_SUM;
+}
+
+/* The first input chunk rank r's output is made of (colls.def's from). */
+static size_t vf_from(const IrProgram *ir, int r)
+{
+    return (size_t)coll_info(ir->coll)->from(r, ir->chunks);
+}
+
+/* A sum that is the same on every rank (allreduce's) is computed once for all of them. */
+static bool vf_sums_once(const IrProgram *ir)
+{
+    return coll_info(ir->coll)->post == COLL_POST_SUM && vf_from(ir, 1) == vf_from(ir, 0);
 }
 
 /* Fibonacci hashing: the top half of u times 2^64/phi. One multiply per element, and
@@ -350,18 +372,13 @@ typedef struct VfCheck {
 static void vf_expected(const VfCheck *k, int r, size_t first, size_t count, uint32_t *want)
 {
     const IrProgram *ir = k->ir;
-    size_t ce = k->chunk_elems, C = (size_t)ir->chunks, chunk = first / ce;
-    switch (ir->coll) {
-    case COLL_ALLGATHER:
-        vf_values(k->t, VF_MOVE, ir->nranks, (int)(chunk / C), (chunk % C) * ce + first % ce, count, want);
-        break;
-    case COLL_REDUCESCATTER:
-        vf_sums(k->t, ir->nranks, (size_t)r * C * ce + first, count, want);
-        break;
-    default:
+    size_t ce = k->chunk_elems, C = (size_t)ir->chunks, chunk = first / ce, from = vf_from(ir, r);
+    if (coll_info(ir->coll)->post == COLL_POST_GATHER)
+        vf_values(k->t, VF_MOVE, ir->nranks, (int)(chunk / C), (from + chunk % C) * ce + first % ce, count, want);
+    else if (k->sums)
         memcpy(want, k->sums + first, count * sizeof *want);
-        break;
-    }
+    else
+        vf_sums(k->t, ir->nranks, from * ce + first, count, want);
 }
 
 /* Compares a block: bytes first (the common, right case), then element by element. */
@@ -412,14 +429,12 @@ static void vf_report(FILE *log, const VfCheck *k, size_t out_elems, int ranks_c
     char want[48], got[48], from[96];
     vf_format(k->t, k->first_want, want, sizeof want);
     vf_format(k->t, k->first_got, got, sizeof got);
-    if (ir->coll == COLL_ALLGATHER)
+    size_t start = vf_from(ir, k->first_rank);
+    if (coll_info(ir->coll)->post == COLL_POST_GATHER)
         snprintf(from, sizeof from, "rank %zu's input chunk %zu", chunk / (size_t)ir->chunks,
-                 chunk % (size_t)ir->chunks);
-    else if (ir->coll == COLL_REDUCESCATTER)
-        snprintf(from, sizeof from, "the sum over ranks of input chunk %zu",
-                 (size_t)k->first_rank * (size_t)ir->chunks + chunk);
+                 start + chunk % (size_t)ir->chunks);
     else
-        snprintf(from, sizeof from, "the sum over ranks of input chunk %zu", chunk);
+        snprintf(from, sizeof from, "the sum over ranks of input chunk %zu", start + chunk);
     bool poison = k->first_got == vf_poison(k->t);
     rt_error(log, "wrong result on rank %d: output chunk %zu, element %zu is %s%s, expected %s (from %s)",
              k->first_rank, chunk, elem, got, poison ? " (never written)" : "", want, from);
@@ -431,12 +446,12 @@ static void vf_report(FILE *log, const VfCheck *k, size_t out_elems, int ranks_c
 
 static int vf_prepare_sums(cdsl_comm *c, VfCheck *k, size_t out_elems)
 {
-    if (k->ir->coll != COLL_ALLREDUCE)
+    if (!vf_sums_once(k->ir))
         return CDSL_OK;
     k->sums = vf_host(c, out_elems * sizeof *k->sums);
     if (!k->sums)
         return CDSL_ERR_SYSTEM;
-    vf_sums(k->t, k->ir->nranks, 0, out_elems, k->sums);
+    vf_sums(k->t, k->ir->nranks, vf_from(k->ir, 0) * k->chunk_elems, out_elems, k->sums);
     return CDSL_OK;
 }
 
@@ -471,7 +486,7 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
     const IrProgram *ir = vf_program(c, p, t);
     if (!ir)
         return CDSL_ERR_USAGE;
-    if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)
+    if (!vf_has_result(ir))
         return CDSL_OK;
     double t0 = log_clock();
     VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
@@ -536,16 +551,16 @@ int cdsl_pattern_check(const cdsl_program *p, cdsl_dtype t, int rank, size_t chu
     const IrProgram *ir = vf_rank_args(p, t, rank, chunk_bytes, IR_OUTPUT, bytes, log, &elems);
     if (!ir || (elems && !output))
         return CDSL_ERR_USAGE;
-    if (ir->coll == COLL_BARRIER || ir->coll == COLL_CUSTOM)
+    if (!vf_has_result(ir))
         return CDSL_OK;
     VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
     k.chunk_elems = chunk_bytes / cdsl_dtype_size(t);
-    if (ir->coll == COLL_ALLREDUCE) {
+    if (vf_sums_once(ir)) {
         if (!(k.sums = malloc(elems ? elems * sizeof *k.sums : 1))) {
             rt_error(log, "out of memory checking rank %d's output", rank);
             return CDSL_ERR_SYSTEM;
         }
-        vf_sums(t, ir->nranks, 0, elems, k.sums);
+        vf_sums(t, ir->nranks, vf_from(ir, 0) * k.chunk_elems, elems, k.sums);
     }
     vf_check_rank(&k, rank, output, elems);
     free(k.sums);
