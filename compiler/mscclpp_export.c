@@ -445,7 +445,7 @@ static json_t *gpu_json(Plan *pl, const IrProgram *q, int r)
    the executor reads the same way. */
 static json_t *plan_json(Plan *pl, const IrProgram *q)
 {
-    const char *coll = q->coll == COLL_BARRIER || q->coll == COLL_CUSTOM ? "custom" : q->coll_name;
+    const char *coll = coll_info(q->coll)->mscclpp ? coll_info(q->coll)->mscclpp : "custom";
     json_t *gpus = json_array();
     for (int r = 0; r < q->nranks && gpus; r++)
         append(&gpus, gpu_json(pl, q, r));

@@ -601,15 +601,14 @@ static bool read_block(Msc *m, const json_t *tb, int t)
 
 /* ---- The top level ------------------------------------------------------------------------- */
 
+/* A plan's collective: cdsl's own when its table has one by that MSCCL++ name (colls.def), else
+   one of MSCCL++'s other collectives, checked as custom. */
 static Collective collective_of(const char *s, bool *known)
 {
+    Collective c;
     *known = true;
-    if (!strcmp(s, "allgather"))
-        return COLL_ALLGATHER;
-    if (!strcmp(s, "allreduce"))
-        return COLL_ALLREDUCE;
-    if (!strcmp(s, "reducescatter"))
-        return COLL_REDUCESCATTER;
+    if (coll_find_mscclpp(s, &c))
+        return c;
     *known = !strcmp(s, "alltoall") || !strcmp(s, "sendrecv") || !strcmp(s, "test") || !strcmp(s, "custom");
     return COLL_CUSTOM;
 }
@@ -682,36 +681,60 @@ static bool read_format(Msc *m, const json_t *gpus)
     return true;
 }
 
+/* In place, a plan may list fewer output chunks than the input implies: an output that is all
+   input (allreduce's) is at least the input, and a plan that lists none (an allgather's) has
+   the output the input implies. An output that is a slice of the input cannot be: cdsl's input
+   is read-only. False (with an error) for that. */
+static bool in_place_output(Msc *m, const CollInfo *ci, int in, int *out)
+{
+    if (!m->inplace || ci->in_place != COLL_IN_PLACE_NCCL)
+        return true;
+    if (ci->holder == IR_INPUT) {
+        msc_error(m, json_object_get(json_pos_root(m->jp), "inplace"), "not supported: an in-place %s (its output is "
+                  "a slice of its input, which cdsl's input may not be written)", ci->name);
+        return false;
+    }
+    long long whole = (long long)in * ci->out(m->n, 1) / ci->in(m->n, 1);
+    if (coll_alias_per_rank(ci, 1) ? !*out : *out < whole)
+        *out = (int)whole;
+    return true;
+}
+
+/* Why in and out chunks (of a plan's unit) cannot be the collective's input and output
+   (colls.def's in and out at C = 1, up to a common factor), or NULL. The words say the shape
+   at any number of ranks (as at 2: at 1 every shape is the same). */
+static const char *shape_mismatch(Msc *m, const CollInfo *ci, int in, int out)
+{
+    if (coll_declares_buffers(ci) || (long long)out * ci->in(m->n, 1) == (long long)in * ci->out(m->n, 1))
+        return NULL;
+    long long ni = ci->in(2, 1), no = ci->out(2, 1);
+    const char *a = strchr("aeiou", ci->name[0]) ? "an" : "a";
+    if (ni == no)
+        return arena_printf(m->a, "%s %s's input and output have the same chunks", a, ci->name);
+    return arena_printf(m->a, "%s %s's %s holds nranks x its %s chunks", a, ci->name, no > ni ? "output" : "input",
+                        no > ni ? "input" : "output");
+}
+
 /* Buffers: input, output (also what an in-place plan's `i` and `o` are), scratch. */
 static bool make_buffers(Msc *m)
 {
     IrProgram *p = m->p;
+    const CollInfo *ci = coll_info(p->coll);
     const MscGpu *g = &m->gpu[0];
     int in = g->in, out = g->out, L = m->scale;
-    if (m->inplace && p->coll == COLL_ALLREDUCE)
-        out = in > out ? in : out;
-    if (m->inplace && p->coll == COLL_ALLGATHER && !out)
-        out = in * m->n;
-    if (m->inplace && p->coll == COLL_REDUCESCATTER) {
-        msc_error(m, json_object_get(json_pos_root(m->jp), "inplace"), "not supported: an in-place reducescatter "
-                  "(its output is a slice of its input, which cdsl's input may not be written)");
+    if (!in_place_output(m, ci, in, &out))
         return false;
-    }
-    const char *why = NULL;
-    if (p->coll == COLL_ALLGATHER && out != in * m->n)
-        why = "an allgather's output holds nranks x its input chunks";
-    if (p->coll == COLL_REDUCESCATTER && in != out * m->n)
-        why = "a reducescatter's input holds nranks x its output chunks";
-    if (p->coll == COLL_ALLREDUCE && in != out)
-        why = "an allreduce's input and output have the same chunks";
-    if ((p->coll != COLL_CUSTOM && !in) || why) {
+    const char *why = shape_mismatch(m, ci, in, out);
+    if ((!coll_declares_buffers(ci) && !in) || why) {
         msc_error(m, json_array_get(json_object_get(json_pos_root(m->jp), "gpus"), 0), "gpus[0] has %d input and %d "
                   "output chunks for %s of %d ranks: %s", g->in, g->out, p->coll_name, m->n,
                   why ? why : "the collective needs input chunks");
         return false;
     }
-    p->chunks = p->coll == COLL_ALLGATHER ? in * L : p->coll == COLL_REDUCESCATTER ? out * L
-                : in % m->n ? in * L : in / m->n * L;
+    /* C: the input holds ci->in(n, 1) blocks of C chunks (an allreduce plan whose input does
+       not split into nranks blocks takes all of it as one) */
+    long long blocks = coll_declares_buffers(ci) || ci->in(m->n, 1) < 1 ? m->n : ci->in(m->n, 1);
+    p->chunks = in % blocks ? in * L : (int)(in / blocks) * L;
     p->bufs[IR_INPUT] = (IrBuf){"input", in * L, p->loc, false};
     p->bufs[IR_OUTPUT] = (IrBuf){"output", out * L, p->loc, false};
     p->bufs[2] = (IrBuf){"scratch", g->scratch * L, p->loc, false};

@@ -70,17 +70,18 @@ static IrRange range(Map *x, const MscOperand *o, long long size)
                                     hi - o->index == 1 ? "is" : "are", have, have == 1 ? "" : "s"));
         return r;
     }
+    const CollInfo *ci = coll_info(m->p->coll);
     if (o->type == 's') {
         r.buf = 2;
-    } else if (o->type == 'o' || (m->inplace && m->p->coll != COLL_CUSTOM)) {
-        r.buf = IR_OUTPUT;
-        if (o->type == 'i' && m->p->coll == COLL_ALLGATHER) { /* in place: the rank's block of the output */
+    } else if (o->type == 'o' || (m->inplace && ci->in_place == COLL_IN_PLACE_NCCL)) {
+        r.buf = o->type == 'i' ? ci->holder : IR_OUTPUT;
+        if (o->type == 'i' && coll_alias_per_rank(ci, m->p->chunks)) { /* in place: the rank's part of the output */
             if (o->where == MSC_MULTICAST) {
-                refuse(x, "a multicast operand on the input of an in-place allgather: the input is at another "
-                          "place of the output on each rank");
+                refuse(x, arena_printf(m->a, "a multicast operand on the input of an in-place %s: the input is at "
+                                       "another place of the output on each rank", ci->name));
                 return r;
             }
-            first += (long long)o->rank * m->gpu[0].in * L;
+            first += ci->first(o->rank, m->p->chunks);
         }
     } else {
         r.buf = IR_INPUT;

@@ -373,7 +373,7 @@ static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, const size_t *b
             else
                 rt_error(c->log, "rank %d's buffers %s (ptrs[%d]) and %s (ptrs[%d]) overlap; %s%s", r,
                          ir->bufs[x].name, r * n + x, ir->bufs[y].name, r * n + y,
-                         x == IR_INPUT && y == IR_OUTPUT && ir->coll <= COLL_ALLREDUCE
+                         x == IR_INPUT && y == IR_OUTPUT && coll_info(ir->coll)->in_place == COLL_IN_PLACE_NCCL
                              ? "an input that shares the output's memory needs the program compiled in place "
                                "(cdsl_compile_opts.in_place), which checks it for that: "
                              : "a program's buffers must not share memory: ",
