@@ -517,8 +517,8 @@ static void compile_in_place(Bench *B)
         snprintf(B->why_not, sizeof B->why_not, "not run (--no-in-place)");
         return;
     }
-    if (!strcmp(coll, "custom")) {
-        snprintf(B->why_not, sizeof B->why_not, "a custom program has no in-place form");
+    if (!cdsl_collective_in_place(cdsl_collective_find(coll))) {
+        snprintf(B->why_not, sizeof B->why_not, "a %s program has no in-place form", coll);
         return;
     }
     char *text = NULL;
@@ -703,8 +703,7 @@ static void print_cell(const Bench *B, const PerfCell *c)
 
 static const char *redop_name(const cdsl_program *p)
 {
-    const char *c = cdsl_program_collective(p);
-    return strcmp(c, "reducescatter") && strcmp(c, "allreduce") ? "none" : "sum";
+    return collective_sums(p) ? "sum" : "none";
 }
 
 static void print_header(const Bench *B)

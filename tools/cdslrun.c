@@ -555,7 +555,7 @@ static const char *row_verdict(const Run *R, const Row *r)
         return "wrong";
     if (r->status)
         return "failed";
-    if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
+    if (collective_is_barrier(R->prog))
         return "completed";
     if (!R->a->check || !collective_has_postcondition(R->prog))
         return "ran";
@@ -573,7 +573,7 @@ static void print_summary(const Run *R, const Row *r)
     int total = r->warmup + r->iters;
     if (total > 1)
         snprintf(runs, sizeof runs, ", %d runs", total);
-    if (!strcmp(cdsl_program_collective(R->prog), "barrier"))
+    if (collective_is_barrier(R->prog))
         printf("%s: %d ranks, %s: completed (barrier%s)\n", name, n, be, runs);
     else if (!collective_has_postcondition(R->prog))
         printf("%s: %d ranks, %s, %s, %s: ran (custom: no postcondition to check%s)\n", name, n, be,

@@ -1,36 +1,44 @@
 /*
  * collective.h - what cdslrun and cdsl-perf say about a collective's figures, alike: nccl-tests'
- * bus-bandwidth factor (busbw = algbw x it) and whether there is a postcondition to verify.
+ * bus-bandwidth factor (busbw = algbw x it), whether there is a result to verify, whether it
+ * sums, whether it has an in-place form. All of it is the collective's row of the table
+ * (compiler/colls.def), asked through cdsl.h's cdsl_collective_* accessors.
  * Header-only, so that tools/ keeps one .c per tool.
  */
 #ifndef CDSL_COLLECTIVE_H
 #define CDSL_COLLECTIVE_H
 
 #include <stdbool.h>
-#include <string.h>
 
 #include "cdsl.h"
 
-/* nccl-tests' factors (doc/PERFORMANCE.md there): (n-1)/n for allgather and reducescatter,
- * 2(n-1)/n for allreduce; a barrier moves nothing; anything else moves its bytes once. */
-static inline double collective_busbw_factor(const cdsl_program *p)
+static inline int collective_of(const cdsl_program *p)
 {
-    const char *c = cdsl_program_collective(p);
-    double n = cdsl_program_nranks(p);
-    if (!strcmp(c, "allgather") || !strcmp(c, "reducescatter"))
-        return (n - 1) / n;
-    if (!strcmp(c, "allreduce"))
-        return 2 * (n - 1) / n;
-    if (!strcmp(c, "barrier"))
-        return 0;
-    return 1;
+    return cdsl_collective_find(cdsl_program_collective(p));
 }
 
-/* barrier and custom programs have no result on data to check. */
+static inline double collective_busbw_factor(const cdsl_program *p)
+{
+    return cdsl_collective_busbw_factor(collective_of(p), cdsl_program_nranks(p));
+}
+
+/* Barrier and custom programs have no result on data to check. */
 static inline bool collective_has_postcondition(const cdsl_program *p)
 {
-    const char *c = cdsl_program_collective(p);
-    return strcmp(c, "barrier") && strcmp(c, "custom");
+    cdsl_postcondition post = cdsl_collective_postcondition(collective_of(p));
+    return post == CDSL_POST_GATHER || post == CDSL_POST_SUM;
+}
+
+/* A barrier: its postcondition is an ordering, proved by the checker; a run just completes. */
+static inline bool collective_is_barrier(const cdsl_program *p)
+{
+    return cdsl_collective_postcondition(collective_of(p)) == CDSL_POST_BARRIER;
+}
+
+/* Its outputs are sums of the inputs (nccl-tests' redop "sum"). */
+static inline bool collective_sums(const cdsl_program *p)
+{
+    return cdsl_collective_postcondition(collective_of(p)) == CDSL_POST_SUM;
 }
 
 #endif

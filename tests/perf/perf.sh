@@ -123,6 +123,10 @@ py "a program that cannot run in place: its in-place columns N/A, the reason in 
     "$rc == 0 and d['rows'][0]['out_of_place']['wrong'] == 0 and
      all(v is None for v in d['rows'][0]['in_place'].values()) and
      any(c.startswith('# in-place: allreduce_oneshot: data race: rank 0 writes its output[0..4] (its input[0..4] in place)') for c in d['comments'])"
+"$PERF" --nranks 2 -b 1K -e 1K -n 2 tests/run/custom_shift.cdsl >"$tmp/custom.log" 2>&1
+py "a custom program: no in-place form (its collective's row says so), its in-place columns N/A" "$tmp/custom.log" \
+    "all(v is None for v in d['rows'][0]['in_place'].values()) and
+     '# in-place: shift: a custom program has no in-place form; its columns are N/A' in d['comments']"
 "$PERF" --nranks 2 -b 1K -e 1K -n 2 --no-in-place allgather_ring >"$tmp/nip.log" 2>&1
 py "--no-in-place: the in-place columns are N/A" "$tmp/nip.log" "d['rows'][0]['in_place']['wrong'] is None"
 
