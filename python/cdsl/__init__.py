@@ -5,11 +5,15 @@ Without torch (raw pointers: device addresses on GPUs, host addresses on the sim
 With torch (cdsl.distributed): a Communicator made from a torch.distributed process group,
     all_gather_into_tensor, reduce_scatter_tensor, all_reduce and run() on torch tensors and
     torch.cuda.current_stream().
+What each collective means (names, chunk counts, bus-bandwidth factor, postcondition):
+    cdsl.collectives(), cdsl.collective_chunks, cdsl.collective_busbw_factor, ...
 python3 -m cdsl.selftest -n 4: every stdlib program on 4 processes, verified.
 """
-from .core import (Error, Program, RankComm, get_unique_id, library_path, pattern_check, pattern_fill,
-                   stdlib_dir, stdlib_program, unique_id_engine, version)
+from .core import (Error, Program, RankComm, collective_busbw_factor, collective_chunks, collective_postcondition,
+                   collectives, get_unique_id, library_path, pattern_check, pattern_fill, stdlib_dir, stdlib_program,
+                   unique_id_engine, version)
 
-__all__ = ["Error", "Program", "RankComm", "get_unique_id", "library_path", "pattern_check", "pattern_fill",
-           "stdlib_dir", "stdlib_program", "unique_id_engine", "version"]
+__all__ = ["Error", "Program", "RankComm", "collective_busbw_factor", "collective_chunks", "collective_postcondition",
+           "collectives", "get_unique_id", "library_path", "pattern_check", "pattern_fill", "stdlib_dir",
+           "stdlib_program", "unique_id_engine", "version"]
 __version__ = "0.1.0"

@@ -119,6 +119,14 @@ pattern_fill = _fn("cdsl_pattern_fill", c_int, P, c_int, c_int, c_size_t, P, c_s
 pattern_check = _fn("cdsl_pattern_check", c_int, P, c_int, c_int, c_size_t, P, c_size_t,
                     ctypes.POINTER(c_ulonglong), P)
 version = _fn("cdsl_version", c_char_p)
+collective_count = _fn("cdsl_collective_count", c_int)
+collective_name = _fn("cdsl_collective_name", c_char_p, c_int)
+collective_find = _fn("cdsl_collective_find", c_int, c_char_p)
+collective_chunks = _fn("cdsl_collective_chunks", c_int, c_int, c_int, c_int, ctypes.POINTER(ctypes.c_longlong),
+                        ctypes.POINTER(ctypes.c_longlong))
+collective_busbw_factor = _fn("cdsl_collective_busbw_factor", c_double, c_int, c_int)
+collective_postcondition = _fn("cdsl_collective_postcondition", c_int, c_int)
+POSTCONDITIONS = {0: "none", 1: "barrier", 2: "gather", 3: "sum"}
 rank_get_last_error = _fn("cdsl_rank_get_last_error", c_char_p, P)
 
 _tmpfile = libc.tmpfile

@@ -76,6 +76,40 @@ def stdlib_program(name):
     return path
 
 
+# ---- collectives: what each means, from the library's table (compiler/colls.def) -------------------
+
+def collectives():
+    """The names of the collectives cdsl knows, in the order of its table."""
+    return [_lib.collective_name(i).decode() for i in range(_lib.collective_count())]
+
+
+def _collective(name):
+    i = _lib.collective_find(_c_text(name, "collective"))
+    if i < 0:
+        raise ValueError("cdsl: unknown collective %r: one of %s" % (name, ", ".join(collectives())))
+    return i
+
+
+def collective_chunks(name, nranks, chunks=1):
+    """(input, output): one rank's chunks of the collective at nranks ranks and C = chunks; None
+    for each where a program declares its own (custom)."""
+    inp, out = ctypes.c_longlong(), ctypes.c_longlong()
+    if _lib.collective_chunks(_collective(name), nranks, chunks, ctypes.byref(inp), ctypes.byref(out)) != 0:
+        raise ValueError("cdsl: %s: nranks (%d) and chunks (%d) must be at least 1" % (name, nranks, chunks))
+    return tuple(None if v.value < 0 else v.value for v in (inp, out))
+
+
+def collective_busbw_factor(name, nranks):
+    """nccl-tests' bus-bandwidth factor at nranks ranks: busbw = algbw x factor."""
+    return _lib.collective_busbw_factor(_collective(name), nranks)
+
+
+def collective_postcondition(name):
+    """What its outputs hold: "gather" (copies of inputs), "sum", "barrier" (no data: an
+    ordering) or "none" (custom)."""
+    return _lib.POSTCONDITIONS[_lib.collective_postcondition(_collective(name))]
+
+
 class Program:
     """A .cdsl program compiled for nranks and checked for every rank (cdsl_compile).
 
@@ -137,6 +171,12 @@ class Program:
     def nranks(self):
         with self._lock:
             return _lib.program_nranks(self._handle())
+
+    @property
+    def chunks(self):
+        """The collective's C (its `chunks` parameter), as collective_chunks takes it."""
+        with self._lock:
+            return _lib.program_chunks(self._handle())
 
     def buf_chunks(self, buf):
         with self._lock:

@@ -144,21 +144,25 @@ class Communicator:
         return output
 
     def all_gather_into_tensor(self, output, input, program=None):
-        self._same(output, input, "all_gather_into_tensor", output_ranks=True)
+        self._same(output, input, "all_gather_into_tensor", "allgather")
         return self.run(program or DEFAULT_PROGRAMS["allgather"], output, input)
 
     def reduce_scatter_tensor(self, output, input, program=None):
-        self._same(output, input, "reduce_scatter_tensor", output_ranks=False)
+        self._same(output, input, "reduce_scatter_tensor", "reducescatter")
         return self.run(program or DEFAULT_PROGRAMS["reducescatter"], output, input)
 
     def all_reduce(self, tensor, program=None):
         return self.run(program or DEFAULT_PROGRAMS["allreduce"], tensor, tensor)
 
-    def _same(self, output, input, what, output_ranks):
+    def _same(self, output, input, what, collective):
+        """The tensors' sizes in the ratio of the collective's chunk counts (the library's table)."""
         self._tensor(output, "the output")
         self._tensor(input, "the input")
+        n_in, n_out = core.collective_chunks(collective, self.nranks)
+        two_in, two_out = core.collective_chunks(collective, 2)    # which is larger, at any nranks > 1
+        output_ranks = two_out > two_in
         big, small = (output, input) if output_ranks else (input, output)
-        if big.numel() != small.numel() * self.nranks:
+        if big.numel() * min(n_in, n_out) != small.numel() * max(n_in, n_out):
             raise ValueError("cdsl: rank %d: %s needs the %s to hold %d x the %s's %d elements; it holds %d" %
                              (self.rank, what, "output" if output_ranks else "input", self.nranks,
                               "input" if output_ranks else "output", small.numel(), big.numel()))

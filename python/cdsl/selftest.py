@@ -128,7 +128,8 @@ def child(args):
         else:
             try:
                 prog = core.Program(path, args.n)
-                dtypes = DTYPES if prog.collective != "barrier" else ("f32",)
+                moves_data = core.collective_chunks(prog.collective, args.n) != (0, 0)
+                dtypes = DTYPES if moves_data else ("f32",)       # a barrier: one type is enough
                 for chunk in SIZES:
                     for dtype in dtypes:
                         for staged in (True, False):

@@ -32,7 +32,9 @@ static const char *const functions[] = {
     "cdsl_rank_buffer_bytes", "cdsl_rank_run", "cdsl_rank_status", "cdsl_pattern_fill", "cdsl_pattern_check",
     "cdsl_check_detail", "cdsl_comm_device_info", "cdsl_find_program", "cdsl_stdlib_dir",
     "cdsl_is_plan", "cdsl_emit_mscclpp", "cdsl_program_in_place", "cdsl_get_last_error",
-    "cdsl_rank_get_last_error",
+    "cdsl_rank_get_last_error", "cdsl_collective_count", "cdsl_collective_name", "cdsl_collective_find",
+    "cdsl_collective_chunks", "cdsl_collective_busbw_factor", "cdsl_collective_postcondition",
+    "cdsl_collective_in_place",
 };
 
 static int failures;
@@ -107,6 +109,27 @@ static cdsl_program *compile(const char *path, FILE *quiet)
     return p;
 }
 
+/* The collectives table takes no pointer but a name and two results; an unknown index is "none". */
+static void collectives(void)
+{
+    EXPECT(cdsl_collective_count() > 0);
+    done("cdsl_collective_count");
+    EXPECT(cdsl_collective_name(-1) == NULL && cdsl_collective_name(cdsl_collective_count()) == NULL);
+    done("cdsl_collective_name");
+    EXPECT(cdsl_collective_find(NULL) == -1);
+    done("cdsl_collective_find");
+    long long in = 5;
+    EXPECT(cdsl_collective_chunks(0, 2, 1, NULL, NULL) == CDSL_OK && cdsl_collective_chunks(0, 2, 1, &in, NULL) == CDSL_OK);
+    EXPECT(in > 0 && cdsl_collective_chunks(-1, 2, 1, NULL, NULL) == CDSL_ERR_USAGE);
+    done("cdsl_collective_chunks");
+    EXPECT(cdsl_collective_busbw_factor(-1, 2) == 0);
+    done("cdsl_collective_busbw_factor");
+    EXPECT(cdsl_collective_postcondition(-1) == CDSL_POST_NONE);
+    done("cdsl_collective_postcondition");
+    EXPECT(cdsl_collective_in_place(-1) == 0);
+    done("cdsl_collective_in_place");
+}
+
 static void program(cdsl_program *p, FILE *quiet)
 {
     EXPECT(cdsl_program_dump(NULL, CDSL_DUMP_IR, quiet) == CDSL_ERR_USAGE);
@@ -122,6 +145,7 @@ static void program(cdsl_program *p, FILE *quiet)
     done("cdsl_program_chunks");
     EXPECT(cdsl_program_in_place(NULL) == 0 && cdsl_program_in_place(p) == 0);
     done("cdsl_program_in_place");
+    collectives();
     EXPECT(cdsl_emit_cuda(NULL, CDSL_BACKEND_P2P, CDSL_F32) == NULL);
     done("cdsl_emit_cuda");
     EXPECT(cdsl_is_plan(NULL) == 0);

@@ -134,6 +134,9 @@ def checks(rank):
           refused(TypeError, "float64", lambda: c.all_reduce(torch.zeros(8, dtype=torch.float64))))
     check("sizes that do not fit are refused",
           refused(ValueError, "needs the output to hold", lambda: c.all_gather_into_tensor(out, torch.zeros(5))))
+    check("a reducescatter's sizes that do not fit are refused, naming its larger tensor, the input",
+          refused(ValueError, "needs the input to hold %d x the output's 8 elements" % N,
+                  lambda: c.reduce_scatter_tensor(torch.zeros(8), torch.zeros(8 * N + 1))))
     check("two dtypes are refused",
           refused(TypeError, "must be one type", lambda: c.run("allgather_mesh", out, torch.zeros(8, dtype=torch.int32))))
     c.close()
