@@ -687,7 +687,7 @@ static bool read_format(Msc *m, const json_t *gpus)
    is read-only. False (with an error) for that. */
 static bool in_place_output(Msc *m, const CollInfo *ci, int in, int *out)
 {
-    if (!m->inplace || ci->in_place != COLL_IN_PLACE_NCCL)
+    if (!m->inplace || ci->in_place != COLL_IN_PLACE_NCCL || ci->in(m->n, 1) < 1)
         return true;
     if (ci->holder == IR_INPUT) {
         msc_error(m, json_object_get(json_pos_root(m->jp), "inplace"), "not supported: an in-place %s (its output is "
