@@ -7,27 +7,80 @@
 #include "escape.h"
 
 #include <stdio.h>
+#include <string.h>
 
-const char *ir_kind_name(IrKind k)
+#define NO {ON_NONE, false}
+#define RD(on) {ON_##on, false}
+#define WR(on) {ON_##on, true}
+const IrOpInfo ir_ops[IR_NKINDS + 1] = {
+#define IR_OP(kind, name, chan, method, dst, src, src2, sync, order, pair, packet, helper, msc, msc_alt) \
+    [IR_##kind] = {IR_##kind, name, CH_##chan, method, dst, src, src2, SYNC_##sync, ORDER_##order, IR_##pair, \
+                   packet, helper, msc, msc_alt},
+#include "ops.def"
+#undef IR_OP
+    [IR_NKINDS] = {(IrKind)IR_NKINDS, "?", CH_LOCAL, NULL, NO, NO, NO, SYNC_NOP, ORDER_NONE, (IrKind)IR_NKINDS, false,
+                   NULL, NULL, NULL},
+};
+#undef NO
+#undef RD
+#undef WR
+
+const IrOpInfo *ir_op_by_method(IrChan chan, const char *method)
 {
-    switch (k) {
-    case IR_COPY: return "copy";
-    case IR_REDUCE: return "reduce";
-    case IR_PUT: return "put";
-    case IR_GET: return "get";
-    case IR_SIGNAL: return "signal";
-    case IR_WAIT: return "wait";
-    case IR_SW_STORE: return "switch.store";
-    case IR_SW_REDUCE: return "switch.reduce";
-    case IR_SW_REDUCE_STORE: return "switch.reduce_store";
-    case IR_SW_SIGNAL: return "switch.signal";
-    case IR_SW_WAIT: return "switch.wait";
-    case IR_NOP: return "nop";
-    case IR_BARRIER: return "barrier";
-    case IR_PKT_SEND: return "send_packets";
-    case IR_PKT_RECV: return "recv_packets";
+    for (int k = 0; k < IR_NKINDS; k++)
+        if (ir_ops[k].chan == chan && ir_ops[k].method && !strcmp(ir_ops[k].method, method))
+            return &ir_ops[k];
+    return NULL;
+}
+
+const IrOpInfo *ir_op_by_msc(const char *name, bool *alt)
+{
+    for (int k = 0; k < IR_NKINDS; k++) {
+        *alt = ir_ops[k].msc_alt && !strcmp(ir_ops[k].msc_alt, name);
+        if (*alt || (ir_ops[k].msc && !strcmp(ir_ops[k].msc, name)))
+            return &ir_ops[k];
     }
-    return "?";
+    return NULL;
+}
+
+static int add_method(const char **out, int n, const char *m)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(out[i], m))
+            return n;
+    out[n] = m;
+    return n + 1;
+}
+
+int ir_method_names(const IrChan *chans, int nchans, const char **out)
+{
+    int n = 0;
+    for (int pass = 0; pass < 2; pass++)   /* data methods first, then synchronisation */
+        for (int c = 0; c < nchans; c++)
+            for (int k = 0; k < IR_NKINDS; k++)
+                if (ir_ops[k].chan == chans[c] && ir_ops[k].method && ir_is_data((IrKind)k) == (pass == 0))
+                    n = add_method(out, n, ir_ops[k].method);
+    return n;
+}
+
+/* SELF_OR_PEER is the peer's memory when the op names a peer (a plan's read-reduce). */
+static IrOn operand_on(IrOn on, const IrOp *op)
+{
+    return on == ON_SELF_OR_PEER ? (op->peer >= 0 ? ON_PEER : ON_SELF) : on;
+}
+
+IrEffects ir_effects(const IrOp *op)
+{
+    const IrOpInfo *in = ir_op_info(op->kind);
+    const IrUse use[3] = {in->dst, in->src, in->src2};
+    const IrRange range[3] = {op->dst, op->src, op->src2};
+    IrEffects fx = {.n = 0};
+    for (int i = 0; i < 3; i++) {
+        if (use[i].on == ON_NONE || range[i].buf < 0)
+            continue;
+        fx.acc[fx.n++] = (IrAccess){range[i], operand_on(use[i].on, op), use[i].write};
+    }
+    return fx;
 }
 
 const char *ir_coll_name(Collective c)
@@ -51,17 +104,6 @@ bool ir_in_place(const IrProgram *p, int *aliased, int *holder)
 int ir_in_place_first(const IrProgram *p, int rank)
 {
     return (int)coll_info(p->coll)->first(rank, p->chunks);
-}
-
-bool ir_is_data(IrKind k)
-{
-    return k == IR_COPY || k == IR_REDUCE || k == IR_PUT || k == IR_GET || k == IR_SW_STORE ||
-           k == IR_SW_REDUCE || k == IR_SW_REDUCE_STORE || k == IR_PKT_SEND || k == IR_PKT_RECV;
-}
-
-bool ir_is_switch(IrKind k)
-{
-    return k >= IR_SW_STORE && k <= IR_SW_WAIT;
 }
 
 void ir_append(IrProgram *p, int rank, IrOp op)
@@ -114,19 +156,18 @@ void ir_dump(const IrProgram *p, FILE *out)
             fprintf(out, "r%d", r);
             if (p->ntbs)
                 fprintf(out, " tb%d", op->tb);
-            fprintf(out, " %d:%d %s", op->loc.line, op->loc.col, ir_kind_name(op->kind));
+            const IrOpInfo *in = ir_op_info(op->kind);
+            fprintf(out, " %d:%d %s", op->loc.line, op->loc.col, in->name);
             if (op->peer >= 0)
                 fprintf(out, " peer=%d", op->peer);
-            if (op->chan > 0 && (op->kind == IR_SIGNAL || op->kind == IR_WAIT))
+            if (op->chan > 0 && (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && !in->packet)
                 fprintf(out, " chan=%d", op->chan);
-            if (op->kind == IR_BARRIER)
+            if (in->sync == SYNC_BARRIER)
                 fprintf(out, " id=%d blocks=%d", op->chan, op->arg);
-            if (ir_is_packet(op->kind))
+            if (in->packet)
                 fprintf(out, " slot=%d", op->arg);
-            if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL)
-                fputs(op->relaxed ? " relaxed" : " release", out);
-            if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT)
-                fputs(op->relaxed ? " relaxed" : " acquire", out);
+            if (in->order == ORDER_RELEASE || in->order == ORDER_ACQUIRE)
+                fputs(op->relaxed ? " relaxed" : in->order == ORDER_RELEASE ? " release" : " acquire", out);
             if (op->dst.buf >= 0) {
                 fputc(' ', out);
                 dump_range(p, op->dst, out);
@@ -138,7 +179,7 @@ void ir_dump(const IrProgram *p, FILE *out)
             if (op->src2.buf >= 0) {
                 fputs(" + ", out);
                 dump_range(p, op->src2, out);
-                if (op->kind == IR_REDUCE && op->peer >= 0) /* a plan's read-reduce */
+                if (operand_on(in->src2.on, op) == ON_PEER) /* a plan's read-reduce */
                     fprintf(out, "@%d", op->peer);
             }
             if (op->sync_before)

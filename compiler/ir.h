@@ -34,28 +34,20 @@ enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8, IR_MAX_BARRIERS = 16 };
 
 #include "colls.h"   /* Collective: what each one means, from colls.def */
 
+/* The operation kinds, one per row of ops.def (what each does is said there). */
 typedef enum IrKind {
-    IR_COPY,            /* dst = src, both local */
-    IR_REDUCE,          /* dst = src + src2, all local, element-wise */
-    IR_PUT,             /* dst on rank `peer` = local src */
-    IR_GET,             /* local dst = src on rank `peer` */
-    IR_SIGNAL,          /* one arrival on `peer`'s semaphore for this rank */
-    IR_WAIT,            /* consume one arrival that `peer` made for this rank */
-    IR_SW_STORE,        /* dst on every rank = local src (multimem.st) */
-    IR_SW_REDUCE,       /* local dst = sum over every rank of src (multimem.ld_reduce) */
-    IR_SW_REDUCE_STORE, /* dst on every rank = sum over every rank of src */
-    IR_SW_SIGNAL,       /* one arrival of this rank on the switch barrier */
-    IR_SW_WAIT,         /* wait for every rank's arrival with the same ordinal */
-    IR_NOP,             /* plan only: __syncthreads() in the op's thread block; nothing else */
-    IR_BARRIER,         /* plan only: barrier `chan` of the rank, where `arg` of its thread
-                           blocks meet (the k-th use by each forms the k-th barrier) */
-    IR_PKT_SEND,        /* peer(p).send_packets(src): local src, with a flag in every packet,
-                           into this rank's packet slots on rank `peer`; to the checker a
-                           relaxed signal on channel IR_PKT_CHAN that reads src */
-    IR_PKT_RECV,        /* peer(p).recv_packets(dst): poll the packets `peer` sent this rank,
-                           then their data into local dst; a relaxed wait on IR_PKT_CHAN that
-                           writes dst (docs/language.md, "Packets") */
+#define IR_OP(kind, ...) IR_##kind,
+#include "ops.def"
+#undef IR_OP
 } IrKind;
+
+/* How many kinds (outside the enum, so that switches over IrKind stay exhaustive). */
+enum {
+    IR_NKINDS = 0
+#define IR_OP(kind, ...) +1
+#include "ops.def"
+#undef IR_OP
+};
 
 /* Packet ops are numbered on a channel of their own: the k-th recv_packets from p matches
    p's k-th send_packets to this rank, apart from the signals and waits of channel 0. */
@@ -91,6 +83,67 @@ typedef struct IrOp {
     const char *ctx;    /* loop iterations and def calls around it, e.g. "step=2" or
                            "p=3, in gather() called at 12:5"; NULL when there are none */
 } IrOp;
+
+/* What ops.def says of a kind (its header explains each column). The enumerators have no IR_
+   prefix: a test of a property reads as one, not as a test of a kind. */
+typedef enum IrChan { CH_LOCAL, CH_PEER, CH_SWITCH, CH_BLOCK } IrChan;
+typedef enum IrOn { ON_NONE, ON_SELF, ON_PEER, ON_ALL, ON_SELF_OR_PEER } IrOn;
+typedef enum IrSync { SYNC_DATA, SYNC_SIGNAL, SYNC_WAIT, SYNC_BARRIER, SYNC_NOP } IrSync;
+typedef enum IrOrder { ORDER_NONE, ORDER_RELEASE, ORDER_ACQUIRE, ORDER_RELAXED } IrOrder;
+
+typedef struct IrUse {   /* one operand column: whose memory, and whether it is written */
+    IrOn on;
+    bool write;
+} IrUse;
+
+typedef struct IrOpInfo {
+    IrKind kind;
+    const char *name;    /* "copy", "switch.store", "send_packets" */
+    IrChan chan;
+    const char *method;  /* .cdsl spelling, NULL: none */
+    IrUse dst, src, src2;
+    IrSync sync;
+    IrOrder order;
+    IrKind pair;         /* the kind it matches; itself when none */
+    bool packet;
+    const char *helper;  /* device library function */
+    const char *msc, *msc_alt; /* MSCCL++ op names, NULL: none */
+} IrOpInfo;
+
+/* ops.def as a table, [IR_NKINDS] a "?" row for a kind out of range. */
+extern const IrOpInfo ir_ops[IR_NKINDS + 1];
+static inline const IrOpInfo *ir_op_info(IrKind k)
+{
+    return &ir_ops[(unsigned)k < IR_NKINDS ? k : IR_NKINDS];
+}
+/* The kind that is `method` of the channel (CH_LOCAL: a call), or NULL. */
+const IrOpInfo *ir_op_by_method(IrChan chan, const char *method);
+/* The kind whose MSCCL++ name is `name` (*alt: it is the kind's msc_alt), or NULL. */
+const IrOpInfo *ir_op_by_msc(const char *name, bool *alt);
+/* The method names of the channels chans[0..nchans), each once: the data methods, channel by
+   channel in table order, then the synchronisation ones. Returns how many (<= IR_NKINDS). */
+int ir_method_names(const IrChan *chans, int nchans, const char **out);
+
+/* One operand of one op as it touches memory: its range, whose memory (ON_SELF, ON_PEER: rank
+   op.peer, ON_ALL: every rank through the switch), and whether it is written. */
+typedef struct IrAccess {
+    IrRange range;
+    IrOn on;
+    bool write;
+} IrAccess;
+
+/* The memory an op touches: its operands in the order dst, src, src2 (only those it has). */
+typedef struct IrEffects {
+    IrAccess acc[3];
+    int n;
+} IrEffects;
+
+IrEffects ir_effects(const IrOp *op);
+/* The rank whose memory an access touches, for the op run by `rank`; -1: every rank. */
+static inline int ir_access_rank(const IrAccess *a, const IrOp *op, int rank)
+{
+    return a->on == ON_PEER ? op->peer : a->on == ON_ALL ? -1 : rank;
+}
 
 typedef struct IrSeq {
     IrOp *ops;
@@ -141,20 +194,33 @@ bool ir_in_place(const IrProgram *p, int *aliased, int *holder);
 /* The chunk of the holder where the aliased buffer starts on `rank` (rank * C, or 0). */
 int ir_in_place_first(const IrProgram *p, int rank);
 
-const char *ir_kind_name(IrKind k);        /* "copy", "put", "switch.store", ... */
+static inline const char *ir_kind_name(IrKind k) { return ir_op_info(k)->name; } /* "copy", "put", ... */
 static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->ntbs[rank] : 1; }
 const char *ir_coll_name(Collective c);
-bool ir_is_data(IrKind k);                 /* moves data: COPY..GET, SW_STORE..SW_REDUCE_STORE */
-bool ir_is_switch(IrKind k);
+/* Moves data: has operands (packet ops too). */
+static inline bool ir_is_data(IrKind k)
+{
+    return ir_op_info(k)->dst.on != ON_NONE || ir_op_info(k)->src.on != ON_NONE;
+}
+static inline bool ir_is_switch(IrKind k) { return ir_op_info(k)->chan == CH_SWITCH; }
 /* Packets (compiler/packet_layout.c): every packet op's place in its receiver's packet slots
  * (IrOp.arg, in data chunks), and the internal buffer that holds the slots, appended to the
  * program's buffers. False (with an error) when there is no room for one more buffer. */
 bool ir_packet_layout(IrProgram *p, Diag *d);
 int ir_packet_buf(const IrProgram *p);     /* the packet slots' buffer, or -1 */
 /* What matches like a signal / a wait (hb.c, sync.c): peer signals and waits, and packets. */
-static inline bool ir_is_signal(IrKind k) { return k == IR_SIGNAL || k == IR_PKT_SEND; }
-static inline bool ir_is_wait(IrKind k) { return k == IR_WAIT || k == IR_PKT_RECV; }
-static inline bool ir_is_packet(IrKind k) { return k == IR_PKT_SEND || k == IR_PKT_RECV; }
+static inline bool ir_is_signal(IrKind k)
+{
+    return ir_op_info(k)->sync == SYNC_SIGNAL && ir_op_info(k)->chan == CH_PEER;
+}
+static inline bool ir_is_wait(IrKind k)
+{
+    return ir_op_info(k)->sync == SYNC_WAIT && ir_op_info(k)->chan == CH_PEER;
+}
+static inline bool ir_is_packet(IrKind k) { return ir_op_info(k)->packet; }
+/* The switch's arrivals and the waits for a round of them. */
+static inline bool ir_is_switch_signal(IrKind k) { return ir_op_info(k)->sync == SYNC_SIGNAL && ir_is_switch(k); }
+static inline bool ir_is_switch_wait(IrKind k) { return ir_op_info(k)->sync == SYNC_WAIT && ir_is_switch(k); }
 void ir_append(IrProgram *p, int rank, IrOp op);
 /* One line per op, for --dump-ir and tests: "r0 12:5 put peer=1 output[3..4] <- output[3..4]" */
 void ir_dump(const IrProgram *p, FILE *out);
