@@ -32,7 +32,7 @@ typedef struct Stretch {
 
 static int thread_of(const IrOp *op)
 {
-    return op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT ? 0 : op->arg;
+    return op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT ? 0 : op->thread;
 }
 
 static bool ranges_meet(IrRange a, IrRange b)

@@ -72,7 +72,7 @@ static void put_comment(Blocks *e, const IrOp *op)
     if (op->kind == IR_SIGNAL || op->kind == IR_WAIT)
         emit_printf(&e->out, " channel %d", op->chan);
     if (op->kind == IR_BARRIER)
-        emit_printf(&e->out, " %d of %d blocks", op->chan, op->arg);
+        emit_printf(&e->out, " %d of %d blocks", op->barrier, op->blocks);
     if (ir_is_data(op->kind)) {
         emit_puts(&e->out, " ");
         put_range_text(e, op->dst);
@@ -141,10 +141,10 @@ static void put_sync(Blocks *e, const IrOp *op)
         emit_puts(o, "    __syncthreads();\n");
         break;
     case IR_BARRIER:
-        emit_printf(o, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", op->chan, ++e->bar_uses[op->chan] * op->arg,
-                    op->loc.line);
-        if (e->bar_uses[op->chan] * op->arg > e->bar_total[op->chan])
-            e->bar_total[op->chan] = e->bar_uses[op->chan] * op->arg;
+        emit_printf(o, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", op->barrier,
+                    ++e->bar_uses[op->barrier] * op->blocks, op->loc.line);
+        if (e->bar_uses[op->barrier] * op->blocks > e->bar_total[op->barrier])
+            e->bar_total[op->barrier] = e->bar_uses[op->barrier] * op->blocks;
         break;
     default:
         break;

@@ -26,11 +26,11 @@ void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char 
 {
     const char *slots = bufname[ir_packet_buf(p)];
     if (op->kind == IR_PKT_SEND)
-        emit_printf(b, "    cdsl_send_packets(a, %d, %s, %d, %s, %d, %d, %s);\n", op->peer, slots, op->arg,
+        emit_printf(b, "    cdsl_send_packets(a, %d, %s, %d, %s, %d, %d, %s);\n", op->peer, slots, op->slot,
                     bufname[op->src.buf], op->src.first, op->src.count,
                     after_data ? "CDSL_RELEASE /* after data operations */" : "CDSL_RELAXED");
     else
-        emit_printf(b, "    CDSL_TRY(cdsl_recv_packets(a, %d, %s, %d, %s, %d, %d, %d));\n", op->peer, slots, op->arg,
+        emit_printf(b, "    CDSL_TRY(cdsl_recv_packets(a, %d, %s, %d, %s, %d, %d, %d));\n", op->peer, slots, op->slot,
                     bufname[op->dst.buf], op->dst.first, op->dst.count, op->loc.line);
 }
 

@@ -103,10 +103,10 @@ static int chan_col(const IrOp *op, int nchan)
 static int barrier_of(HbFacts *f, Arena *a, int r, const IrOp *op)
 {
     for (int b = f->nbars - 1; b >= 0 && f->bars[b].rank == r; b--)
-        if (f->bars[b].id == op->chan)
+        if (f->bars[b].id == op->barrier)
             return b;
     f->bars = arena_grow(a, f->bars, (size_t)f->nbars, (size_t)f->nbars + 1, sizeof *f->bars);
-    f->bars[f->nbars] = (HbBarrier){r, op->chan, op->arg, NULL, 0, NULL, NULL};
+    f->bars[f->nbars] = (HbBarrier){r, op->barrier, op->blocks, NULL, 0, NULL, NULL};
     return f->nbars++;
 }
 

@@ -46,7 +46,7 @@ enum { HB_JOIN_STEP = 16 }; /* clock entries joined per budget step (joins are v
 /* A barrier of a rank: the thread blocks that use its id; their k-th uses meet. */
 typedef struct HbBarrier {
     int rank, id;
-    int want;        /* blocks the plan says meet there (IrOp.arg) */
+    int want;        /* blocks the plan says meet there (IrOp.blocks) */
     int *units, nunits; /* the units that use it */
     int **uses, *nuses; /* [m][k]: the op (index in the rank's list) of member m's k-th use */
 } HbBarrier;

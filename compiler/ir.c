@@ -163,9 +163,9 @@ void ir_dump(const IrProgram *p, FILE *out)
             if (op->chan > 0 && (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && !in->packet)
                 fprintf(out, " chan=%d", op->chan);
             if (in->sync == SYNC_BARRIER)
-                fprintf(out, " id=%d blocks=%d", op->chan, op->arg);
+                fprintf(out, " id=%d blocks=%d", op->barrier, op->blocks);
             if (in->packet)
-                fprintf(out, " slot=%d", op->arg);
+                fprintf(out, " slot=%d", op->slot);
             if (in->order == ORDER_RELEASE || in->order == ORDER_ACQUIRE)
                 fputs(op->relaxed ? " relaxed" : in->order == ORDER_RELEASE ? " release" : " acquire", out);
             if (op->dst.buf >= 0) {

@@ -69,16 +69,17 @@ typedef struct IrOp {
                            goes through the same thread blocks on every rank */
     int16_t chan;       /* SIGNAL/WAIT: which channel between the two ranks (0 in .cdsl; the
                            k-th wait on a channel matches the peer's k-th signal on it);
-                           BARRIER: the barrier's id */
+                           packet ops: IR_PKT_CHAN */
+    int16_t barrier;    /* BARRIER: the barrier's id */
     int peer;           /* PUT/GET/SIGNAL/WAIT: the other rank; REDUCE: the rank whose src2 is
                            read (a plan's read-reduce), -1 when src2 is local; -1 otherwise */
     int tb;             /* the unit (thread block) of the rank that runs it; 0 in .cdsl */
     IrRange dst, src, src2;
-    int arg;            /* BARRIER: how many of the rank's thread blocks meet there;
-                           PKT_SEND/PKT_RECV: where the packets go in the receiver's slots
-                           (ir_packet_layout), in data chunks;
-                           SIGNAL/WAIT/SW_SIGNAL/SW_WAIT of a plan: the block's thread that does
-                           it (the executor's thread j works on the op's j-th channel) */
+    int slot;           /* PKT_SEND/PKT_RECV: where the packets go in the receiver's slots
+                           (ir_packet_layout), in data chunks */
+    int16_t blocks;     /* BARRIER: how many of the rank's thread blocks meet there */
+    int16_t thread;     /* SIGNAL/WAIT of a plan: the block's thread that does it (the
+                           executor's thread j works on the op's j-th channel); 0 otherwise */
     Loc loc;            /* the statement (the operation's name in it) */
     const char *ctx;    /* loop iterations and def calls around it, e.g. "step=2" or
                            "p=3, in gather() called at 12:5"; NULL when there are none */
@@ -204,7 +205,7 @@ static inline bool ir_is_data(IrKind k)
 }
 static inline bool ir_is_switch(IrKind k) { return ir_op_info(k)->chan == CH_SWITCH; }
 /* Packets (compiler/packet_layout.c): every packet op's place in its receiver's packet slots
- * (IrOp.arg, in data chunks), and the internal buffer that holds the slots, appended to the
+ * (IrOp.slot, in data chunks), and the internal buffer that holds the slots, appended to the
  * program's buffers. False (with an error) when there is no room for one more buffer. */
 bool ir_packet_layout(IrProgram *p, Diag *d);
 int ir_packet_buf(const IrProgram *p);     /* the packet slots' buffer, or -1 */

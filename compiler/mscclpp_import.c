@@ -787,13 +787,13 @@ static bool barrier_users(Msc *m)
             const IrOp *first = NULL;
             for (int i = 0; i < s->nops; i++) {
                 const IrOp *op = &s->ops[i];
-                if (op->kind != IR_BARRIER || op->chan != id)
+                if (op->kind != IR_BARRIER || op->barrier != id)
                     continue;
                 if (!first)
-                    first = op, want = op->arg;
-                if (op->arg != want) {
+                    first = op, want = op->blocks;
+                if (op->blocks != want) {
                     diag_error(m->d, op->loc, "barrier %d of gpu %d is used with %d threadblocks here and %d at %d:%d",
-                               id, r, op->arg, want, first->loc.line, first->loc.col);
+                               id, r, op->blocks, want, first->loc.line, first->loc.col);
                     return false;
                 }
                 users += op->tb != last_tb;

@@ -205,7 +205,7 @@ static void map_sync(Map *x, bool signal, bool relaxed)
         IrOp o = data_op(x, signal ? IR_SIGNAL : IR_WAIT, c->peer, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
         o.chan = c->pair;
         o.relaxed = relaxed;
-        o.arg = j;
+        o.thread = (int16_t)j;
         emit(x, o);
     }
 }
@@ -366,8 +366,8 @@ void msc_map(Msc *m, const MscOp *op)
         emit(&x, data_op(&x, IR_NOP, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0}));
     } else if (!strcmp(k, "barrier")) {
         IrOp o = data_op(&x, IR_BARRIER, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
-        o.chan = op->barrier_id;
-        o.arg = op->nblocks;
+        o.barrier = (int16_t)op->barrier_id;
+        o.blocks = (int16_t)op->nblocks;
         emit(&x, o);
     } else if (!strcmp(k, "signal") || !strcmp(k, "rlxsignal") || !strcmp(k, "wait") || !strcmp(k, "rlxwait")) {
         map_sync(&x, strstr(k, "signal") != NULL, !strncmp(k, "rlx", 3));

@@ -4,7 +4,7 @@
  *
  * Every receiver p holds, for each sender r in rank order, a slot as large as the larger of
  * what r sends p and what p takes from r in one launch (the two agree in a checked program);
- * a pair's k-th packet op of a launch goes after its earlier ones. IrOp.arg of a packet op is
+ * a pair's k-th packet op of a launch goes after its earlier ones. IrOp.slot of a packet op is
  * that place, in data chunks from the start of p's slots. Data travels as 8-byte words of
  * {4 bytes of data, 4 bytes of flag} (MSCCL++'s LL8 packet), and the two launch parities are
  * interleaved word by word: data word w of parity π is slot word 2w + π. Interleaving keeps
@@ -87,11 +87,11 @@ bool ir_packet_layout(IrProgram *p, Diag *d)
             IrOp *op = &p->ranks[r].ops[i];
             if (op->kind == IR_PKT_SEND) {
                 size_t k = (size_t)r * n + op->peer;
-                op->arg = first[k] + sent[k];
+                op->slot = first[k] + sent[k];
                 sent[k] += op->src.count;
             } else if (op->kind == IR_PKT_RECV) {
                 size_t k = (size_t)op->peer * n + r;
-                op->arg = first[k] + taken[k];
+                op->slot = first[k] + taken[k];
                 taken[k] += op->dst.count;
             }
         }

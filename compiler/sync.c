@@ -333,7 +333,7 @@ static const char *awaited(Reporter *rep, HbEv w, int target_unit)
     if (op->kind == IR_BARRIER) {
         int pc = r->run.pc[target_unit];
         return arena_printf(rep->a, "threadblock %d of rank %d to come to barrier %d; it is stuck at %d:%d",
-                            target_unit - r->hb.rank_unit[target], target, op->chan,
+                            target_unit - r->hb.rank_unit[target], target, op->barrier,
                             r->p->ranks[target].ops[pc].loc.line, r->p->ranks[target].ops[pc].loc.col);
     }
     if (ir_is_wait(op->kind)) {

@@ -446,7 +446,7 @@ static bool sim_has_packets(const IrProgram *ir)
 static _Atomic uint64_t *sim_pkt_word(const Sim *s, int to, const IrOp *op, uint64_t epoch, size_t w)
 {
     _Atomic uint64_t *slots = (_Atomic uint64_t *)(void *)s->ranks[to].buf[s->pkt_buf];
-    return &slots[2 * ((size_t)op->arg * (s->chunk / 4) + w) + (epoch & 1)];
+    return &slots[2 * ((size_t)op->slot * (s->chunk / 4) + w) + (epoch & 1)];
 }
 
 static bool sim_pkt_send(SimWorker *w, const IrOp *op)
@@ -558,9 +558,9 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
     case IR_PKT_RECV:
         return sim_pkt_recv(w, op);
     case IR_BARRIER:
-        w->want = ++s->units[w->unit].bar_uses[op->chan] * (uint64_t)op->arg;
-        atomic_fetch_add_explicit(&self->bar[op->chan], 1, memory_order_acq_rel);
-        return sim_wait(w, &self->bar[op->chan], w->want);
+        w->want = ++s->units[w->unit].bar_uses[op->barrier] * (uint64_t)op->blocks;
+        atomic_fetch_add_explicit(&self->bar[op->barrier], 1, memory_order_acq_rel);
+        return sim_wait(w, &self->bar[op->barrier], w->want);
     }
     return true;
 }
@@ -712,11 +712,11 @@ static bool sim_report_rank(Sim *s, int u)
         return true;
     }
     if (op->kind == IR_BARRIER) {
-        unsigned long long have = atomic_load(&rk->bar[op->chan]);
+        unsigned long long have = atomic_load(&rk->bar[op->barrier]);
         if (have >= want)
             return false;
         rt_error(s->cfg.log, "rank %d gave up waiting at %s for its barrier %d (%llu of %llu arrivals)", r, where,
-                 op->chan, have, want);
+                 op->barrier, have, want);
         return true;
     }
     unsigned long long have = atomic_load(rk->sw_counter);
@@ -1025,7 +1025,7 @@ static bool sim_range_ok(const IrProgram *ir, IrRange r)
 static bool sim_slot_ok(const IrProgram *ir, const IrOp *op, int count)
 {
     int b = ir_packet_buf(ir);
-    return b >= 0 && op->arg >= 0 && (long long)op->arg + count <= ir->bufs[b].nchunks / 4;
+    return b >= 0 && op->slot >= 0 && (long long)op->slot + count <= ir->bufs[b].nchunks / 4;
 }
 
 /* The IR is trusted to come from evaluation, which checks bounds (rule 3); this re-check
@@ -1060,7 +1060,7 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
     case IR_PKT_RECV:
         return peer_ok && sim_range_ok(ir, op->dst) && sim_slot_ok(ir, op, op->dst.count);
     case IR_BARRIER:
-        return op->chan >= 0 && op->chan < IR_MAX_BARRIERS && op->arg >= 1;
+        return op->barrier >= 0 && op->barrier < IR_MAX_BARRIERS && op->blocks >= 1;
     }
     return false;
 }

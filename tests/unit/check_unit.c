@@ -457,14 +457,17 @@ static void tb_op(Prog *g, int r, int tb, IrKind k, int peer, int chan, IrRange 
     o.kind = k;
     o.peer = peer;
     o.tb = tb;
-    o.chan = chan;
     o.dst = dst;
     o.src = src;
     o.src2 = NONE;
     o.loc = (Loc){g->src, line, 5};
     o.ctx = arena_printf(g->a, "threadblock %d", tb);
-    if (k == IR_BARRIER)
-        o.arg = 2;
+    if (k == IR_BARRIER) {
+        o.barrier = (int16_t)chan;
+        o.blocks = 2;
+    } else {
+        o.chan = (int16_t)chan;
+    }
     ir_append(g->p, r, o);
 }
 
