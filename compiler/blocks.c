@@ -30,11 +30,6 @@ typedef struct Stretch {
     int wait_thread; /* its thread; -2 once waits of several threads were seen */
 } Stretch;
 
-static int thread_of(const IrOp *op)
-{
-    return op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT ? 0 : op->thread;
-}
-
 static bool ranges_meet(IrRange a, IrRange b)
 {
     return a.buf >= 0 && a.buf == b.buf && a.first < b.first + b.count && b.first < a.first + a.count;
@@ -78,25 +73,10 @@ static void check_block(const IrSeq *s, int first, int end, Diag *d, Arena *a, i
     int start = first;
     for (int i = first; i < end; i++) {
         const IrOp *op = &s->ops[i];
-        if (op->kind == IR_NOP || op->kind == IR_BARRIER) {
+        IrSync role = ir_op_info(op->kind)->sync;
+        if (ir_threads_meet(op->kind)) {
             st = (Stretch){-1, -1, -1};
             start = i + 1;
-        } else if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL) {
-            int t = thread_of(op);
-            if (st.data >= 0)
-                report(d, a, op, &s->ops[st.data], arena_printf(a, "the signal is thread %d's, and the block's other "
-                       "threads may still be in that %s, so it publishes only thread %d's share of it", t,
-                       ir_kind_name(s->ops[st.data].kind), t), count, &last);
-            else if (st.wait >= 0 && st.wait_thread != t)
-                report(d, a, op, &s->ops[st.wait], arena_printf(a, "the signal is thread %d's and the wait thread "
-                       "%d's, so nothing orders that wait before this signal", t, st.wait_thread < 0 ? 0 :
-                       st.wait_thread), count, &last);
-        } else if (op->kind == IR_WAIT || op->kind == IR_SW_WAIT) {
-            int t = thread_of(op);
-            if (st.wait < 0)
-                st.wait = i, st.wait_thread = t;
-            else if (st.wait_thread != t)
-                st.wait_thread = -2;
         } else if (ir_is_data(op->kind)) {
             if (st.wait >= 0)
                 report(d, a, op, &s->ops[st.wait], arena_printf(a, "only thread %d waits, and the block's other "
@@ -107,6 +87,22 @@ static void check_block(const IrSeq *s, int first, int end, Diag *d, Arena *a, i
                        "places of their ranges (or through different addresses), so different threads do them, in "
                        "either order", count, &last);
             st.data = i;
+        } else if (role == SYNC_SIGNAL) {
+            int t = op->thread;
+            if (st.data >= 0)
+                report(d, a, op, &s->ops[st.data], arena_printf(a, "the signal is thread %d's, and the block's other "
+                       "threads may still be in that %s, so it publishes only thread %d's share of it", t,
+                       ir_kind_name(s->ops[st.data].kind), t), count, &last);
+            else if (st.wait >= 0 && st.wait_thread != t)
+                report(d, a, op, &s->ops[st.wait], arena_printf(a, "the signal is thread %d's and the wait thread "
+                       "%d's, so nothing orders that wait before this signal", t, st.wait_thread < 0 ? 0 :
+                       st.wait_thread), count, &last);
+        } else if (role == SYNC_WAIT) {
+            int t = op->thread;
+            if (st.wait < 0)
+                st.wait = i, st.wait_thread = t;
+            else if (st.wait_thread != t)
+                st.wait_thread = -2;
         }
     }
 }

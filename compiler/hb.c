@@ -96,7 +96,7 @@ static bool peer_op(const HbFacts *f, const IrOp *op)
 /* The counter column of a peer op's channel: packets (IR_PKT_CHAN) count in the last one. */
 static int chan_col(const IrOp *op, int nchan)
 {
-    return op->chan == IR_PKT_CHAN ? nchan - 1 : op->chan;
+    return ir_is_packet(op->kind) ? nchan - 1 : op->chan;
 }
 
 /* The barrier (rank, id), made when first seen. */
@@ -137,7 +137,7 @@ static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int 
     const IrSeq *s = &f->p->ranks[r];
     int nsw_sig = 0, nsw_wait = 0, nbar_ops = 0, first_bar = f->nbars, tb = -1;
     for (int i = 0; i < s->nops; i++)
-        nbar_ops += s->ops[i].kind == IR_BARRIER;
+        nbar_ops += ir_is_barrier(s->ops[i].kind);
     int *bar_uses = nbar_ops ? ARENA_ARRAY(a, int, (size_t)nbar_ops) : NULL; /* [b - first_bar] */
     for (int i = 0; i < s->nops; i++) {
         const IrOp *op = &s->ops[i];
@@ -148,11 +148,11 @@ static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int 
             ++*nsignals;
         } else if (ir_is_wait(op->kind) && peer_op(f, op)) {
             f->ordinal[r][i] = waits[slot]++;
-        } else if (op->kind == IR_SW_SIGNAL) {
+        } else if (ir_is_switch_signal(op->kind)) {
             f->ordinal[r][i] = nsw_sig++;
-        } else if (op->kind == IR_SW_WAIT) {
+        } else if (ir_is_switch_wait(op->kind)) {
             f->ordinal[r][i] = nsw_wait++;
-        } else if (op->kind == IR_BARRIER) {
+        } else if (ir_is_barrier(op->kind)) {
             if (op->tb != tb) {
                 tb = op->tb;
                 memset(bar_uses, 0, (size_t)nbar_ops * sizeof *bar_uses);
@@ -176,9 +176,9 @@ static void list_switch_ops(HbFacts *f, Arena *a, int r)
     f->sw_sig[r] = ARENA_ARRAY(a, int, (size_t)f->nsw_sig[r] + 1);
     f->sw_wait[r] = ARENA_ARRAY(a, int, (size_t)f->nsw_wait[r] + 1);
     for (int i = 0; i < s->nops; i++) {
-        if (s->ops[i].kind == IR_SW_SIGNAL)
+        if (ir_is_switch_signal(s->ops[i].kind))
             f->sw_sig[r][f->ordinal[r][i]] = i;
-        else if (s->ops[i].kind == IR_SW_WAIT)
+        else if (ir_is_switch_wait(s->ops[i].kind))
             f->sw_wait[r][f->ordinal[r][i]] = i;
     }
     if (f->nsw_sig[r] > f->nrounds)
@@ -212,7 +212,7 @@ static int channels_used(const IrProgram *p)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
             packets |= ir_is_packet(op->kind);
-            if (op->chan >= nchan && op->kind != IR_BARRIER && !ir_is_packet(op->kind))
+            if (op->chan >= nchan && !ir_is_packet(op->kind))
                 nchan = op->chan + 1;
         }
     return nchan + packets;
@@ -453,16 +453,16 @@ void hb_replay_step(HbReplay *rp, int r, int i)
     const IrOp *op = &rp->f->p->ranks[r].ops[i];
     int u = hb_unit(rp->f, r, i);
     rp->at = op->loc;
-    switch (op->kind) {
-    case IR_SIGNAL:
-    case IR_PKT_SEND: step_signal(rp, r, i, u); break;
-    case IR_SW_SIGNAL: step_switch_signal(rp, r, i, u, op); break;
-    case IR_WAIT:
-    case IR_PKT_RECV: step_wait(rp, r, i, u, op); break;
-    case IR_SW_WAIT: step_switch_wait(rp, r, i, u, op); break;
-    case IR_BARRIER: step_barrier(rp, r, i, u); break;
-    default: break;
-    }
+    if (ir_is_signal(op->kind))
+        step_signal(rp, r, i, u);
+    else if (ir_is_switch_signal(op->kind))
+        step_switch_signal(rp, r, i, u, op);
+    else if (ir_is_wait(op->kind))
+        step_wait(rp, r, i, u, op);
+    else if (ir_is_switch_wait(op->kind))
+        step_switch_wait(rp, r, i, u, op);
+    else if (ir_is_barrier(op->kind))
+        step_barrier(rp, r, i, u);
     rp->now[u] = hb_time(i);
 }
 
@@ -675,9 +675,9 @@ static void expand(Search *sr, size_t node)
     if (ir_is_signal(op->kind) && r->hb.partner[e.rank][e.idx] >= 0) {
         HbEv w = {op->peer, r->hb.partner[e.rank][e.idx]};
         relax(sr, node, w, !hb_strong(op, &r->p->ranks[w.rank].ops[w.idx]));
-    } else if (op->kind == IR_SW_SIGNAL) {
+    } else if (ir_is_switch_signal(op->kind)) {
         relax_round(sr, node, op, r->hb.ordinal[e.rank][e.idx]);
-    } else if (op->kind == IR_BARRIER) {
+    } else if (ir_is_barrier(op->kind)) {
         relax_meeting(sr, node, e);
     }
 }

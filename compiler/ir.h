@@ -219,9 +219,15 @@ static inline bool ir_is_wait(IrKind k)
     return ir_op_info(k)->sync == SYNC_WAIT && ir_op_info(k)->chan == CH_PEER;
 }
 static inline bool ir_is_packet(IrKind k) { return ir_op_info(k)->packet; }
+static inline bool ir_is_packet_send(IrKind k) { return ir_is_packet(k) && ir_op_info(k)->sync == SYNC_SIGNAL; }
+static inline bool ir_is_packet_recv(IrKind k) { return ir_is_packet(k) && ir_op_info(k)->sync == SYNC_WAIT; }
 /* The switch's arrivals and the waits for a round of them. */
 static inline bool ir_is_switch_signal(IrKind k) { return ir_op_info(k)->sync == SYNC_SIGNAL && ir_is_switch(k); }
 static inline bool ir_is_switch_wait(IrKind k) { return ir_op_info(k)->sync == SYNC_WAIT && ir_is_switch(k); }
+/* A plan's barrier: thread blocks of the rank meet there. */
+static inline bool ir_is_barrier(IrKind k) { return ir_op_info(k)->sync == SYNC_BARRIER; }
+/* A plan's nop or barrier: every thread of the op's thread block meets there. */
+static inline bool ir_threads_meet(IrKind k) { return ir_is_barrier(k) || ir_op_info(k)->sync == SYNC_NOP; }
 void ir_append(IrProgram *p, int rank, IrOp op);
 /* One line per op, for --dump-ir and tests: "r0 12:5 put peer=1 output[3..4] <- output[3..4]" */
 void ir_dump(const IrProgram *p, FILE *out);

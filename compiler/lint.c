@@ -57,14 +57,17 @@ typedef struct Lint {
     int trials;
 } Lint;
 
+/* The signals and waits a program writes with a memory order it could weaken or drop (packet
+   ops are always relaxed and carry data: not these). */
 static bool is_sync(IrKind k)
 {
-    return k == IR_SIGNAL || k == IR_WAIT || k == IR_SW_SIGNAL || k == IR_SW_WAIT;
+    IrOrder o = ir_op_info(k)->order;
+    return o == ORDER_RELEASE || o == ORDER_ACQUIRE;
 }
 
 static bool is_signal(IrKind k)
 {
-    return k == IR_SIGNAL || k == IR_SW_SIGNAL;
+    return is_sync(k) && ir_op_info(k)->sync == SYNC_SIGNAL;
 }
 
 static bool same_loc(Loc a, Loc b)
@@ -133,7 +136,7 @@ static void group_statements(Lint *l)
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
-            if (op->kind == IR_SIGNAL && f->partner[r][i] >= 0)
+            if (is_signal(op->kind) && ir_is_signal(op->kind) && f->partner[r][i] >= 0)
                 unite(l, l->id[r][i], l->id[op->peer][f->partner[r][i]]);
         }
     for (int k = 0; k < f->nrounds; k++) {

@@ -47,36 +47,19 @@ typedef struct Order {
     CheckBudget *budget;
 } Order;
 
+/* The path is the address the op reaches the operand by: its own (PATH_LOCAL), the peer's
+   (the peer's rank), the switch's multicast one, or a packet op's word-by-word one. */
 int op_touches(const IrOp *op, int rank, Touch out[3])
 {
-    Touch dst = {rank, op->dst.buf, {PATH_LOCAL, op->dst.first, op->dst.count}, true};
-    Touch src = {rank, op->src.buf, {PATH_LOCAL, op->src.first, op->src.count}, false};
-    switch (op->kind) {
-    case IR_PKT_SEND: /* packets: one local operand, spread over the threads word by word */
-        out[0] = (Touch){rank, op->src.buf, {PATH_PACKETS, op->src.first, op->src.count}, false};
-        return 1;
-    case IR_PKT_RECV:
-        out[0] = (Touch){rank, op->dst.buf, {PATH_PACKETS, op->dst.first, op->dst.count}, true};
-        return 1;
-    case IR_COPY: break;
-    case IR_REDUCE: /* a plan's read-reduce takes src2 from rank `peer` */
-        out[2] = (Touch){rank, op->src2.buf, {PATH_LOCAL, op->src2.first, op->src2.count}, false};
-        if (op->peer >= 0)
-            out[2].owner = out[2].sig.path = op->peer;
-        break;
-    case IR_PUT: dst.owner = dst.sig.path = op->peer; break;
-    case IR_GET: src.owner = src.sig.path = op->peer; break;
-    case IR_SW_STORE: dst.owner = -1, dst.sig.path = PATH_SWITCH; break;
-    case IR_SW_REDUCE: src.owner = -1, src.sig.path = PATH_SWITCH; break;
-    case IR_SW_REDUCE_STORE:
-        dst.owner = src.owner = -1;
-        dst.sig.path = src.sig.path = PATH_SWITCH;
-        break;
-    default: return 0;
+    IrEffects fx = ir_effects(op);
+    bool packet = ir_is_packet(op->kind);
+    for (int k = 0; k < fx.n; k++) {
+        const IrAccess *a = &fx.acc[k];
+        int owner = ir_access_rank(a, op, rank);
+        int path = packet ? PATH_PACKETS : a->on == ON_PEER ? owner : a->on == ON_ALL ? PATH_SWITCH : PATH_LOCAL;
+        out[k] = (Touch){owner, a->range.buf, {path, a->range.first, a->range.count}, a->write};
     }
-    out[0] = dst;
-    out[1] = src;
-    return op->kind == IR_REDUCE && op->src2.buf >= 0 ? 3 : 2;
+    return fx.n;
 }
 
 static bool same_sig(Sig a, Sig b)
@@ -191,7 +174,7 @@ static void order_rank(Order *o, int rank)
     for (int i = 0; i < s->nops && !o->budget->over; i++) {
         IrOp *op = &s->ops[i];
         op->sync_before = false;
-        if ((i > 0 && op->tb != s->ops[i - 1].tb) || op->kind == IR_NOP || op->kind == IR_BARRIER)
+        if ((i > 0 && op->tb != s->ops[i - 1].tb) || ir_threads_meet(op->kind))
             new_stretch(o);
         if (!ir_is_data(op->kind))   /* a signal or wait: the blocks do not all meet there */
             continue;

@@ -35,9 +35,9 @@ static void pair_sizes(const IrProgram *p, int *sent, int *taken)
     for (int r = 0; r < n; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
-            if (op->kind == IR_PKT_SEND)
+            if (ir_is_packet_send(op->kind))
                 sent[(size_t)r * n + op->peer] += op->src.count;
-            else if (op->kind == IR_PKT_RECV)
+            else if (ir_is_packet_recv(op->kind))
                 taken[(size_t)op->peer * n + r] += op->dst.count;
         }
 }
@@ -85,11 +85,11 @@ bool ir_packet_layout(IrProgram *p, Diag *d)
     for (int r = 0; r < n; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             IrOp *op = &p->ranks[r].ops[i];
-            if (op->kind == IR_PKT_SEND) {
+            if (ir_is_packet_send(op->kind)) {
                 size_t k = (size_t)r * n + op->peer;
                 op->slot = first[k] + sent[k];
                 sent[k] += op->src.count;
-            } else if (op->kind == IR_PKT_RECV) {
+            } else if (ir_is_packet_recv(op->kind)) {
                 size_t k = (size_t)op->peer * n + r;
                 op->slot = first[k] + taken[k];
                 taken[k] += op->dst.count;

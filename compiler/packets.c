@@ -50,7 +50,7 @@ static bool check_sizes(CheckResult *r, Diag *d)
         for (int i = 0; i < s->nops && reported < HB_MAX_REPORTS; i++) {
             const IrOp *op = &s->ops[i];
             int j = r->hb.partner[q][i];
-            if (op->kind != IR_PKT_RECV || j < 0)
+            if (!ir_is_packet_recv(op->kind) || j < 0)
                 continue;
             const IrOp *send = &p->ranks[op->peer].ops[j];
             if (send->src.count == op->dst.count || !first_at(seen, &reported, op->loc))
@@ -108,7 +108,7 @@ void packets_check(CheckResult *r, Diag *d)
         for (int i = 0; i < s->nops && reported < HB_MAX_REPORTS; i++) {
             const IrOp *op = &s->ops[i];
             /* each pair once, at its first send */
-            if (op->kind != IR_PKT_SEND || seen[op->peer])
+            if (!ir_is_packet_send(op->kind) || seen[op->peer])
                 continue;
             seen[op->peer] = true;
             if (!reader_caught_up(r, from, op->peer) && first_at(at, &reported, op->loc))

@@ -565,33 +565,38 @@ static int recv_packets(Post *s, HbEv e, const IrOp *op)
     return t->n;
 }
 
+/* An operand's value as the op reads it: one rank's copy, or through the switch the sum of
+   every rank's. Into piece array `out`; returns how many pieces. */
+static int read_operand(Post *s, const IrOp *op, int r, const IrAccess *a, int to, int out)
+{
+    if (a->on == ON_ALL)
+        return reduce_over_ranks(s, a->range, to, out);
+    return read_range(s, ir_access_rank(a, op, r), a->range, to, out);
+}
+
 static void run_op(Post *s, HbEv e)
 {
     const IrOp *op = &s->p->ranks[e.rank].ops[e.idx];
     int r = e.rank, to = op->dst.first, n;
     s->pool.at = op->loc;
-    Piece *res;
-    if (op->kind == IR_PKT_SEND) {
+    if (ir_is_packet_send(op->kind)) {
         send_packets(s, e, op);
         return;
     }
-    switch (op->kind) { /* everything is read first: dst may overlap a source */
-    case IR_PKT_RECV: n = recv_packets(s, e, op), res = s->piece[0]; break;
-    case IR_COPY:
-    case IR_PUT:
-    case IR_SW_STORE: n = read_range(s, r, op->src, to, 0), res = s->piece[0]; break;
-    case IR_GET: n = read_range(s, op->peer, op->src, to, 0), res = s->piece[0]; break;
-    case IR_REDUCE: {
-        int na = read_range(s, r, op->src, to, 0);
-        int nb = read_range(s, op->peer >= 0 ? op->peer : r, op->src2, to, 1);
-        res = pieces(s, 2, (size_t)na + (size_t)nb);
-        n = add_pieces(s, s->piece[0], na, s->piece[1], nb, res);
-        break;
+    IrEffects fx = ir_effects(op); /* dst, then the sources */
+    Piece *res;
+    if (ir_is_packet_recv(op->kind)) {
+        n = recv_packets(s, e, op), res = s->piece[0];
+    } else { /* everything is read first: dst may overlap a source */
+        n = read_operand(s, op, r, &fx.acc[1], to, 0), res = s->piece[0];
+        if (fx.n == 3) { /* a reduce: the sum of its two sources */
+            int nb = read_operand(s, op, r, &fx.acc[2], to, 1);
+            res = pieces(s, 2, (size_t)n + (size_t)nb);
+            n = add_pieces(s, s->piece[0], n, s->piece[1], nb, res);
+        }
     }
-    default: n = reduce_over_ranks(s, op->src, to, 0), res = s->piece[0]; break;
-    }
-    bool everywhere = op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE;
-    int target = op->kind == IR_PUT ? op->peer : r;
+    int target = ir_access_rank(&fx.acc[0], op, r);
+    bool everywhere = target < 0;
     for (int q = everywhere ? 0 : target; q < (everywhere ? s->p->nranks : target + 1) && !over(s); q++) {
         RunMap *m = cells(s, q, op->dst.buf);
         for (int j = 0; j < n && m->first; j++)

@@ -82,36 +82,17 @@ typedef struct Race {
     bool full;          /* enough distinct races found: stop looking */
 } Race;
 
-/* Writes first, so that an op that reads and writes a peer is reported as writing it. */
+/* ir_effects' order, dst first: writes come first, so that an op that reads and writes a peer
+   is reported as writing it. A packet op touches only its own rank's operand: the slot the
+   packets cross is the runtime's, not a buffer of the program. */
 static int op_accesses(const IrOp *op, int rank, Access out[3])
 {
-    int self = rank, peer = op->peer, all = -1, n = 0;
-    int dst_owner = self, src_owner = self;
-    /* Packets: the send reads its src, the receive writes its dst, both the executing rank's;
-       the slot the packets cross is the runtime's, not a buffer of the program. */
-    if (op->kind == IR_PKT_SEND) {
-        out[0] = (Access){self, op->src.buf, op->src.first, op->src.count, false};
-        return 1;
+    IrEffects fx = ir_effects(op);
+    for (int k = 0; k < fx.n; k++) {
+        const IrAccess *a = &fx.acc[k];
+        out[k] = (Access){ir_access_rank(a, op, rank), a->range.buf, a->range.first, a->range.count, a->write};
     }
-    if (op->kind == IR_PKT_RECV) {
-        out[0] = (Access){self, op->dst.buf, op->dst.first, op->dst.count, true};
-        return 1;
-    }
-    switch (op->kind) {
-    case IR_PUT: dst_owner = peer; break;
-    case IR_GET: src_owner = peer; break;
-    case IR_SW_STORE: dst_owner = all; break;
-    case IR_SW_REDUCE: src_owner = all; break;
-    case IR_SW_REDUCE_STORE: dst_owner = src_owner = all; break;
-    case IR_COPY:
-    case IR_REDUCE: break;
-    default: return 0;
-    }
-    out[n++] = (Access){dst_owner, op->dst.buf, op->dst.first, op->dst.count, true};
-    out[n++] = (Access){src_owner, op->src.buf, op->src.first, op->src.count, false};
-    if (op->kind == IR_REDUCE && op->src2.buf >= 0)
-        out[n++] = (Access){peer >= 0 ? peer : self, op->src2.buf, op->src2.first, op->src2.count, false};
-    return n;
+    return fx.n;
 }
 
 /* ---- Read sets -------------------------------------------------------------------------- */

@@ -64,7 +64,7 @@ static void wake(Sim *s, int r, const IrOp *op, int i)
         return;
     for (int q = 0; q < f->n; q++) {
         int u = f->sw_unit[q], pc = s->run->pc[u];
-        if (pc < f->unit_end[u] && f->p->ranks[q].ops[pc].kind == IR_SW_WAIT && f->ordinal[q][pc] == k)
+        if (pc < f->unit_end[u] && ir_is_switch_wait(f->p->ranks[q].ops[pc].kind) && f->ordinal[q][pc] == k)
             sim_ready(s, u);
     }
 }
@@ -96,16 +96,16 @@ static void sim_unit(Sim *s, int u)
     int *pc = &s->run->pc[u];
     while (*pc < f->unit_end[u]) {
         const IrOp *op = &seq->ops[*pc];
-        if ((ir_is_wait(op->kind) || op->kind == IR_SW_WAIT) && !wait_ready(s, r, op, *pc))
+        if (ir_op_info(op->kind)->sync == SYNC_WAIT && !wait_ready(s, r, op, *pc))
             return;
-        if (op->kind == IR_BARRIER) {
+        if (ir_is_barrier(op->kind)) {
             if (!barrier_arrive(s, r, *pc))
                 return; /* blocked until the last member comes (it moved our pc on) */
             continue;
         }
         s->run->sched[s->run->nsched++] = (HbEv){r, *pc};
         ++*pc;
-        if (ir_is_signal(op->kind) || op->kind == IR_SW_SIGNAL)
+        if (ir_op_info(op->kind)->sync == SYNC_SIGNAL)
             wake(s, r, op, *pc - 1);
     }
 }
@@ -219,13 +219,13 @@ static void report_peer_forever(Reporter *rep, HbEv w)
     int k = rep->r->hb.ordinal[w.rank][w.idx], p = op->peer;
     if (!first_report(rep, &op->loc))
         return;
-    if (op->kind == IR_PKT_RECV) {
+    if (ir_is_packet(op->kind)) {
         const char *sent = k ? arena_printf(rep->a, "rank %d sends packets to rank %d only %s", p, w.rank,
                                             check_times(rep->a, k))
                              : arena_printf(rep->a, "rank %d never sends packets to rank %d", p, w.rank);
         diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s recv_packets from rank %d, but %s",
                    w.rank, check_ctx(rep->a, op), check_nth(rep->a, k + 1), p, sent);
-        note_last(rep, p, IR_PKT_SEND, w.rank, arena_printf(rep->a, "rank %d's last send_packets to rank %d", p, w.rank),
+        note_last(rep, p, ir_op_info(op->kind)->pair, w.rank, arena_printf(rep->a, "rank %d's last send_packets to rank %d", p, w.rank),
                   arena_printf(rep->a, "sending packets to rank %d", w.rank));
         return;
     }
@@ -233,7 +233,7 @@ static void report_peer_forever(Reporter *rep, HbEv w)
                            : arena_printf(rep->a, "rank %d never signals rank %d", p, w.rank);
     diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s wait for rank %d, but %s", w.rank,
                check_ctx(rep->a, op), check_nth(rep->a, k + 1), p, supply);
-    note_last(rep, p, IR_SIGNAL, w.rank, arena_printf(rep->a, "rank %d's last signal to rank %d", p, w.rank),
+    note_last(rep, p, ir_op_info(op->kind)->pair, w.rank, arena_printf(rep->a, "rank %d's last signal to rank %d", p, w.rank),
               arena_printf(rep->a, "signalling rank %d", w.rank));
 }
 
@@ -257,7 +257,7 @@ static void report_switch_forever(Reporter *rep, HbEv w, int q)
                               : arena_printf(rep->a, "rank %d makes none", q);
     diag_error(rep->d, op->loc, "rank %d waits forever here%s: it waits for every rank's %s switch arrival, but %s",
                w.rank, check_ctx(rep->a, op), check_nth(rep->a, k + 1), supply);
-    note_last(rep, q, IR_SW_SIGNAL, -1, arena_printf(rep->a, "rank %d's last switch arrival", q),
+    note_last(rep, q, ir_op_info(op->kind)->pair, -1, arena_printf(rep->a, "rank %d's last switch arrival", q),
               "signalling the switch");
 }
 
@@ -303,7 +303,7 @@ static int waits_for(Reporter *rep, int u)
     int rank = f->unit_rank[u];
     HbEv w = {rank, r->run.pc[u]};
     const IrOp *op = op_at(r, w);
-    if (op->kind == IR_BARRIER)
+    if (ir_is_barrier(op->kind))
         return barrier_waits_for(rep, u, w);
     if (ir_is_wait(op->kind)) {
         int sig = r->hb.partner[rank][w.idx];
@@ -330,7 +330,7 @@ static const char *awaited(Reporter *rep, HbEv w, int target_unit)
     const CheckResult *r = rep->r;
     const IrOp *op = op_at(r, w);
     int k = r->hb.ordinal[w.rank][w.idx], target = r->hb.unit_rank[target_unit];
-    if (op->kind == IR_BARRIER) {
+    if (ir_is_barrier(op->kind)) {
         int pc = r->run.pc[target_unit];
         return arena_printf(rep->a, "threadblock %d of rank %d to come to barrier %d; it is stuck at %d:%d",
                             target_unit - r->hb.rank_unit[target], target, op->barrier,
@@ -339,7 +339,7 @@ static const char *awaited(Reporter *rep, HbEv w, int target_unit)
     if (ir_is_wait(op->kind)) {
         const IrOp *sig = &r->p->ranks[target].ops[r->hb.partner[w.rank][w.idx]];
         return arena_printf(rep->a, "rank %d's %s %s to rank %d, which rank %d sends at %d:%d", target,
-                            check_nth(rep->a, k + 1), op->kind == IR_PKT_RECV ? "send_packets" : "signal", w.rank,
+                            check_nth(rep->a, k + 1), ir_kind_name(ir_op_info(op->kind)->pair), w.rank,
                             target, sig->loc.line, sig->loc.col);
     }
     const IrOp *sig = &r->p->ranks[target].ops[r->hb.sw_sig[target][k]];
@@ -379,7 +379,7 @@ static void report_cycle(Reporter *rep, const int *units, int len)
         order[j] = c.waits[j].rank;
         ou[j] = hb_unit(f, c.waits[j].rank, c.waits[j].idx);
     }
-    if (len == 1 && first->kind == IR_SW_WAIT)
+    if (len == 1 && ir_is_switch_wait(first->kind))
         diag_error(rep->d, first->loc, "deadlock: rank %d waits for its own switch arrival", order[0]);
     else if (len == 1)
         diag_error(rep->d, first->loc, "deadlock: rank %d waits for itself", order[0]);
@@ -435,13 +435,13 @@ static void report_leftover(Reporter *rep, int q, int i)
 {
     const IrOp *op = &rep->r->p->ranks[q].ops[i];
     int k = rep->r->hb.ordinal[q][i], p = op->peer;
-    if (op->kind == IR_PKT_SEND) {
+    if (ir_is_packet(op->kind)) {
         const char *got = k ? arena_printf(rep->a, "rank %d receives packets from rank %d only %s", p, q,
                                            check_times(rep->a, k))
                             : arena_printf(rep->a, "rank %d never receives packets from rank %d", p, q);
         diag_error(rep->d, op->loc, "packets never received: rank %d's %s send_packets to rank %d%s has no matching "
                    "recv_packets: %s", q, check_nth(rep->a, k + 1), p, check_ctx(rep->a, op), got);
-        note_last(rep, p, IR_PKT_RECV, q, arena_printf(rep->a, "rank %d's last recv_packets from rank %d", p, q),
+        note_last(rep, p, ir_op_info(op->kind)->pair, q, arena_printf(rep->a, "rank %d's last recv_packets from rank %d", p, q),
                   arena_printf(rep->a, "receiving packets from rank %d", q));
         return;
     }
@@ -449,7 +449,7 @@ static void report_leftover(Reporter *rep, int q, int i)
                           : arena_printf(rep->a, "rank %d never waits for rank %d", p, q);
     diag_error(rep->d, op->loc, "signal never consumed: rank %d's %s signal to rank %d%s has no matching wait: %s", q,
                check_nth(rep->a, k + 1), p, check_ctx(rep->a, op), waits);
-    note_last(rep, p, IR_WAIT, q, arena_printf(rep->a, "rank %d's last wait for rank %d", p, q),
+    note_last(rep, p, ir_op_info(op->kind)->pair, q, arena_printf(rep->a, "rank %d's last wait for rank %d", p, q),
               arena_printf(rep->a, "waiting for rank %d", q));
 }
 
@@ -486,7 +486,7 @@ static bool report_uneven_switch(Reporter *rep)
                "never matched",
                hi, arrivals(rep->a, f->nsw_sig[hi]), lo, f->nsw_sig[lo], check_nth(rep->a, f->nsw_sig[lo] + 1), hi,
                check_ctx(rep->a, op));
-    note_last(rep, lo, IR_SW_SIGNAL, -1, arena_printf(rep->a, "rank %d's last switch arrival", lo),
+    note_last(rep, lo, op->kind, -1, arena_printf(rep->a, "rank %d's last switch arrival", lo),
               "signalling the switch");
     return true;
 }
@@ -509,7 +509,7 @@ static void report_unwaited_rounds(Reporter *rep)
                    "switch arrival never consumed: rank %d makes %s but %s; nothing waits for this %s arrival%s",
                    q, arrivals(rep->a, f->nsw_sig[q]), waits, check_nth(rep->a, f->nsw_wait[q] + 1),
                    check_ctx(rep->a, op));
-        note_last(rep, q, IR_SW_WAIT, -1, arena_printf(rep->a, "rank %d's last switch.wait", q),
+        note_last(rep, q, ir_op_info(op->kind)->pair, -1, arena_printf(rep->a, "rank %d's last switch.wait", q),
                   "waiting on the switch");
     }
 }
