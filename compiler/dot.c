@@ -51,7 +51,7 @@ static const char *dot_label(const IrProgram *p, const IrOp *op)
     const char *s = arena_printf(a, "%d:%d %s", op->loc.line, op->loc.col, ir_kind_name(op->kind));
     if (op->peer >= 0)
         s = arena_printf(a, "%s peer=%d", s, op->peer);
-    if (op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL || op->kind == IR_WAIT || op->kind == IR_SW_WAIT)
+    if (ir_takes_order(op->kind))
         s = arena_printf(a, "%s%s", s, op->relaxed ? " relaxed" : "");
     if (op->dst.buf >= 0)
         s = arena_printf(a, "%s %s", s, dot_range(p, op->dst));
@@ -121,9 +121,9 @@ static void dot_sync_edges(FILE *out, const IrProgram *p, const HbFacts *f)
             if (ir_is_signal(op->kind) && w >= 0) /* a send_packets: always dashed (relaxed) */
                 fprintf(out, "  r%d_%d -> r%d_%d%s;\n", r, i, op->peer, w,
                         hb_strong(op, &p->ranks[op->peer].ops[w]) ? "" : " [style=dashed]");
-            else if (op->kind == IR_SW_SIGNAL)
+            else if (ir_is_switch_signal(op->kind))
                 fprintf(out, "  r%d_%d -> sw%d%s;\n", r, i, f->ordinal[r][i], op->relaxed ? " [style=dashed]" : "");
-            else if (op->kind == IR_SW_WAIT && f->ordinal[r][i] < f->nrounds)
+            else if (ir_is_switch_wait(op->kind) && f->ordinal[r][i] < f->nrounds)
                 fprintf(out, "  sw%d -> r%d_%d%s;\n", f->ordinal[r][i], r, i, op->relaxed ? " [style=dashed]" : "");
         }
     }

@@ -514,25 +514,25 @@ static bool alias_operand(Eval *ev, const Stmt *s, const char *what, int argi, I
 
 static bool in_place_operands(Eval *ev, const Stmt *s, const char *what, IrOp *op)
 {
-    int me = ev->rank, dst_owner = me, src_owner = me;
-    switch (op->kind) {
-    case IR_PUT: dst_owner = op->peer; break;
-    case IR_GET: src_owner = op->peer; break;
-    case IR_SW_STORE: dst_owner = -1; break;
-    case IR_SW_REDUCE: src_owner = -1; break;
-    case IR_SW_REDUCE_STORE: dst_owner = src_owner = -1; break;
-    default: break;
-    }
-    return alias_operand(ev, s, what, 0, &op->dst, dst_owner) && alias_operand(ev, s, what, 1, &op->src, src_owner) &&
-           alias_operand(ev, s, what, 2, &op->src2, src_owner);
+    const IrOpInfo *in = ir_op_info(op->kind);
+    int me = ev->rank;
+    return alias_operand(ev, s, what, 0, &op->dst, ir_owner(in->dst.on, op, me)) &&
+           alias_operand(ev, s, what, 1, &op->src, ir_owner(in->src.on, op, me)) &&
+           alias_operand(ev, s, what, 2, &op->src2, ir_owner(in->src2.on, op, me));
+}
+
+/* copy(): its one source into its destination, both the rank's own. */
+static bool is_local_copy(const IrOpInfo *in)
+{
+    return in->dst.on == ON_SELF && in->src.on == ON_SELF && in->src2.on == ON_NONE;
 }
 
 /* A copy that in place reads and writes the same chunks (allgather's copy(output[rank],
  * input[0])) moves nothing: it is left out, as NCCL skips its local copy in place. */
 static bool copy_in_place_identity(const Eval *ev, const IrOp *op, const IrOp *orig)
 {
-    return ev->ir->in_place && op->kind == IR_COPY && op->dst.buf == op->src.buf && op->dst.first == op->src.first &&
-           (orig->dst.buf != op->dst.buf || orig->src.buf != op->src.buf);
+    return ev->ir->in_place && is_local_copy(ir_op_info(op->kind)) && op->dst.buf == op->src.buf &&
+           op->dst.first == op->src.first && (orig->dst.buf != op->dst.buf || orig->src.buf != op->src.buf);
 }
 
 /* The operand as the program wrote it, and where it is in place when that differs. */
@@ -572,19 +572,6 @@ static bool no_overlap(Eval *ev, const Stmt *s, const char *what, const IrOp *op
     return true;
 }
 
-static void eval_copy_reduce(Eval *ev, const Stmt *s)
-{
-    bool is_copy = !strcmp(s->name, "copy");
-    IrOp op = new_op(is_copy ? IR_COPY : IR_REDUCE);
-    if (!eval_operands(ev, s, s->name, &op, is_copy ? 2 : 3))
-        return;
-    IrOp orig = op;
-    if (!in_place_operands(ev, s, s->name, &op) || copy_in_place_identity(ev, &op, &orig))
-        return;
-    if (no_overlap(ev, s, s->name, &op, &orig, !is_copy))
-        emit(ev, s, op);
-}
-
 static bool eval_channel(Eval *ev, const Expr *e, Value *out)
 {
     if (!eval_expr(ev, e, out))
@@ -605,19 +592,54 @@ static bool order_relaxed(const Stmt *s)
  * is not user memory. The receive writes dst (so never the input, and in place its operand
  * moves like any other); the send only reads src. Packet ops are always relaxed: the flags in
  * the packets carry that one transfer's data and order nothing else (docs/language.md). */
-static bool eval_packets(Eval *ev, const Stmt *s, const char *m, int peer, IrOp *op)
+static bool eval_packets(Eval *ev, const Stmt *s, const IrOpInfo *in, IrOp *op)
 {
-    bool send = m[0] == 's';
-    *op = new_op(send ? IR_PKT_SEND : IR_PKT_RECV);
-    op->peer = peer;
-    op->relaxed = true;
+    op->relaxed = in->order == ORDER_RELAXED;
     op->chan = IR_PKT_CHAN;
-    IrRange *r = send ? &op->src : &op->dst;
+    bool writes = in->dst.on != ON_NONE;
+    IrRange *r = writes ? &op->dst : &op->src;
     if (!eval_range(ev, s->args.items[0], r))
         return false;
-    if (!send && !input_read_only(ev, s, m, op->dst))
+    if (writes && !input_read_only(ev, s, in->name, op->dst))
         return false;
-    return alias_operand(ev, s, m, 0, r, ev->rank);
+    return alias_operand(ev, s, in->name, 0, r, ev->rank);
+}
+
+/* Reads and writes the executing rank's own memory (its own copy counts, through the switch). */
+static bool touches_own_twice(const IrOpInfo *in)
+{
+    return (in->dst.on == ON_SELF || in->dst.on == ON_ALL) && (in->src.on == ON_SELF || in->src.on == ON_ALL);
+}
+
+/* One operation as the op table describes it (`peer` -1: none): its operands in order (dst,
+ * src, src2), rule 3 on them, in place moved into the holder. */
+static void eval_op(Eval *ev, const Stmt *s, const IrOpInfo *in, int peer)
+{
+    IrOp op = new_op(in->kind);
+    op.peer = peer;
+    if (ir_takes_order(in->kind)) {
+        op.relaxed = order_relaxed(s);
+    } else if (ir_is_packet(in->kind)) {
+        if (!eval_packets(ev, s, in, &op))
+            return;
+    } else {
+        if (!eval_operands(ev, s, in->name, &op, ir_op_arity(in)))
+            return;
+        IrOp orig = op;
+        if (!in_place_operands(ev, s, in->name, &op) || copy_in_place_identity(ev, &op, &orig))
+            return;
+        if (touches_own_twice(in) && !no_overlap(ev, s, in->name, &op, &orig, !is_local_copy(in)))
+            return;
+    }
+    emit(ev, s, op);
+}
+
+/* copy(...) and reduce(...): resolve.c made sure the name is one. */
+static void eval_local(Eval *ev, const Stmt *s)
+{
+    const IrOpInfo *in = ir_op_by_method(CH_LOCAL, s->name);
+    if (in)
+        eval_op(ev, s, in, -1);
 }
 
 static void eval_method(Eval *ev, const Stmt *s)
@@ -626,41 +648,14 @@ static void eval_method(Eval *ev, const Stmt *s)
     if (!eval_channel(ev, s->channel, &ch))
         return;
     bool sw = ch.kind == V_SWITCH;
-    const char *m = s->name;
-    IrOp op;
-    if (!strcmp(m, "signal") || !strcmp(m, "wait")) {
-        op = new_op(m[0] == 's' ? (sw ? IR_SW_SIGNAL : IR_SIGNAL) : (sw ? IR_SW_WAIT : IR_WAIT));
-        op.relaxed = order_relaxed(s);
-    } else if (sw) {
-        op = new_op(!strcmp(m, "store") ? IR_SW_STORE : !strcmp(m, "reduce") ? IR_SW_REDUCE : IR_SW_REDUCE_STORE);
-        const char *what = arena_printf(ev->arena, "switch.%s", m);
-        if (!eval_operands(ev, s, what, &op, 2))
-            return;
-        IrOp orig = op;
-        if (!in_place_operands(ev, s, what, &op) || !no_overlap(ev, s, what, &op, &orig, true))
-            return;
-    } else if (!sw && (!strcmp(m, "send_packets") || !strcmp(m, "recv_packets"))) {
-        if (!eval_packets(ev, s, m, (int)ch.i, &op))
-            return;
-    } else if (!strcmp(m, "put") || !strcmp(m, "get")) {
-        op = new_op(m[0] == 'p' ? IR_PUT : IR_GET);
-        op.peer = (int)ch.i;
-        if (!eval_operands(ev, s, m, &op, 2) || !in_place_operands(ev, s, m, &op))
-            return;
-    } else {
-        ev_error(ev, s->name_loc, "%s is not an operation of %s", m, sw ? "the switch" : "a peer channel");
-        return;
-    }
-    if (!sw && (op.kind == IR_SW_STORE || op.kind == IR_SW_REDUCE || op.kind == IR_SW_REDUCE_STORE)) {
-        ev_error(ev, s->name_loc, "%s is an operation of the switch, not of a peer channel", m);
-        return;
-    }
-    if (sw && (!strcmp(m, "put") || !strcmp(m, "get") || strstr(m, "_packets"))) {
-        ev_error(ev, s->name_loc, "%s is an operation of a peer channel, not of the switch", m);
-        return;
-    }
-    op.peer = sw ? -1 : (int)ch.i;
-    emit(ev, s, op);
+    const char *on = sw ? "the switch" : "a peer channel", *other = sw ? "a peer channel" : "the switch";
+    const IrOpInfo *in = ir_op_by_method(sw ? CH_SWITCH : CH_PEER, s->name);
+    if (!in && ir_op_by_method(sw ? CH_PEER : CH_SWITCH, s->name))
+        ev_error(ev, s->name_loc, "%s is an operation of %s, not of %s", s->name, other, on);
+    else if (!in)
+        ev_error(ev, s->name_loc, "%s is not an operation of %s", s->name, on);
+    else
+        eval_op(ev, s, in, sw ? -1 : (int)ch.i);
 }
 
 /* ---- statements --------------------------------------------------------------------------- */
@@ -704,7 +699,7 @@ static void eval_call(Eval *ev, const Stmt *s)
 {
     const Decl *def = s->target;
     if (!def) {
-        eval_copy_reduce(ev, s);
+        eval_local(ev, s);
         return;
     }
     int n = def->nparams;

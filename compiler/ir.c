@@ -166,7 +166,7 @@ void ir_dump(const IrProgram *p, FILE *out)
                 fprintf(out, " id=%d blocks=%d", op->barrier, op->blocks);
             if (in->packet)
                 fprintf(out, " slot=%d", op->slot);
-            if (in->order == ORDER_RELEASE || in->order == ORDER_ACQUIRE)
+            if (ir_takes_order(op->kind))
                 fputs(op->relaxed ? " relaxed" : in->order == ORDER_RELEASE ? " release" : " acquire", out);
             if (op->dst.buf >= 0) {
                 fputc(' ', out);

@@ -119,6 +119,11 @@ static inline const IrOpInfo *ir_op_info(IrKind k)
 }
 /* The kind that is `method` of the channel (CH_LOCAL: a call), or NULL. */
 const IrOpInfo *ir_op_by_method(IrChan chan, const char *method);
+/* How many operands it takes (its .cdsl arguments but a memory order). */
+static inline int ir_op_arity(const IrOpInfo *in)
+{
+    return (in->dst.on != ON_NONE) + (in->src.on != ON_NONE) + (in->src2.on != ON_NONE);
+}
 /* The kind whose MSCCL++ name is `name` (*alt: it is the kind's msc_alt), or NULL. */
 const IrOpInfo *ir_op_by_msc(const char *name, bool *alt);
 /* The method names of the channels chans[0..nchans), each once: the data methods, channel by
@@ -140,11 +145,14 @@ typedef struct IrEffects {
 } IrEffects;
 
 IrEffects ir_effects(const IrOp *op);
-/* The rank whose memory an access touches, for the op run by `rank`; -1: every rank. */
-static inline int ir_access_rank(const IrAccess *a, const IrOp *op, int rank)
+/* The rank whose memory `on` is, for op run by `rank`; -1: every rank. */
+static inline int ir_owner(IrOn on, const IrOp *op, int rank)
 {
-    return a->on == ON_PEER ? op->peer : a->on == ON_ALL ? -1 : rank;
+    if (on == ON_SELF_OR_PEER)
+        on = op->peer >= 0 ? ON_PEER : ON_SELF;
+    return on == ON_PEER ? op->peer : on == ON_ALL ? -1 : rank;
 }
+static inline int ir_access_rank(const IrAccess *a, const IrOp *op, int rank) { return ir_owner(a->on, op, rank); }
 
 typedef struct IrSeq {
     IrOp *ops;
@@ -224,6 +232,12 @@ static inline bool ir_is_packet_recv(IrKind k) { return ir_is_packet(k) && ir_op
 /* The switch's arrivals and the waits for a round of them. */
 static inline bool ir_is_switch_signal(IrKind k) { return ir_op_info(k)->sync == SYNC_SIGNAL && ir_is_switch(k); }
 static inline bool ir_is_switch_wait(IrKind k) { return ir_op_info(k)->sync == SYNC_WAIT && ir_is_switch(k); }
+/* Carries release or acquire unless written `relaxed` (IrOp.relaxed): the peer's and the
+   switch's signals and waits; packet ops are always relaxed. */
+static inline bool ir_takes_order(IrKind k)
+{
+    return ir_op_info(k)->order == ORDER_RELEASE || ir_op_info(k)->order == ORDER_ACQUIRE;
+}
 /* A plan's barrier: thread blocks of the rank meet there. */
 static inline bool ir_is_barrier(IrKind k) { return ir_op_info(k)->sync == SYNC_BARRIER; }
 /* A plan's nop or barrier: every thread of the op's thread block meets there. */

@@ -61,8 +61,7 @@ typedef struct Lint {
    ops are always relaxed and carry data: not these). */
 static bool is_sync(IrKind k)
 {
-    IrOrder o = ir_op_info(k)->order;
-    return o == ORDER_RELEASE || o == ORDER_ACQUIRE;
+    return ir_takes_order(k);
 }
 
 static bool is_signal(IrKind k)

@@ -159,9 +159,8 @@ static void resolve_expr(Resolver *r, const Expr *e)
 static void resolve_stmts(Resolver *r, const StmtList *l, bool top);
 
 /* signal(order) / wait(order): at most one argument, a memory order valid for the operation. */
-static void check_order_arg(Resolver *r, const Stmt *s)
+static void check_order_arg(Resolver *r, const Stmt *s, const IrOpInfo *op)
 {
-    bool is_signal = !strcmp(s->name, "signal");
     if (s->args.n > 1) {
         diag_error(r->diag, s->args.items[1]->loc, "%s takes at most one argument (a memory order), not %d", s->name,
                    s->args.n);
@@ -170,7 +169,7 @@ static void check_order_arg(Resolver *r, const Stmt *s)
     if (s->args.n == 0)
         return;
     const Expr *e = s->args.items[0];
-    const char *valid = is_signal ? "release" : "acquire";
+    const char *valid = op->order == ORDER_RELEASE ? "release" : "acquire";
     const char *orders[] = {valid, "relaxed"};
     char buf[128];
     if (e->kind != E_NAME || (strcmp(e->name, valid) && strcmp(e->name, "relaxed"))) {
@@ -191,6 +190,30 @@ static void check_arity(Resolver *r, const Stmt *s, const char *what, int want)
                    s->args.n);
 }
 
+/* "store, reduce or wait": names[0..n) for a message, then `last` as one more alternative. */
+static const char *alternatives(Arena *a, const char **names, int n, const char *last)
+{
+    const char *s = names[0];
+    for (int i = 1; i < n; i++)
+        s = arena_printf(a, "%s%s%s", s, i == n - 1 && !last ? " or " : ", ", names[i]);
+    return last ? arena_printf(a, "%s or %s", s, last) : s;
+}
+
+/* The operations of the channels (the op table's methods): "unknown operation" with the
+   closest one, or the whole list. */
+static void unknown_method(Resolver *r, const Stmt *s, const char *on, const IrChan *chans, int nchans)
+{
+    const char *names[IR_NKINDS];
+    int n = ir_method_names(chans, nchans, names);
+    char buf[128];
+    const char *hint = suggest_text(s->name, names, n, buf, sizeof buf);
+    if (*hint)
+        diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s%s", s->name, on, hint);
+    else
+        diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", s->name, on,
+                   alternatives(r->arena, names, n, NULL));
+}
+
 static void resolve_method(Resolver *r, Stmt *s)
 {
     const Expr *ch = s->channel;
@@ -200,34 +223,23 @@ static void resolve_method(Resolver *r, Stmt *s)
         return;
     }
     resolve_expr(r, ch->lhs);
-    const char *m = s->name;
-    if (!strcmp(m, "signal") || !strcmp(m, "wait")) {
-        check_order_arg(r, s);
-        return;
-    }
-    bool sw_op = !strcmp(m, "store") || !strcmp(m, "reduce") || !strcmp(m, "reduce_store");
-    bool pkt_op = !strcmp(m, "send_packets") || !strcmp(m, "recv_packets");
-    bool peer_op = !strcmp(m, "put") || !strcmp(m, "get") || pkt_op;
     /* A let-bound channel may be the switch or a peer: eval.c checks which, once it knows. */
+    static const IrChan any[] = {CH_SWITCH, CH_PEER};
     bool named = ch->kind == E_NAME;
-    if (!(named ? sw_op || peer_op : sw ? sw_op : peer_op)) {
-        static const char *const ops[] = {"send_packets", "recv_packets", "put",    "get",
-                                          "signal",       "wait",         "store", "reduce", "reduce_store"};
-        const char *on = named ? "a channel" : sw ? "the switch" : "a peer channel";
-        char buf[128];
-        /* the switch's operations are the last five, a peer's the first six */
-        const char *hint = suggest_text(m, sw ? ops + 4 : ops, named ? 9 : sw ? 5 : 6, buf, sizeof buf);
-        if (*hint)
-            diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s%s", m, on, hint);
-        else
-            diag_error(r->diag, s->name_loc, "unknown operation '%s' on %s; expected %s", m, on,
-                       named ? "store, reduce, reduce_store, put, get, send_packets, recv_packets, signal or wait"
-                       : sw  ? "store, reduce, reduce_store, signal or wait"
-                             : "put, get, send_packets, recv_packets, signal or wait");
+    const IrChan *chans = named || sw ? any : any + 1;
+    int nchans = named ? 2 : 1;
+    const IrOpInfo *op = NULL;
+    for (int i = 0; i < nchans && !op; i++)
+        op = ir_op_by_method(chans[i], s->name);
+    if (!op) {
+        unknown_method(r, s, named ? "a channel" : sw ? "the switch" : "a peer channel", chans, nchans);
         return;
     }
-    char *what = arena_printf(r->arena, "%s%s", sw_op ? "switch." : "", m);
-    check_arity(r, s, what, pkt_op ? 1 : 2);
+    if (ir_takes_order(op->kind)) {
+        check_order_arg(r, s, op);
+        return;
+    }
+    check_arity(r, s, op->name, ir_op_arity(op));
     for (int i = 0; i < s->args.n; i++)
         resolve_expr(r, s->args.items[i]);
 }
@@ -236,27 +248,25 @@ static void resolve_call(Resolver *r, Stmt *s)
 {
     for (int i = 0; i < s->args.n; i++)
         resolve_expr(r, s->args.items[i]);
-    if (!strcmp(s->name, "copy")) {
-        check_arity(r, s, "copy", 2);
-        return;
-    }
-    if (!strcmp(s->name, "reduce")) {
-        check_arity(r, s, "reduce", 3);
+    const IrOpInfo *op = ir_op_by_method(CH_LOCAL, s->name);
+    if (op) {
+        check_arity(r, s, op->name, ir_op_arity(op));
         return;
     }
     Decl *def = find_def(r, s->name);
     if (!def) {
-        const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->ndefs + 2);
-        names[0] = "copy";
-        names[1] = "reduce";
+        static const IrChan local[] = {CH_LOCAL};
+        const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->ndefs + IR_NKINDS);
+        int nops = ir_method_names(local, 1, names);
         for (int i = 0; i < r->ndefs; i++)
-            names[i + 2] = r->defs[i]->name;
+            names[nops + i] = r->defs[i]->name;
         char buf[128];
-        const char *hint = suggest_text(s->name, names, r->ndefs + 2, buf, sizeof buf);
+        const char *hint = suggest_text(s->name, names, r->ndefs + nops, buf, sizeof buf);
         if (*hint)
             diag_error(r->diag, s->name_loc, "unknown operation '%s'%s", s->name, hint);
         else
-            diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected copy, reduce or a def", s->name);
+            diag_error(r->diag, s->name_loc, "unknown operation '%s'; expected %s", s->name,
+                       alternatives(r->arena, names, nops, "a def"));
         return;
     }
     s->target = def;
