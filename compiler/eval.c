@@ -521,17 +521,11 @@ static bool in_place_operands(Eval *ev, const Stmt *s, const char *what, IrOp *o
            alias_operand(ev, s, what, 2, &op->src2, ir_owner(in->src2.on, op, me));
 }
 
-/* copy(): its one source into its destination, both the rank's own. */
-static bool is_local_copy(const IrOpInfo *in)
-{
-    return in->dst.on == ON_SELF && in->src.on == ON_SELF && in->src2.on == ON_NONE;
-}
-
 /* A copy that in place reads and writes the same chunks (allgather's copy(output[rank],
  * input[0])) moves nothing: it is left out, as NCCL skips its local copy in place. */
 static bool copy_in_place_identity(const Eval *ev, const IrOp *op, const IrOp *orig)
 {
-    return ev->ir->in_place && is_local_copy(ir_op_info(op->kind)) && op->dst.buf == op->src.buf &&
+    return ev->ir->in_place && ir_is_local_copy(op->kind) && op->dst.buf == op->src.buf &&
            op->dst.first == op->src.first && (orig->dst.buf != op->dst.buf || orig->src.buf != op->src.buf);
 }
 
@@ -628,7 +622,7 @@ static void eval_op(Eval *ev, const Stmt *s, const IrOpInfo *in, int peer)
         IrOp orig = op;
         if (!in_place_operands(ev, s, in->name, &op) || copy_in_place_identity(ev, &op, &orig))
             return;
-        if (touches_own_twice(in) && !no_overlap(ev, s, in->name, &op, &orig, !is_local_copy(in)))
+        if (touches_own_twice(in) && !no_overlap(ev, s, in->name, &op, &orig, !ir_is_local_copy(in->kind)))
             return;
     }
     emit(ev, s, op);

@@ -33,6 +33,13 @@ const IrOpInfo *ir_op_by_method(IrChan chan, const char *method)
     return NULL;
 }
 
+const char *ir_msc_name(const IrOp *op)
+{
+    const IrOpInfo *in = ir_op_info(op->kind);
+    bool peer_source = in->src2.on == ON_SELF_OR_PEER && op->peer >= 0;
+    return (op->relaxed && ir_takes_order(op->kind)) || peer_source ? in->msc_alt : in->msc;
+}
+
 const IrOpInfo *ir_op_by_msc(const char *name, bool *alt)
 {
     for (int k = 0; k < IR_NKINDS; k++) {

@@ -124,6 +124,9 @@ static inline int ir_op_arity(const IrOpInfo *in)
 {
     return (in->dst.on != ON_NONE) + (in->src.on != ON_NONE) + (in->src2.on != ON_NONE);
 }
+/* The MSCCL++ op `op` is written as: its kind's msc, or msc_alt for the variant (relaxed; a
+   source on a peer where the kind's own is local), NULL when a plan has no such op. */
+const char *ir_msc_name(const IrOp *op);
 /* The kind whose MSCCL++ name is `name` (*alt: it is the kind's msc_alt), or NULL. */
 const IrOpInfo *ir_op_by_msc(const char *name, bool *alt);
 /* The method names of the channels chans[0..nchans), each once: the data methods, channel by
@@ -237,6 +240,12 @@ static inline bool ir_is_switch_wait(IrKind k) { return ir_op_info(k)->sync == S
 static inline bool ir_takes_order(IrKind k)
 {
     return ir_op_info(k)->order == ORDER_RELEASE || ir_op_info(k)->order == ORDER_ACQUIRE;
+}
+/* Its one source into its destination, both the rank's own: copy. */
+static inline bool ir_is_local_copy(IrKind k)
+{
+    const IrOpInfo *in = ir_op_info(k);
+    return in->dst.on == ON_SELF && in->src.on == ON_SELF && in->src2.on == ON_NONE;
 }
 /* A plan's barrier: thread blocks of the rank meet there. */
 static inline bool ir_is_barrier(IrKind k) { return ir_op_info(k)->sync == SYNC_BARRIER; }

@@ -107,6 +107,9 @@ typedef struct MscOperand {
 typedef struct MscOp {
     const char *name;  /* as written */
     const char *kind;  /* the current generation's name ("res" for old "rs") */
+    const IrOpInfo *ir; /* the IR kind it reads as (ops.def's MSCCL++ column) */
+    bool alt;          /* as that kind's msc_alt: relaxed, or (rre, rres) sources on peers */
+    bool send;         /* res, rres: the sum then put to each remote destination */
     MscChan chan;      /* channel_type / ctype */
     MscOperand src[MSC_MAX_OPERANDS], dst[MSC_MAX_OPERANDS];
     int nsrc, ndst;

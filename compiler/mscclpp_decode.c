@@ -21,44 +21,50 @@
 
 typedef enum Refusal { OK, PACKETS, SEMAPHORES, PIPELINE, GLRE, PROXY } Refusal;
 
+/* The ops of either generation, as MSCCL++ defines them. Which IR kind an op reads as comes
+   from ops.def's MSCCL++ column, by the name `as` (the op's own current name when NULL): pws
+   and pwsf read as a put, res and rres as a reduction whose sum is then put (`send`). */
 typedef struct OpName {
     const char *name;   /* as the generation writes it */
     const char *kind;   /* the current generation's name */
     bool old;           /* the old generation's name (else the current one's) */
     Refusal refusal;
+    const char *as;     /* ops.def's MSCCL++ name it reads as; NULL: kind */
+    bool send;          /* then puts the result to each remote destination */
 } OpName;
 
 static const OpName OPS[] = {
-    {"nop", "nop", false, OK},           {"barrier", "barrier", false, OK},
-    {"signal", "signal", false, OK},     {"rlxsignal", "rlxsignal", false, OK},
-    {"wait", "wait", false, OK},         {"rlxwait", "rlxwait", false, OK},
-    {"flush", "flush", false, PROXY},    {"put", "put", false, OK},
-    {"pws", "pws", false, OK},           {"pwsf", "pwsf", false, OK},
-    {"get", "get", false, OK},           {"copy", "copy", false, OK},
-    {"re", "re", false, OK},             {"res", "res", false, OK},
-    {"rre", "rre", false, OK},           {"rres", "rres", false, OK},
-    {"glres", "glres", false, OK},       {"gstore", "gstore", false, OK},
-    {"gsignal", "gsignal", false, OK},   {"grlxsignal", "grlxsignal", false, OK},
-    {"gwait", "gwait", false, OK},       {"grlxwait", "grlxwait", false, OK},
-    {"ppkt", "ppkt", false, PACKETS},    {"rppkt", "rppkt", false, PACKETS},
-    {"cpkt", "cpkt", false, PACKETS},    {"upkt", "upkt", false, PACKETS},
-    {"repkt", "repkt", false, PACKETS},  {"respkt", "respkt", false, PACKETS},
-    {"recpkt", "recpkt", false, PACKETS}, {"recspkt", "recspkt", false, PACKETS},
-    {"gstorepkt", "gstorepkt", false, PACKETS},
-    {"sem_acquire", "sem_acquire", false, SEMAPHORES}, {"sem_release", "sem_release", false, SEMAPHORES},
-    {"pipeline", "pipeline", false, PIPELINE}, {"glre", "glre", false, GLRE},
+    {"nop", "nop", false, OK, NULL, false},           {"barrier", "barrier", false, OK, NULL, false},
+    {"signal", "signal", false, OK, NULL, false},     {"rlxsignal", "rlxsignal", false, OK, NULL, false},
+    {"wait", "wait", false, OK, NULL, false},         {"rlxwait", "rlxwait", false, OK, NULL, false},
+    {"flush", "flush", false, PROXY, NULL, false},    {"put", "put", false, OK, NULL, false},
+    {"pws", "pws", false, OK, "put", false},          {"pwsf", "pwsf", false, OK, "put", false},
+    {"get", "get", false, OK, NULL, false},           {"copy", "copy", false, OK, NULL, false},
+    {"re", "re", false, OK, NULL, false},             {"res", "res", false, OK, "re", true},
+    {"rre", "rre", false, OK, NULL, false},           {"rres", "rres", false, OK, "rre", true},
+    {"glres", "glres", false, OK, NULL, false},       {"gstore", "gstore", false, OK, NULL, false},
+    {"gsignal", "gsignal", false, OK, NULL, false},   {"grlxsignal", "grlxsignal", false, OK, NULL, false},
+    {"gwait", "gwait", false, OK, NULL, false},       {"grlxwait", "grlxwait", false, OK, NULL, false},
+    {"ppkt", "ppkt", false, PACKETS, NULL, false},    {"rppkt", "rppkt", false, PACKETS, NULL, false},
+    {"cpkt", "cpkt", false, PACKETS, NULL, false},    {"upkt", "upkt", false, PACKETS, NULL, false},
+    {"repkt", "repkt", false, PACKETS, NULL, false},  {"respkt", "respkt", false, PACKETS, NULL, false},
+    {"recpkt", "recpkt", false, PACKETS, NULL, false}, {"recspkt", "recspkt", false, PACKETS, NULL, false},
+    {"gstorepkt", "gstorepkt", false, PACKETS, NULL, false},
+    {"sem_acquire", "sem_acquire", false, SEMAPHORES, NULL, false},
+    {"sem_release", "sem_release", false, SEMAPHORES, NULL, false},
+    {"pipeline", "pipeline", false, PIPELINE, NULL, false}, {"glre", "glre", false, GLRE, NULL, false},
     /* old generation */
-    {"nop", "nop", true, OK},            {"barrier", "barrier", true, OK},
-    {"signal", "signal", true, OK},      {"wait", "wait", true, OK},
-    {"flush", "flush", true, PROXY},     {"put", "put", true, OK},
-    {"pws", "pws", true, OK},            {"pwsf", "pwsf", true, OK},
-    {"get", "get", true, OK},            {"copy", "copy", true, OK},
-    {"re", "re", true, OK},              {"rs", "res", true, OK},
-    {"rrc", "rre", true, OK},            {"rrcs", "rres", true, OK},
-    {"glres", "glres", true, OK},
-    {"ppkt", "ppkt", true, PACKETS},     {"rppkt", "rppkt", true, PACKETS},
-    {"rspkt", "respkt", true, PACKETS},  {"rpkt", "repkt", true, PACKETS},
-    {"cpkt", "upkt", true, PACKETS},     {"tpkt", "cpkt", true, PACKETS},
+    {"nop", "nop", true, OK, NULL, false},            {"barrier", "barrier", true, OK, NULL, false},
+    {"signal", "signal", true, OK, NULL, false},      {"wait", "wait", true, OK, NULL, false},
+    {"flush", "flush", true, PROXY, NULL, false},     {"put", "put", true, OK, NULL, false},
+    {"pws", "pws", true, OK, "put", false},           {"pwsf", "pwsf", true, OK, "put", false},
+    {"get", "get", true, OK, NULL, false},            {"copy", "copy", true, OK, NULL, false},
+    {"re", "re", true, OK, NULL, false},              {"rs", "res", true, OK, "re", true},
+    {"rrc", "rre", true, OK, NULL, false},            {"rrcs", "rres", true, OK, "rre", true},
+    {"glres", "glres", true, OK, NULL, false},
+    {"ppkt", "ppkt", true, PACKETS, NULL, false},     {"rppkt", "rppkt", true, PACKETS, NULL, false},
+    {"rspkt", "respkt", true, PACKETS, NULL, false},  {"rpkt", "repkt", true, PACKETS, NULL, false},
+    {"cpkt", "upkt", true, PACKETS, NULL, false},     {"tpkt", "cpkt", true, PACKETS, NULL, false},
 };
 
 static const char *refusal_text(Refusal r)
@@ -216,8 +222,7 @@ static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp 
         }
         op->chans[op->nchans++] = blk->ch[op->chan][id];
     }
-    if (!strcmp(op->kind, "gsignal") || !strcmp(op->kind, "gwait") || !strcmp(op->kind, "grlxsignal") ||
-        !strcmp(op->kind, "grlxwait")) {
+    if (ir_is_switch(op->ir->kind) && ir_takes_order(op->ir->kind)) {
         long long id; /* PR #843: {"name": "gsignal", "switch_channel_id": k} */
         if (!msc_int(m, ov, "switch_channel_id", 0, blk->nch[MSC_SWITCH] - 1, true, 0, &id, "a switch signal or wait"))
             return false;
@@ -225,7 +230,7 @@ static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp 
         op->chans[op->nchans++] = blk->ch[MSC_SWITCH][id];
     }
     long long bid, nb;
-    if (!strcmp(op->kind, "barrier")) {
+    if (ir_is_barrier(op->ir->kind)) {
         if (!msc_int(m, ov, "barrier_id", 0, MSC_MAX_BARRIERS - 1, true, 0, &bid, "a barrier") ||
             !msc_int(m, ov, "num_threadblocks", 1, MSC_MAX_BLOCKS, true, 0, &nb, "a barrier"))
             return false;
@@ -355,11 +360,11 @@ static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
         msc_error(m, ct, "unknown channel type \"%s\" (sm, memory, proxy, port, nvls or none)", json_string_value(ct));
         return false;
     }
-    const char *k = op->kind;
+    const IrOpInfo *in = op->ir;
     long long cnt = 1, offs[MSC_MAX_OP_CHANNELS];
-    if (!strcmp(k, "nop"))
+    if (in->sync == SYNC_NOP)
         return true;
-    if (!strcmp(k, "barrier")) {
+    if (ir_is_barrier(in->kind)) {
         long long bid, nb;
         if (!msc_int(m, ov, "barrier_id", 0, MSC_MAX_BARRIERS - 1, true, 0, &bid, "a barrier") ||
             !msc_int(m, ov, "nthread_blocks", 1, MSC_MAX_BLOCKS, true, 0, &nb, "a barrier"))
@@ -367,13 +372,13 @@ static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
         op->barrier_id = (int)bid, op->nblocks = (int)nb;
         return true;
     }
-    if (!strcmp(k, "signal"))
+    if (ir_is_signal(in->kind))
         return old_cids(m, ov, "o_buff", "o_cids", blk, op, NULL);
-    if (!strcmp(k, "wait"))
+    if (ir_is_wait(in->kind))
         return old_cids(m, ov, "i_buff", "i_cids", blk, op, NULL);
     if (!msc_int(m, ov, "cnt", 1, MSC_MAX_CHUNKS, true, 0, &cnt, "an op"))
         return false;
-    if (!strcmp(k, "glres")) { /* nvls channels i_cids[0] of key (srcbuff, srcbuff), o_cids[0] of dstbuff's */
+    if (ir_is_switch(in->kind)) { /* glres: nvls channels i_cids[0] of (srcbuff, srcbuff), o_cids[0] of dstbuff's */
         if (op->chan != MSC_SWITCH) {
             msc_error(m, ct ? ct : ov, "a glres goes through nvls channels (ctype \"nvls\")");
             return false;
@@ -395,10 +400,10 @@ static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
         op->nchans = 0;
         return true;
     }
-    if (!strcmp(k, "copy"))
+    if (ir_is_local_copy(in->kind))
         return old_local(m, ov, "srcbuff", "srcoff", cnt, &op->src[op->nsrc++]) &&
                old_local(m, ov, "dstbuff", "dstoff", cnt, &op->dst[op->ndst++]);
-    if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf")) {
+    if (in->dst.on == ON_PEER) { /* put, pws, pwsf */
         /* the channel's own srcbuff at srcs[i].off, to the peer's dstbuff at o_cids[i].off */
         MscOperand srcs[MSC_MAX_OPERANDS];
         int nsrcs = 0;
@@ -411,7 +416,7 @@ static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
         }
         return true;
     }
-    if (!strcmp(k, "get")) {
+    if (in->src.on == ON_PEER) { /* get */
         /* the peer's dstbuff at i_cids[i].off, into the channel's srcbuff at dsts[i].off */
         MscOperand dsts[MSC_MAX_OPERANDS];
         int ndsts = 0;
@@ -426,7 +431,7 @@ static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
     }
     /* reductions: srcbuff/srcoff, then local srcs (re, rs) or peers at i_cids (rrc, rrcs); the
        sum into dstbuff/dstoff, and for rs/rrcs into the peers at o_cids */
-    bool remote_src = !strcmp(k, "rre") || !strcmp(k, "rres"), send = !strcmp(k, "res") || !strcmp(k, "rres");
+    bool remote_src = op->alt, send = op->send;
     if (!old_local(m, ov, "srcbuff", "srcoff", cnt, &op->src[op->nsrc++]) ||
         !old_local(m, ov, "dstbuff", "dstoff", cnt, &op->dst[op->ndst++]))
         return false;
@@ -470,6 +475,12 @@ bool msc_decode(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
     op->kind = on->kind;
     if (on->refusal != OK) {
         msc_unsupported(m, op, "%s", refusal_text(on->refusal));
+        return false;
+    }
+    op->ir = ir_op_by_msc(on->as ? on->as : on->kind, &op->alt);
+    op->send = on->send;
+    if (!op->ir) {
+        msc_unsupported(m, op, "cdsl has no mapping for it");
         return false;
     }
     const json_t *tbg = msc_field(m, ov, "tbg_info", JSON_OBJECT, false, "an op");

@@ -85,8 +85,8 @@ typedef struct Lower {
 static void put(Lower *l, IrOp op)
 {
     IrSeq *s = &l->x->q->ranks[l->r];
-    if (op.kind == IR_NOP) {
-        if (s->nops && s->ops[s->nops - 1].kind == IR_NOP)
+    if (ir_op_info(op.kind)->sync == SYNC_NOP) {
+        if (s->nops && ir_op_info(s->ops[s->nops - 1].kind)->sync == SYNC_NOP)
             return;
         l->data = l->waited = false;
     }
@@ -98,23 +98,36 @@ static void put(Lower *l, IrOp op)
 /* The nops blocks.c wants before op (and op itself). */
 static void put_op(Lower *l, const IrOp *op)
 {
-    if (op->kind == IR_GET && op->src.first != op->dst.first && !l->bad) {
+    if (ir_op_info(op->kind)->src.on == ON_PEER && op->src.first != op->dst.first && !l->bad) { /* a get */
         diag_error(l->x->d, op->loc, "this get reads chunk %d of rank %d into chunk %d; MSCCL++'s executor swaps a "
                    "get's two offsets, so a plan can say it only where they are equal", op->src.first, op->peer,
                    op->dst.first);
         l->bad = true;
     }
-    bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL, wait = op->kind == IR_WAIT || op->kind == IR_SW_WAIT;
+    IrSync role = ir_op_info(op->kind)->sync;
+    bool signal = ir_takes_order(op->kind) && role == SYNC_SIGNAL, wait = ir_takes_order(op->kind) && role == SYNC_WAIT;
     if (ir_is_data(op->kind) && (l->waited || op->sync_before))
         put(l, nop_like(op));
     if (signal && l->data)
         put(l, nop_like(op));
     IrOp o = *op;
-    if ((op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT) && l->strong)
+    if (ir_is_switch(op->kind) && (signal || wait) && l->strong)
         o.relaxed = false;
     put(l, o);
     l->data |= ir_is_data(op->kind);
     l->waited |= wait;
+}
+
+/* switch.reduce: a load-reduce through the switch into the rank's own memory. */
+static bool is_switch_reduce(IrKind k)
+{
+    return ir_op_info(k)->src.on == ON_ALL && ir_op_info(k)->dst.on == ON_SELF;
+}
+
+/* switch.store: the rank's own chunks stored through the switch into every rank. */
+static bool is_switch_store(IrKind k)
+{
+    return ir_op_info(k)->src.on == ON_SELF && ir_op_info(k)->dst.on == ON_ALL;
 }
 
 /* switch.reduce(dst, src): fused with a following switch.store of dst, or through a slot. */
@@ -122,7 +135,7 @@ static int lower_switch_reduce(Lower *l, const IrSeq *s, int i)
 {
     const IrOp *op = &s->ops[i];
     Export *x = l->x;
-    if (i + 1 < s->nops && s->ops[i + 1].kind == IR_SW_STORE && same_range(s->ops[i + 1].src, op->dst) &&
+    if (i + 1 < s->nops && is_switch_store(s->ops[i + 1].kind) && same_range(s->ops[i + 1].src, op->dst) &&
         op->dst.buf >= 2 && !touched_elsewhere(x->p, l->r, i, x->p->ranks[l->r].ops[i].dst)) {
         IrOp f = s->ops[i + 1];  /* the sum lands where the store put it; the scratch is never read */
         f.kind = IR_SW_REDUCE_STORE;
@@ -176,7 +189,7 @@ static bool lower(Export *x)
     x->slot_base = -1;
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++)
-            if (p->ranks[r].ops[i].kind == IR_SW_REDUCE && p->ranks[r].ops[i].dst.count > x->slot_size)
+            if (is_switch_reduce(p->ranks[r].ops[i].kind) && p->ranks[r].ops[i].dst.count > x->slot_size)
                 x->slot_size = p->ranks[r].ops[i].dst.count;
     if (x->slot_size)
         x->slot_base = x->nscratch;
@@ -197,7 +210,7 @@ static bool lower(Export *x)
             }
         }
         for (int i = 0; i < s.nops;) {
-            if (s.ops[i].kind == IR_SW_REDUCE) {
+            if (is_switch_reduce(s.ops[i].kind)) {
                 i = lower_switch_reduce(&l, &s, i);
                 continue;
             }
@@ -266,16 +279,17 @@ static void collect(Plan *pl, const IrProgram *q, int r)
     for (int s = 0; s < q->nranks; s++)
         for (int i = 0; i < q->ranks[s].nops; i++) {
             const IrOp *op = &q->ranks[s].ops[i];
-            if ((op->kind == IR_SIGNAL || op->kind == IR_WAIT) && (s == r || op->peer == r)) {
+            const IrOpInfo *in = ir_op_info(op->kind);
+            if (ir_takes_order(op->kind) && in->chan == CH_PEER && (s == r || op->peer == r)) {
                 int other = s == r ? op->peer : s;
                 if (peer_channel(pl, other) < 0)
                     pl->peers[pl->npeers++] = other;
             }
-            if (op->kind == IR_SW_REDUCE_STORE)
+            if (in->src.on == ON_ALL)
                 switch_channel(pl, type_of(op->src.buf));
-            if (op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE)
+            if (in->dst.on == ON_ALL)
                 switch_channel(pl, type_of(op->dst.buf));
-            barrier |= op->kind == IR_SW_SIGNAL || op->kind == IR_SW_WAIT;
+            barrier |= ir_is_switch(op->kind) && ir_takes_order(op->kind);
         }
     if (barrier && !pl->nsw) /* the barrier's counter comes with a switch channel: switch channel 0 */
         switch_channel(pl, "o");
@@ -288,13 +302,10 @@ static void collect(Plan *pl, const IrProgram *q, int r)
             }
     const IrSeq *s = &q->ranks[r];
     for (int i = 0; i < s->nops; i++) {
-        const IrOp *op = &s->ops[i];
-        if (op->kind == IR_PUT)
-            remote_buffer(pl, op->peer, type_of(op->dst.buf));
-        if (op->kind == IR_GET)
-            remote_buffer(pl, op->peer, type_of(op->src.buf));
-        if (op->kind == IR_REDUCE && op->peer >= 0)
-            remote_buffer(pl, op->peer, type_of(op->src2.buf));
+        IrEffects fx = ir_effects(&s->ops[i]);
+        for (int k = 0; k < fx.n; k++)
+            if (fx.acc[k].on == ON_PEER)
+                remote_buffer(pl, s->ops[i].peer, type_of(fx.acc[k].range.buf));
     }
 }
 
@@ -315,52 +326,77 @@ static json_t *switch_json(Plan *pl, IrRange r)
                      "size", r.count);
 }
 
+/* Appends v (NULL: out of memory, or an op that was reported) to the array *a, which becomes
+   NULL, freed, when either is. */
+static void append(json_t **a, json_t *v)
+{
+    if (*a && json_array_append_new(*a, v)) {
+        json_decref(*a);
+        *a = NULL;
+    } else if (!*a) {
+        json_decref(v);
+    }
+}
+
+/* o[key] = v, taking v; NULL (o released) when either is NULL or memory runs out. */
+static json_t *with(json_t *o, const char *key, json_t *v)
+{
+    if (!o) {
+        json_decref(v);
+        return NULL;
+    }
+    if (!v || json_object_set_new(o, key, v)) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* An operand as the plan names it: a local buffer, a remote buffer of the peer, or the
+   switch's multicast address. */
+static json_t *operand_json(Plan *pl, const IrAccess *a, int peer)
+{
+    return a->on == ON_PEER ? remote_json(pl, a->range, peer) : a->on == ON_ALL ? switch_json(pl, a->range)
+                                                                                : range_json(a->range);
+}
+
+/* The op as ops.def's MSCCL++ column names it, with its operands (src_buff: its sources,
+   dst_buff: its destination), the peer channel it goes through, the channel type, and for a
+   sum the reduce_op; the switch's signal and wait name the switch channel alone. */
 static json_t *op_json(Plan *pl, const IrOp *op)
 {
-    int chan = peer_channel(pl, op->peer) < 0 ? 0 : peer_channel(pl, op->peer);
-    switch (op->kind) {
-    case IR_NOP:
-        return json_pack("{s:s}", "name", "nop");
-    case IR_COPY:
-        return json_pack("{s:s, s:[o], s:[o], s:s}", "name", "copy", "src_buff", range_json(op->src), "dst_buff",
-                         range_json(op->dst), "channel_type", "none");
-    case IR_REDUCE:
-        return json_pack("{s:s, s:[o, o], s:[o], s:s, s:s}", "name", op->peer >= 0 ? "rre" : "re", "src_buff",
-                         range_json(op->src),
-                         op->peer >= 0 ? remote_json(pl, op->src2, op->peer) : range_json(op->src2), "dst_buff",
-                         range_json(op->dst), "channel_type", op->peer >= 0 ? "memory" : "none", "reduce_op", "sum");
-    case IR_PUT:
-        return json_pack("{s:s, s:[o], s:[o], s:[i], s:s}", "name", "put", "src_buff", range_json(op->src),
-                         "dst_buff", remote_json(pl, op->dst, op->peer), "channel_ids", chan, "channel_type",
-                         "memory");
-    case IR_GET: /* lower() made sure the two offsets are equal */
-        return json_pack("{s:s, s:[o], s:[o], s:[i], s:s}", "name", "get", "src_buff",
-                         remote_json(pl, op->src, op->peer), "dst_buff", range_json(op->dst), "channel_ids", chan,
-                         "channel_type", "memory");
-    case IR_SIGNAL:
-    case IR_WAIT:
-        return json_pack("{s:s+, s:[i], s:s}", "name", op->relaxed ? "rlx" : "",
-                         op->kind == IR_SIGNAL ? "signal" : "wait", "channel_ids", peer_channel(pl, op->peer),
-                         "channel_type", "memory");
-    case IR_SW_STORE:
-        return json_pack("{s:s, s:[o], s:[o], s:s}", "name", "gstore", "src_buff", range_json(op->src), "dst_buff",
-                         switch_json(pl, op->dst), "channel_type", "switch");
-    case IR_SW_REDUCE_STORE:
-        return json_pack("{s:s, s:[o], s:[o], s:s, s:s}", "name", "glres", "src_buff", switch_json(pl, op->src),
-                         "dst_buff", switch_json(pl, op->dst), "channel_type", "switch", "reduce_op", "sum");
-    case IR_SW_SIGNAL:
-    case IR_SW_WAIT:
-        return json_pack("{s:s++, s:i}", "name", "g", op->relaxed ? "rlx" : "",
-                         op->kind == IR_SW_SIGNAL ? "signal" : "wait", "switch_channel_id", 0);
-    case IR_PKT_SEND:
-    case IR_PKT_RECV: /* refused before lowering (no_packets) */
-    case IR_BARRIER:
-    case IR_SW_REDUCE: /* lowered away */
-        break;
+    const IrOpInfo *in = ir_op_info(op->kind);
+    const char *name = ir_msc_name(op);
+    if (!name || ir_is_barrier(op->kind)) { /* packets: refused before lowering (no_packets); switch.reduce:
+                                               lowered away; barriers: never made by lower() */
+        diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));
+        pl->bad = true;
+        return NULL;
     }
-    diag_error(pl->x->d, op->loc, "internal error: a %s left in the plan", ir_kind_name(op->kind));
-    pl->bad = true;
-    return NULL;
+    json_t *o = with(json_object(), "name", json_string(name));
+    if (ir_is_switch(op->kind) && !ir_is_data(op->kind))
+        return with(o, "switch_channel_id", json_integer(0));
+    IrEffects fx = ir_effects(op);
+    bool remote = false;
+    if (fx.n) {
+        json_t *src = json_array(), *dst = json_array();
+        for (int k = 1; k < fx.n; k++)
+            append(&src, operand_json(pl, &fx.acc[k], op->peer));
+        append(&dst, operand_json(pl, &fx.acc[0], op->peer));
+        o = with(with(o, "src_buff", src), "dst_buff", dst);
+        for (int k = 0; k < fx.n; k++)
+            remote |= fx.acc[k].on == ON_PEER;
+    }
+    if (in->chan == CH_PEER) {
+        int chan = peer_channel(pl, op->peer);
+        o = with(o, "channel_ids", json_pack("[i]", chan < 0 ? 0 : chan));
+    }
+    if (in->chan != CH_BLOCK)
+        o = with(o, "channel_type", json_string(in->chan == CH_SWITCH ? "switch"
+                                                : in->chan == CH_PEER || remote ? "memory" : "none"));
+    if (fx.n == 3 || in->src.on == ON_ALL)
+        o = with(o, "reduce_op", json_string("sum"));
+    return o;
 }
 
 /* [0, 1, ..., n-1], or v[0..n-1] */
@@ -373,18 +409,6 @@ static json_t *ints(int n, const int *v)
             a = NULL;
         }
     return a;
-}
-
-/* Appends v (NULL: out of memory, or an op that was reported) to the array *a, which becomes
-   NULL, freed, when either is. */
-static void append(json_t **a, json_t *v)
-{
-    if (*a && json_array_append_new(*a, v)) {
-        json_decref(*a);
-        *a = NULL;
-    } else if (!*a) {
-        json_decref(v);
-    }
 }
 
 /* The channels a thread block uses ("memory" ids, then "switch" ids), and the rank's. */

@@ -752,7 +752,7 @@ static bool channel_users(Msc *m)
         const IrSeq *s = &p->ranks[r];
         for (int i = 0; i < s->nops; i++) {
             const IrOp *op = &s->ops[i];
-            if (op->kind != IR_SIGNAL && op->kind != IR_WAIT)
+            if ((!ir_is_signal(op->kind) && !ir_is_wait(op->kind)) || ir_is_packet(op->kind))
                 continue;
             MscChannel *c = NULL;
             for (int k = 0; k < m->gpu[r].nch[MSC_MEMORY] && !c; k++)
@@ -760,7 +760,7 @@ static bool channel_users(Msc *m)
                     c = &m->gpu[r].ch[MSC_MEMORY][k];
             if (!c)
                 continue;
-            int *user = op->kind == IR_SIGNAL ? &c->sig_tb : &c->wait_tb;
+            int *user = ir_is_signal(op->kind) ? &c->sig_tb : &c->wait_tb;
             if (*user < 0)
                 *user = op->tb;
             if (*user != op->tb) {
@@ -768,7 +768,7 @@ static bool channel_users(Msc *m)
                            "threadblocks %d and %d: the executor counts them on one semaphore, so which %s a "
                            "threadblock's %s serves depends on timing", ir_kind_name(op->kind), r,
                            c->pair == 0 ? "first" : arena_printf(m->a, "channel %d", c->pair), op->peer, *user, op->tb,
-                           op->kind == IR_SIGNAL ? "wait" : "signal", ir_kind_name(op->kind));
+                           ir_kind_name(ir_op_info(op->kind)->pair), ir_kind_name(op->kind));
                 return false;
             }
         }
@@ -787,7 +787,7 @@ static bool barrier_users(Msc *m)
             const IrOp *first = NULL;
             for (int i = 0; i < s->nops; i++) {
                 const IrOp *op = &s->ops[i];
-                if (op->kind != IR_BARRIER || op->barrier != id)
+                if (!ir_is_barrier(op->kind) || op->barrier != id)
                     continue;
                 if (!first)
                     first = op, want = op->blocks;

@@ -92,12 +92,13 @@ static IrRange range(Map *x, const MscOperand *o, long long size)
 }
 
 /* A piece of the plan op: its context names the op when the piece's own name differs (the
-   put of a "res"), so that messages say both. */
+   put of a "res"), so that messages say both; a relaxed peer signal or wait (rlxsignal) goes
+   by the piece's name too. */
 static void emit(Map *x, IrOp op)
 {
-    const char *own = ir_kind_name(op.kind);
-    if (strcmp(own, x->op->name) && !(op.kind == IR_SIGNAL && strstr(x->op->name, "signal")) &&
-        !(op.kind == IR_WAIT && strstr(x->op->name, "wait")))
+    const IrOpInfo *in = ir_op_info(op.kind);
+    bool relaxed_form = (ir_is_signal(op.kind) || ir_is_wait(op.kind)) && in->msc_alt && !strcmp(in->msc_alt, x->op->name);
+    if (strcmp(in->name, x->op->name) && !relaxed_form)
         op.ctx = x->ctx_named;
     if (!x->failed)
         ir_append(x->m->p, x->m->rank, op);
@@ -138,23 +139,27 @@ static void rule3(Map *x, const IrOp *op, const json_t *dst_at)
     Msc *m = x->m;
     if (x->failed)
         return;
+    IrEffects fx = ir_effects(op); /* dst, then the sources */
+    IrOn dst_on = fx.acc[0].on;
     if (op->dst.buf == IR_INPUT) {
         fail(x, dst_at, arena_printf(m->a, "this %s writes the input (i) of %s, which belongs to the caller: only an "
                                      "in-place plan may write it", x->op->name,
-                                     op->kind == IR_PUT ? arena_printf(m->a, "gpu %d", op->peer)
-                                     : op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE ? "every gpu"
-                                                                                                 : "its gpu"));
+                                     dst_on == ON_PEER ? arena_printf(m->a, "gpu %d", op->peer)
+                                     : dst_on == ON_ALL ? "every gpu"
+                                                        : "its gpu"));
         return;
     }
-    bool local = op->kind == IR_COPY || op->kind == IR_REDUCE || ir_is_switch(op->kind);
-    IrRange srcs[2] = {op->src, op->kind == IR_REDUCE && op->peer < 0 ? op->src2 : (IrRange){-1, 0, 0}};
-    for (int k = 0; local && k < 2; k++)
-        if (overlaps(op->dst, srcs[k]) && (op->kind == IR_COPY || !same(op->dst, srcs[k]))) {
+    /* the sources that are the rank's own memory, when the destination is too */
+    bool copy = ir_is_local_copy(op->kind);
+    for (int k = 1; k < fx.n && dst_on != ON_PEER; k++) {
+        IrRange src = fx.acc[k].range;
+        if (fx.acc[k].on != ON_PEER && overlaps(op->dst, src) && (copy || !same(op->dst, src))) {
             fail(x, dst_at, arena_printf(m->a, "the %s's source %s and destination %s overlap%s", x->op->name,
-                                         ir_chunks(m, srcs[k]), ir_chunks(m, op->dst),
-                                         op->kind == IR_COPY ? "" : " otherwise than exactly, element for element"));
+                                         ir_chunks(m, src), ir_chunks(m, op->dst),
+                                         copy ? "" : " otherwise than exactly, element for element"));
             return;
         }
+    }
 }
 
 /* ---- Operand shapes ------------------------------------------------------------------------- */
@@ -189,9 +194,11 @@ static bool no_extra(Map *x, int have, int used, bool src)
 
 /* ---- The ops ------------------------------------------------------------------------------------ */
 
-static void map_sync(Map *x, bool signal, bool relaxed)
+/* signal, rlxsignal, wait, rlxwait on memory channels */
+static void map_sync(Map *x)
 {
     const MscOp *op = x->op;
+    bool signal = op->ir->sync == SYNC_SIGNAL;
     if (op->chan != MSC_MEMORY) {
         refuse(x, arena_printf(x->m->a, "the executor does nothing for a %s on a %s channel, so a %s missing there "
                                "would go unseen", signal ? "signal" : "wait", msc_chan_name(op->chan),
@@ -202,16 +209,16 @@ static void map_sync(Map *x, bool signal, bool relaxed)
         fail(x, op->at, "it names no channel");
     for (int j = 0; j < op->nchans; j++) {
         const MscChannel *c = &x->m->gpu[x->m->rank].ch[MSC_MEMORY][op->chans[j]];
-        IrOp o = data_op(x, signal ? IR_SIGNAL : IR_WAIT, c->peer, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+        IrOp o = data_op(x, op->ir->kind, c->peer, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
         o.chan = c->pair;
-        o.relaxed = relaxed;
+        o.relaxed = op->alt;
         o.thread = (int16_t)j;
         emit(x, o);
     }
 }
 
 /* gsignal/gwait: cdsl's switch has one arrival counter, kept by one block per rank. */
-static void map_switch_sync(Map *x, bool signal, bool relaxed)
+static void map_switch_sync(Map *x)
 {
     Msc *m = x->m;
     int group = m->gpu[m->rank].ch[MSC_SWITCH][x->op->chans[0]].group;
@@ -227,8 +234,8 @@ static void map_switch_sync(Map *x, bool signal, bool relaxed)
     }
     m->sw_barrier = group;
     m->sw_unit[m->rank] = m->tb;
-    IrOp o = data_op(x, signal ? IR_SW_SIGNAL : IR_SW_WAIT, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
-    o.relaxed = relaxed;
+    IrOp o = data_op(x, x->op->ir->kind, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+    o.relaxed = x->op->alt;
     emit(x, o);
 }
 
@@ -249,7 +256,7 @@ static void map_put(Map *x)
             refuse(x, "its sources are in different buffers, and the executor reads every source from the first's");
             return;
         }
-        IrOp o = data_op(x, IR_PUT, op->dst[i].rank, range(x, &op->dst[i], op->dst[i].size),
+        IrOp o = data_op(x, op->ir->kind, op->dst[i].rank, range(x, &op->dst[i], op->dst[i].size),
                          range(x, &op->src[i], op->dst[i].size));
         rule3(x, &o, op->dst[i].at);
         emit(x, o);
@@ -275,7 +282,7 @@ static void map_get(Map *x)
                                    "two are equal", op->dst[i].index, op->src[i].index));
             return;
         }
-        IrOp o = data_op(x, IR_GET, op->src[i].rank, range(x, &op->dst[i], op->src[i].size),
+        IrOp o = data_op(x, op->ir->kind, op->src[i].rank, range(x, &op->dst[i], op->src[i].size),
                          range(x, &op->src[i], op->src[i].size));
         rule3(x, &o, op->dst[i].at);
         emit(x, o);
@@ -289,16 +296,18 @@ static void map_copy(Map *x)
     if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
         !is(x, &op->dst[0], MSC_LOCAL) || !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
         return;
-    IrOp o = data_op(x, IR_COPY, -1, range(x, &op->dst[0], op->src[0].size), range(x, &op->src[0], op->src[0].size));
+    IrOp o = data_op(x, op->ir->kind, -1, range(x, &op->dst[0], op->src[0].size),
+                     range(x, &op->src[0], op->src[0].size));
     rule3(x, &o, op->dst[0].at);
     emit(x, o);
 }
 
 /* re, res, rre, rres: d0 = s0 + the other sources (local, or on peers for rre/rres), then for
    res/rres the sum into each remote destination. */
-static void map_reduce(Map *x, bool remote_src, bool send)
+static void map_reduce(Map *x)
 {
     const MscOp *op = x->op;
+    bool remote_src = op->alt, send = op->send;
     if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, send ? 2 : 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
         !is(x, &op->dst[0], MSC_LOCAL) || (!send && !no_extra(x, op->ndst, 1, false)))
         return;
@@ -324,7 +333,7 @@ static void map_reduce(Map *x, bool remote_src, bool send)
     for (int k = 0; k < op->nsrc && !x->failed; k++) {
         if (k == first)
             continue;
-        IrOp o = data_op(x, IR_REDUCE, peer[k], d0, acc);
+        IrOp o = data_op(x, op->ir->kind, peer[k], d0, acc);
         o.src2 = src[k];
         rule3(x, &o, op->dst[0].at);
         emit(x, o);
@@ -339,18 +348,41 @@ static void map_reduce(Map *x, bool remote_src, bool send)
     }
 }
 
-static void map_switch_data(Map *x, bool reduce)
+/* glres, gstore */
+static void map_switch_data(Map *x)
 {
     const MscOp *op = x->op;
+    bool reduce = op->ir->src.on == ON_ALL;
     if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) ||
         !is(x, &op->src[0], reduce ? MSC_MULTICAST : MSC_LOCAL) || !is(x, &op->dst[0], MSC_MULTICAST) ||
         !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
         return;
-    IrOp o = data_op(x, reduce ? IR_SW_REDUCE_STORE : IR_SW_STORE, -1, range(x, &op->dst[0], op->src[0].size),
+    IrOp o = data_op(x, op->ir->kind, -1, range(x, &op->dst[0], op->src[0].size),
                      range(x, &op->src[0], op->src[0].size));
     rule3(x, &o, op->dst[0].at);
     emit(x, o);
 }
+
+static void map_nop(Map *x)
+{
+    emit(x, data_op(x, x->op->ir->kind, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0}));
+}
+
+static void map_barrier(Map *x)
+{
+    IrOp o = data_op(x, x->op->ir->kind, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+    o.barrier = (int16_t)x->op->barrier_id;
+    o.blocks = (int16_t)x->op->nblocks;
+    emit(x, o);
+}
+
+/* How each kind with an MSCCL++ name (ops.def) is read; NULL: it is never read from a plan. */
+static void (*const MAPPERS[IR_NKINDS])(Map *) = {
+    [IR_NOP] = map_nop,       [IR_BARRIER] = map_barrier,    [IR_SIGNAL] = map_sync,
+    [IR_WAIT] = map_sync,     [IR_SW_SIGNAL] = map_switch_sync, [IR_SW_WAIT] = map_switch_sync,
+    [IR_PUT] = map_put,       [IR_GET] = map_get,            [IR_COPY] = map_copy,
+    [IR_REDUCE] = map_reduce, [IR_SW_STORE] = map_switch_data, [IR_SW_REDUCE_STORE] = map_switch_data,
+};
 
 void msc_map(Msc *m, const MscOp *op)
 {
@@ -361,29 +393,9 @@ void msc_map(Msc *m, const MscOp *op)
     x.base.loc = json_pos_loc(m->jp, op->name_at);
     x.base.ctx = arena_printf(m->a, "threadblock %d, op %d", m->tb, m->k);
     x.ctx_named = arena_printf(m->a, "%s at threadblock %d, op %d", op->name, m->tb, m->k);
-    const char *k = op->kind;
-    if (!strcmp(k, "nop")) {
-        emit(&x, data_op(&x, IR_NOP, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0}));
-    } else if (!strcmp(k, "barrier")) {
-        IrOp o = data_op(&x, IR_BARRIER, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
-        o.barrier = (int16_t)op->barrier_id;
-        o.blocks = (int16_t)op->nblocks;
-        emit(&x, o);
-    } else if (!strcmp(k, "signal") || !strcmp(k, "rlxsignal") || !strcmp(k, "wait") || !strcmp(k, "rlxwait")) {
-        map_sync(&x, strstr(k, "signal") != NULL, !strncmp(k, "rlx", 3));
-    } else if (!strcmp(k, "gsignal") || !strcmp(k, "grlxsignal") || !strcmp(k, "gwait") || !strcmp(k, "grlxwait")) {
-        map_switch_sync(&x, strstr(k, "signal") != NULL, !strncmp(k, "grlx", 4));
-    } else if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf")) {
-        map_put(&x);
-    } else if (!strcmp(k, "get")) {
-        map_get(&x);
-    } else if (!strcmp(k, "copy")) {
-        map_copy(&x);
-    } else if (!strcmp(k, "re") || !strcmp(k, "res") || !strcmp(k, "rre") || !strcmp(k, "rres")) {
-        map_reduce(&x, k[0] == 'r' && k[1] == 'r', !strcmp(k, "res") || !strcmp(k, "rres"));
-    } else if (!strcmp(k, "glres") || !strcmp(k, "gstore")) {
-        map_switch_data(&x, !strcmp(k, "glres"));
-    } else {
-        refuse(&x, "cdsl has no mapping for it"); /* every name msc_decode accepts is above */
-    }
+    void (*map)(Map *) = MAPPERS[op->ir->kind];
+    if (map)
+        map(&x);
+    else
+        refuse(&x, "cdsl has no mapping for it"); /* every kind msc_decode reads is above */
 }
