@@ -22,6 +22,7 @@
  * them in program order claims no order that the messages of other ranks could rely on. Each
  * violation is an error at the later op, naming the earlier one.
  */
+#include "check_text.h"
 #include "hb.h"
 
 typedef struct Stretch {

@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "check_text.h"
 #include "escape.h"
 #include "hb.h"
 

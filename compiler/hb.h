@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "diag.h"
 #include "ir.h"
 #include "runs.h"
 
@@ -234,22 +234,5 @@ void partition_program(IrProgram *p);
 
 /* order.c, for imported plans: each thread block's ops can be taken in program order */
 void order_blocks_check(CheckResult *r, Diag *d);
-
-/* check.c: shared wording */
-const char *check_nth(Arena *a, int k);     /* 1 -> "1st", 2 -> "2nd", 11 -> "11th" */
-const char *check_times(Arena *a, int k);   /* 1 -> "once", 2 -> "twice", 3 -> "3 times" */
-/* "(put, step=2)" or "(put)": the op's kind and loop context. */
-const char *check_op_tag(Arena *a, const IrOp *op);
-/* " (step=2)" or "": the op's loop context, with its leading space. */
-const char *check_ctx(Arena *a, const IrOp *op);
-/* "output[3]", "output[3..5]" */
-const char *check_chunks(const IrProgram *p, int buf, int first, int count);
-/* "rank 0 writes output[1] of rank 1" / "rank 1 reads its output[1]" */
-const char *check_access(const IrProgram *p, int rank, bool write, int owner, int buf, int first,
-                         int count);
-/* "ranks 0, 1 and 2" for a list of ranks */
-const char *check_rank_list(Arena *a, const int *ranks, int n);
-/* "ranks 0 and 1", or for a plan's units "gpu 0 threadblock 1 and gpu 1 threadblock 0" */
-const char *check_unit_list(const HbFacts *f, Arena *a, const int *units, int n);
 
 #endif

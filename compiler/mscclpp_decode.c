@@ -15,7 +15,7 @@
  * (i_buff/o_buff src, dst, ctype), and operands come from srcbuff/srcoff, dstbuff/dstoff, srcs,
  * dsts and the channels' own buffers, all of `cnt` chunks.
  */
-#include "mscclpp.h"
+#include "mscclpp_decode.h"
 
 #include <string.h>
 

@@ -23,6 +23,7 @@
  */
 #include "mscclpp.h"
 
+#include <jansson.h>
 #include <limits.h>
 #include <string.h>
 

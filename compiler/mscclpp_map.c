@@ -22,7 +22,7 @@
  * of the size of the op's governing operand (the executor's: s0 for copies and reductions,
  * each destination for puts, each source for gets).
  */
-#include "mscclpp.h"
+#include "mscclpp_map.h"
 
 #include <string.h>
 

@@ -19,6 +19,7 @@
  * The rule reads the EXEC clocks that race.c's replay left at every rank's end, so it runs
  * only after a complete replay, when every rank ended (as rounds.c does).
  */
+#include "check_text.h"
 #include "hb.h"
 
 #include <string.h>

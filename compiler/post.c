@@ -17,6 +17,7 @@
  * gather, one for the whole output for a sum). A barrier's postcondition (no rank leaves before every rank has
  * entered) is a happens-before fact, checked on the final EXEC clocks.
  */
+#include "check_text.h"
 #include "hb.h"
 
 #include <stdlib.h>

@@ -27,6 +27,7 @@
  * messages name both sides and, when an execution path exists but visibility does not, the
  * relaxed signal or wait that breaks the release -> acquire chain.
  */
+#include "check_text.h"
 #include "hb.h"
 
 #include <stdlib.h>

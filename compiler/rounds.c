@@ -18,6 +18,7 @@
  * in program order, which costs nothing to see; only the arrivals for which that fails are
  * looked at again, with the vector clocks of a replay of sync.c's schedule.
  */
+#include "check_text.h"
 #include "hb.h"
 
 /* q's k-th switch signal (0-based), and whether q's own (k-1)-th wait precedes it. */

@@ -13,6 +13,7 @@
  * rank ended, leftover signals and uneven switch arrivals are reported: the runtime's
  * counters persist across launches, so either would put the next launch out of step.
  */
+#include "check_text.h"
 #include "hb.h"
 
 #include <string.h>
