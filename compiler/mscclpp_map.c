@@ -97,7 +97,8 @@ static IrRange range(Map *x, const MscOperand *o, long long size)
 static void emit(Map *x, IrOp op)
 {
     const IrOpInfo *in = ir_op_info(op.kind);
-    bool relaxed_form = (ir_is_signal(op.kind) || ir_is_wait(op.kind)) && in->msc_alt && !strcmp(in->msc_alt, x->op->name);
+    bool relaxed_form = (ir_is_signal(op.kind) || ir_is_wait(op.kind)) && in->msc_alt &&
+                        !strcmp(in->msc_alt, x->op->name);
     if (strcmp(in->name, x->op->name) && !relaxed_form)
         op.ctx = x->ctx_named;
     if (!x->failed)
