@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "gpu_common.h"
+#include "gpu_state.h"
 
 /* The loaded program's plan (or why it has none). */
 int ce_load(GpuComm *g, const IrProgram *ir);
