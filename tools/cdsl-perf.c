@@ -35,12 +35,13 @@
 #include "cli.h"
 #include "collective.h"
 #include "perf.h"
+#include "perf_types.h"
 
 enum {
     EXIT_OK = 0, EXIT_PROGRAM = 1, EXIT_SYSTEM = 2, EXIT_RUN = 4, EXIT_NOT_IMPLEMENTED = 5, EXIT_USAGE = 6,
     EXIT_WRONG = 7,
 };
-enum { MAX_LIST = 256, MAX_SIZES = 4096, MAX_TYPES = 5, DEFAULT_RANKS = 8 };
+enum { MAX_LIST = 256, MAX_SIZES = 4096, MAX_TYPES = PERF_NTYPES, DEFAULT_RANKS = 8 };
 
 typedef struct Opts {
     /* nccl-tests' */
@@ -200,31 +201,18 @@ static bool parse_int(const char *s, long lo, long hi, int *out)
     return true;
 }
 
-static const struct { const char *nccl, *cdsl; cdsl_dtype t; } type_names[MAX_TYPES] = {
-    {"float", "f32", CDSL_F32}, {"half", "f16", CDSL_F16}, {"bfloat16", "bf16", CDSL_BF16},
-    {"int32", "s32", CDSL_S32}, {"uint32", "u32", CDSL_U32},
-};
-
-const char *perf_type_name(cdsl_dtype t)
-{
-    for (int i = 0; i < MAX_TYPES; i++)
-        if (type_names[i].t == t)
-            return type_names[i].nccl;
-    return "?";
-}
-
 static int parse_type(Opts *o, const char *v)
 {
     static const char *const nccl_only[] = {"int8", "uint8", "int64", "uint64", "double", "f8e4m3", "f8e5m2", "char", "int"};
     if (!strcmp(v, "all")) {
         for (int i = 0; i < MAX_TYPES; i++)
-            o->types[i] = type_names[i].t;
+            o->types[i] = perf_types()[i].t;
         o->ntypes = MAX_TYPES;
         return 0;
     }
     for (int i = 0; i < MAX_TYPES; i++)
-        if (!strcmp(v, type_names[i].nccl) || !strcmp(v, type_names[i].cdsl)) {
-            o->types[0] = type_names[i].t;
+        if (!strcmp(v, perf_types()[i].nccl) || !strcmp(v, perf_types()[i].cdsl)) {
+            o->types[0] = perf_types()[i].t;
             o->ntypes = 1;
             return 0;
         }

@@ -1,7 +1,8 @@
 /*
  * perf.h - what cdsl-perf measured, as its results files (perf_files.c) and its nccl-tests rows
  * (cdsl-perf.c) both read it: one row per size and element type, two cells per row (out of
- * place, in place), and the run's description (program, backend, devices, settings).
+ * place, in place), and the run's description (program, backend, devices, settings); and
+ * perf_files.c's functions, which cdsl-perf.c calls.
  */
 #ifndef CDSL_PERF_H
 #define CDSL_PERF_H
@@ -50,9 +51,6 @@ typedef struct PerfReport {
     double min_busbw;           /* NCCL_TESTS_MIN_BW, or -1 */
     int exit_status;
 } PerfReport;
-
-/* nccl-tests' type and operation names: "float", "half", "bfloat16", "uint32", "int32". */
-const char *perf_type_name(cdsl_dtype t);
 
 /* Writes the report to path as JSON (".json") or CSV (".csv"); any other extension is refused.
  * Returns 0, or 2 after a "cdsl-perf: error: ..." line on err. */

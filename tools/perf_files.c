@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "perf.h"
+#include "perf_types.h"
 
 static const char *const placement_name[2] = {"out_of_place", "in_place"};
 
