@@ -7,9 +7,10 @@
  * cuMemcpyAsync calls (a switch.store one per rank, the p2p emulation of multimem.st), each
  * signal becomes stream write-value operations on the receivers' words, each wait a stream
  * wait-value on the rank's own words. A program with any reduction keeps the kernel path
- * (reductions need the SMs). This file is pure: no driver, no memory but its own; ce.c runs a
- * plan on the p2p backend, and cdslc --dump-ce prints it (docs/internals.md has the ordering
- * argument: why program order, release and acquire hold).
+ * (reductions need the SMs). This file is pure: no driver, no memory but its own. It is a
+ * lowering, so it lives with the compiler: cdslc --dump-ce prints a plan, and runtime/ce.c runs
+ * one on the p2p backend, reaching ce_plan_build through program.h's code generator
+ * (docs/internals.md has the ordering argument: why program order, release and acquire hold).
  *
  * The words (u64, on every rank, zeroed at the start of every copy-engine run, ce.c):
  *   CE_WORD_PEER(r)       how many times rank r has signalled this rank

@@ -231,20 +231,6 @@ static int program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     return CDSL_ERR_USAGE;
 }
 
-const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
-{
-    ArenaTrap trap;
-    arena_trap_push(p->arena, &trap);
-    if (setjmp(trap.env)) {
-        driver_out_of_memory(p, &trap);
-        return NULL;
-    }
-    const char *src = rank < 0 ? emit_cuda(p->ir, flavour, dtype, p->arena, &p->diag)
-                               : emit_cuda_rank(p->ir, flavour, dtype, rank, p->arena, &p->diag);
-    arena_trap_pop(p->arena, &trap);
-    return src;
-}
-
 /* Dumps allocate (the graph's labels, a file's line table for a quoted line): under a trap. */
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
 {
@@ -271,6 +257,11 @@ const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->colle
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }
 int cdsl_program_in_place(const cdsl_program *p) { return p && p->ir && p->ir->in_place; }
+
+char *cdsl_cuda_standalone(const char *src)
+{
+    return src ? emit_paste_headers(src) : NULL;
+}
 
 int cdsl_is_plan(const char *path)
 {

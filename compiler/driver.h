@@ -3,8 +3,8 @@
  *
  * driver.c runs the phases in order, like QBE's main: load (lex, parse, imports), resolve
  * names, evaluate per rank, check; each phase reports into the program's Diag and the driver
- * stops at the first phase with errors. Later consumers (emit_cuda.c, the JIT, the backends)
- * read `ir` and nothing above it.
+ * stops at the first phase with errors. Later consumers read `ir` and nothing above it: the
+ * emitter here, and the runtime (the JIT, the backends) through program.h, never this file.
  */
 #ifndef CDSL_DRIVER_H
 #define CDSL_DRIVER_H
@@ -31,7 +31,8 @@ struct cdsl_program {
     bool ok;                    /* every requested stage passed */
     int progress_mode;          /* cdsl_compile_opts.progress: 1 on, 0 off, -1 on a terminal */
     Progress progress;          /* the progress line of the work in hand, if any */
-    const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request */
+    const char *cuda[3][5];     /* emitted sources, [flavour][dtype], made on first request
+                                   (program.c) */
     const char *cuda_rank[3][5];    /* one rank's source (cdsl_emit_cuda_rank), of rank */
     int cuda_rank_of[3][5];
     unsigned long long serial;  /* unique in the process: a program destroyed and another made at
@@ -41,8 +42,5 @@ struct cdsl_program {
 /* The message for a trap that caught out-of-memory (the entry points of cdsl.h that allocate);
  * sets errno to ENOMEM. */
 void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t);
-/* emit_cuda (every rank: rank -1) or emit_cuda_rank (emit.h) for p under a trap: NULL, with
- * errno ENOMEM, when memory ran out. */
-const char *driver_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
 
 #endif

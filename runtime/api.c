@@ -28,11 +28,10 @@
 
 #include "backend.h"
 #include "cdsl.h"
-#include "driver.h"
-#include "ir.h"
 #include "last_error.h"
 #include "layout.h"
 #include "log.h"
+#include "program.h"
 #include "verify.h"
 
 struct cdsl_comm {
@@ -274,32 +273,35 @@ int cdsl_comm_device_info(const cdsl_comm *c, int rank, cdsl_device_info *info)
 
 int cdsl_program_nbufs(const cdsl_program *p)
 {
-    return p && p->ir ? p->ir->nbufs : 0;
+    const IrProgram *ir = program_ir(p);
+    return ir ? ir->nbufs : 0;
 }
 
 int cdsl_program_buf_chunks(const cdsl_program *p, int buf)
 {
-    if (!p || !p->ir || buf < 0 || buf >= p->ir->nbufs)
+    const IrProgram *ir = program_ir(p);
+    if (!ir || buf < 0 || buf >= ir->nbufs)
         return -1;
-    return p->ir->bufs[buf].nchunks;
+    return ir->bufs[buf].nchunks;
 }
 
 const char *cdsl_program_buf_name(const cdsl_program *p, int buf)
 {
-    if (!p || !p->ir || buf < 0 || buf >= p->ir->nbufs)
+    const IrProgram *ir = program_ir(p);
+    if (!ir || buf < 0 || buf >= ir->nbufs)
         return NULL;
-    return p->ir->bufs[buf].name;
+    return ir->bufs[buf].name;
 }
 
 /* ---- buffers --------------------------------------------------------------------------------- */
 
 static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
 {
-    if (!p || !p->ir) {
+    if (!program_ir(p)) {
         rt_error(c->log, "the program was not evaluated; there is nothing to run");
         return NULL;
     }
-    return p->ir;
+    return program_ir(p);
 }
 
 /* bytes[b] = chunks(b) * chunk_bytes for p's layout, refusing a chunk size that is not a
@@ -591,7 +593,7 @@ bool rt_comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 
 static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir, cdsl_dtype t, int iters)
 {
-    if (!p->ok) {
+    if (!program_ok(p)) {
         rt_error(c->log, "%s has errors; it cannot run", ir->name);
         return CDSL_ERR_USAGE;
     }
@@ -632,12 +634,13 @@ int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double 
     int rc = comm_prepare(c, p, dtype, iters);
     if (rc)
         return rc;
-    log_msg(LOG_TRACE, "timing: load %.3f ms (%s, %s)", log_ms_since(t), p->ir->name, cdsl_dtype_name(dtype));
+    const char *name = program_ir(p)->name;
+    log_msg(LOG_TRACE, "timing: load %.3f ms (%s, %s)", log_ms_since(t), name, cdsl_dtype_name(dtype));
     double us = 0;
     t = log_clock();
     rc = c->ops->run(c->state, c->chunk_bytes, iters, &us);
     log_msg(LOG_INFO, "timing: run %.3f ms (%s on %s, %d run%s of %zu-byte chunks, %.2f us each%s)", log_ms_since(t),
-            p->ir->name, cdsl_backend_name(c->backend), iters, iters == 1 ? "" : "s", c->chunk_bytes, us,
+            name, cdsl_backend_name(c->backend), iters, iters == 1 ? "" : "s", c->chunk_bytes, us,
             rc ? ", failed" : "");
     if (us_per_iter)
         *us_per_iter = us;

@@ -1,5 +1,6 @@
 /*
- * ce.c - running a program's copy-engine plan (ce_plan.h) on the p2p backend (see ce.h).
+ * ce.c - running a program's copy-engine plan (compiler/ce_plan.h, made through program.h's
+ * code generator) on the p2p backend (see ce.h).
  *
  * What a run enqueues, rank by rank in the plan's order (a wait is enqueued only after the
  * write it waits for, so no stream's wait can sit in a hardware queue ahead of the write that
@@ -35,7 +36,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ce_plan.h"
+#include "program.h"
 
 #define CE_MIN_BYTES_DEFAULT (8L << 20)
 #define CE_RESCUES 256              /* releases before the watchdog gives up on a run */
@@ -68,6 +69,7 @@ typedef struct CeVerdict {
 
 struct CeState {
     const IrProgram *ir;
+    const ProgramCodegen *code;     /* what made the plan, and frees it */
     CePlan *plan;                   /* NULL: the program has none (why says why) */
     char why[512];
     bool said_why;
@@ -106,7 +108,7 @@ static void ce_join_watch(CeState *ce)
     }
 }
 
-int ce_load(GpuComm *g, const IrProgram *ir)
+int ce_load(GpuComm *g, const cdsl_program *p)
 {
     if (g->flavour != CDSL_BACKEND_P2P)
         return CDSL_OK;
@@ -121,13 +123,16 @@ int ce_load(GpuComm *g, const IrProgram *ir)
     int lanes = (int)gpu_env_long("CDSL_CE_LANES", CE_MAX_LANES);
     if (events != ce->events || lanes != ce->lanes)
         g->generation++;        /* a graph captured with the other choice is stale */
+    const IrProgram *ir = program_ir(p);
     ce->said_why = ce->said_why && ce->ir == ir;
-    ce_plan_free(ce->plan);
+    if (ce->code)
+        ce->code->ce_plan_free(ce->plan);
     ce->plan = NULL;
     ce->ir = ir;
+    ce->code = program_codegen(p);
     ce->events = events;
     ce->lanes = lanes;
-    int st = ce_plan_build(ir, lanes, &ce->plan, ce->why, sizeof ce->why);
+    int st = ce->code->ce_plan(ir, lanes, &ce->plan, ce->why, sizeof ce->why);
     if (st == CDSL_ERR_SYSTEM) {
         rt_error(g->cfg.log, "out of memory planning the copy-engine path");
         return st;
@@ -781,7 +786,8 @@ void ce_destroy(GpuComm *g)
     for (int d = 0; ce->rescue && d < g->ndev; d++)
         if (ce->rescue[d] && g->cu->CtxSetCurrent(g->devs[d].ctx) == CUDA_SUCCESS)
             g->cu->StreamDestroy(ce->rescue[d]);
-    ce_plan_free(ce->plan);
+    if (ce->code)
+        ce->code->ce_plan_free(ce->plan);
     free(ce->verdict.stuck);
     free(ce->ranks);
     free(ce->rescue);

@@ -1,5 +1,5 @@
 /*
- * ce.h - the copy-engine path of the p2p backend: a checked program's plan (ce_plan.h) run as
+ * ce.h - the copy-engine path of the p2p backend: a checked program's plan (compiler/ce_plan.h) run as
  * stream operations instead of a kernel, for bulk sizes.
  *
  * gpu_common.c asks, per run, whether the copy engine takes it (ce_chosen), and then enqueues
@@ -31,7 +31,7 @@
 #include "gpu_state.h"
 
 /* The loaded program's plan (or why it has none). */
-int ce_load(GpuComm *g, const IrProgram *ir);
+int ce_load(GpuComm *g, const cdsl_program *p);
 /* Whether this run of chunk_bytes goes to the copy engine (making its resources on first use). */
 bool ce_chosen(GpuComm *g, size_t chunk_bytes);
 /* Every rank's part of `iters` runs, rank q's lane 0 being streams[q] (NULL: the ranks' own):

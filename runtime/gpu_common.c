@@ -35,8 +35,8 @@
 #include <string.h>
 
 #include "ce.h"
-#include "driver.h"
 #include "log.h"
+#include "program.h"
 
 /* ---- Placement ----------------------------------------------------------------------------- */
 
@@ -549,7 +549,7 @@ static long gpu_share(const GpuComm *g);
 int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 {
     GpuComm *g = state;
-    if (!p || !p->ir || p->ir->nranks != g->nranks) {
+    if (!program_ir(p) || program_ir(p)->nranks != g->nranks) {
         rt_error(g->cfg.log, "internal: loading a program that was not evaluated for %d ranks",
                  g->nranks);
         return CDSL_ERR_USAGE;
@@ -558,8 +558,8 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
     if (!src)
         return CDSL_ERR_USAGE;  /* the emitter said why (e.g. a sum multimem cannot do) */
     if (gpu_same_code(g, src)) {
-        g->ir = p->ir;
-        return ce_load(g, p->ir);
+        g->ir = program_ir(p);
+        return ce_load(g, p);
     }
     int st = gpu_sync_all(g);
     gpu_drop_graph(g);
@@ -578,14 +578,14 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         rt_error(g->cfg.log, "out of memory");
         st = CDSL_ERR_SYSTEM;
     }
-    if (!st && gpu_plan_blocks(p->ir) > (unsigned long)gpu_share(g)) { /* they wait on each other */
+    if (!st && gpu_plan_blocks(program_ir(p)) > (unsigned long)gpu_share(g)) { /* they wait on each other */
         rt_error(g->cfg.log, "%s has %u thread blocks on its busiest rank; only %ld per rank fit on the GPUs at once",
-                 p->ir->name, gpu_plan_blocks(p->ir), gpu_share(g));
+                 program_ir(p)->name, gpu_plan_blocks(program_ir(p)), gpu_share(g));
         st = CDSL_ERR_SYSTEM;
     }
     if (!st) {
-        g->ir = p->ir;
-        st = ce_load(g, p->ir);
+        g->ir = program_ir(p);
+        st = ce_load(g, p);
     }
     if (st)
         gpu_unload(g);

@@ -29,7 +29,7 @@
 #include "backend.h"
 #include "cuda_drv.h"
 #include "gpu_state.h"
-#include "ir.h"
+#include "program.h"
 
 /* Polls before a wait gives up when the caller gives no limit. One poll is a relaxed
  * system-scope load of a local word (a few hundred ns on H100/H200), so 2^22 polls report a

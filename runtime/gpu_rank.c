@@ -24,8 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
 #include "gpu_common.h"
+#include "program.h"
 
 int gpu_rank_fail(RankGpu *g, CUresult r, const char *fmt, ...)
 {
@@ -241,7 +241,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
     if (!src)
         return CDSL_ERR_USAGE;  /* the emitter said why */
     if (g->module && g->loaded_src && !strcmp(g->loaded_src, src)) {
-        g->ir = p->ir;
+        g->ir = program_ir(p);
         return CDSL_OK;
     }
     int st = gpu_rank_enter(g);
@@ -259,7 +259,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
         rt_error(g->log, "rank %d: out of memory", g->rank);
         st = CDSL_ERR_SYSTEM;
     }
-    g->ir = st ? NULL : p->ir;
+    g->ir = st ? NULL : program_ir(p);
     gpu_rank_leave(g);
     return st;
 }

@@ -21,7 +21,7 @@
 
 #include "abi.h"
 #include "cuda_drv.h"
-#include "ir.h"
+#include "program.h"
 #include "rank.h"
 
 typedef struct RankGpu {

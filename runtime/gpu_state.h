@@ -16,7 +16,7 @@
 #include "abi.h"
 #include "backend.h"
 #include "cuda_drv.h"
-#include "ir.h"
+#include "program.h"
 
 typedef struct GpuDevice {
     int ordinal;                    /* CUDA device ordinal */

@@ -1,7 +1,7 @@
 /*
  * jit.c - from a checked program to device code: cdsl_emit_cuda() and cdsl_compile_device().
  *
- * emit (compiler/emit_cuda.c, once per flavour and element type, kept in the program) ->
+ * emit (the program's code generator, program.h: once per flavour and element type, kept in the program) ->
  * NVRTC (runtime/nvrtc.c, loaded on first use, its version checked) -> cache lookup
  * (runtime/cache.c) -> compile on a miss -> cache store. The cache key covers everything that
  * decides the output: the emitted source, the device headers it includes (runtime/device/,
@@ -18,25 +18,13 @@
 #include <string.h>
 
 #include "cache.h"
-#include "driver.h"
-#include "emit.h"
 #include "log.h"
 #include "nvrtc.h"
+#include "program.h"
 
 static bool valid_choice(cdsl_backend flavour, cdsl_dtype dtype)
 {
     return (int)flavour >= 0 && flavour <= CDSL_BACKEND_NVLS && (int)dtype >= 0 && dtype <= CDSL_S32;
-}
-
-static void emitted(const cdsl_program *p, const char *src, cdsl_backend flavour, cdsl_dtype dtype, int rank,
-                    double t0)
-{
-    char which[32] = "";
-    if (rank >= 0)
-        snprintf(which, sizeof which, ", rank %d", rank);
-    if (src)
-        log_msg(LOG_INFO, "timing: emit %.3f ms (%s CUDA for %s, %s%s, %zu bytes)", log_ms_since(t0),
-                cdsl_backend_name(flavour), p->ir->name, cdsl_dtype_name(dtype), which, strlen(src));
 }
 
 /* The checked program's CUDA, every rank's (rank -1) or one rank's, kept in the program: a
@@ -46,44 +34,32 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     if (!p)
         return NULL;
     if (!valid_choice(flavour, dtype)) {
-        diag_fatal(&p->diag, "unknown backend or element type (%d, %d)", (int)flavour, (int)dtype);
+        diag_fatal(program_diag(p), "unknown backend or element type (%d, %d)", (int)flavour, (int)dtype);
         return NULL;
     }
     if (flavour == CDSL_BACKEND_SIM) {
-        diag_fatal(&p->diag, "the sim backend runs programs on CPU threads and has no CUDA source; "
+        diag_fatal(program_diag(p), "the sim backend runs programs on CPU threads and has no CUDA source; "
                    "emit for the p2p or nvls backend");
         return NULL;
     }
-    if (!p->ir || !p->check || !p->ok) {
-        diag_fatal(&p->diag, "no CUDA for a program that has not passed every check");
+    if (!program_checked(p)) {
+        diag_fatal(program_diag(p), "no CUDA for a program that has not passed every check");
         return NULL;
     }
-    if (rank < -1 || rank >= p->ir->nranks) {
-        diag_fatal(&p->diag, "there is no rank %d in %s at %d ranks (ranks are 0 to %d)", rank, p->ir->name,
-                   p->ir->nranks, p->ir->nranks - 1);
+    const IrProgram *ir = program_ir(p);
+    if (rank < -1 || rank >= ir->nranks) {
+        diag_fatal(program_diag(p), "there is no rank %d in %s at %d ranks (ranks are 0 to %d)", rank, ir->name,
+                   ir->nranks, ir->nranks - 1);
         return NULL;
     }
-    double t = log_clock();
-    if (rank < 0) {
-        if (!p->cuda[flavour][dtype]) {
-            p->cuda[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, -1);
-            emitted(p, p->cuda[flavour][dtype], flavour, dtype, rank, t);
-        }
-        return p->cuda[flavour][dtype];
-    }
-    if (!p->cuda_rank[flavour][dtype] || p->cuda_rank_of[flavour][dtype] != rank) {
-        p->cuda_rank[flavour][dtype] = driver_emit_cuda(p, flavour, dtype, rank);
-        p->cuda_rank_of[flavour][dtype] = p->cuda_rank[flavour][dtype] ? rank : -1;
-        emitted(p, p->cuda_rank[flavour][dtype], flavour, dtype, rank, t);
-    }
-    return p->cuda_rank[flavour][dtype];
+    return program_codegen(p)->cuda(p, flavour, dtype, rank);
 }
 
 /* What a public call said, printed when it returns (DIAG_JSON keeps it until then). */
 static const char *flushed(cdsl_program *p, const char *src)
 {
     if (p)
-        diag_flush(&p->diag, false);
+        diag_flush(program_diag(p), false);
     return src;
 }
 
@@ -95,15 +71,10 @@ const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dty
 const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
     if (p && rank < 0) {
-        diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
+        diag_fatal(program_diag(p), "there is no rank %d (ranks are counted from 0)", rank);
         return flushed(p, NULL);
     }
     return flushed(p, emit_checked(p, flavour, dtype, rank));
-}
-
-char *cdsl_cuda_standalone(const char *src)
-{
-    return src ? emit_paste_headers(src) : NULL;
 }
 
 /* ---- Architecture ---------------------------------------------------------------------------- */
@@ -133,21 +104,21 @@ static bool parse_arch(const char *s, Arch *a)
 static int check_arch(cdsl_program *p, cdsl_backend flavour, const char *arch, cdsl_artifact what, Arch *a)
 {
     if (!parse_arch(arch, a)) {
-        diag_fatal(&p->diag, "'%s' is not a GPU architecture NVRTC knows; write it as sm_90 "
+        diag_fatal(program_diag(p), "'%s' is not a GPU architecture NVRTC knows; write it as sm_90 "
                    "(or compute_90 for PTX)", arch);
         return CDSL_ERR_USAGE;
     }
     if (what == CDSL_CUBIN && !a->real) {
-        diag_fatal(&p->diag, "a cubin needs a real architecture such as sm_%d, not %s", a->sm, arch);
+        diag_fatal(program_diag(p), "a cubin needs a real architecture such as sm_%d, not %s", a->sm, arch);
         return CDSL_ERR_USAGE;
     }
-    int need = emit_min_sm(flavour);
+    int need = program_codegen(p)->min_sm(flavour);
     if (a->sm < need) {
         if (flavour == CDSL_BACKEND_NVLS)
-            diag_fatal(&p->diag, "the nvls backend uses multimem instructions, which need sm_90 "
+            diag_fatal(program_diag(p), "the nvls backend uses multimem instructions, which need sm_90 "
                        "(Hopper) or newer; the target architecture %s is older", arch);
         else
-            diag_fatal(&p->diag, "the %s backend needs sm_%d or newer (acquire/release atomics); "
+            diag_fatal(program_diag(p), "the %s backend needs sm_%d or newer (acquire/release atomics); "
                        "the target architecture %s is older", cdsl_backend_name(flavour), need, arch);
         return CDSL_ERR_USAGE;
     }
@@ -175,19 +146,14 @@ static const RtNvrtc *load_nvrtc(Job *j)
     const char *why = NULL;
     const RtNvrtc *n = rt_nvrtc_get(&why);
     if (!n)
-        diag_fatal(&j->p->diag, "%s", why);
+        diag_fatal(program_diag(j->p), "%s", why);
     return n;
 }
 
 /* The device library as NVRTC takes it: names and texts, in two arrays. */
-static int device_headers(const char **names, const char **texts)
+static int device_headers(const Job *j, const char **names, const char **texts)
 {
-    int n = 0;
-    for (const EmitHeader *h = emit_device_headers; h->name && n < MAX_HEADERS; h++, n++) {
-        names[n] = h->name;
-        texts[n] = h->text;
-    }
-    return n;
+    return program_codegen(j->p)->headers(names, texts, MAX_HEADERS);
 }
 
 /* The key names the library that compiles (n), not one a search would find, and holds every
@@ -196,7 +162,7 @@ static void job_key(Job *j, const RtNvrtc *n)
 {
     const char *kind = j->what == CDSL_CUBIN ? "cubin" : "ptx", *nvrtc = rt_nvrtc_identity(n);
     const char *names[MAX_HEADERS], *texts[MAX_HEADERS];
-    int nh = device_headers(names, texts), k = 0;
+    int nh = device_headers(j, names, texts), k = 0;
     const void *parts[3 + JOB_OPTIONS + 2 * MAX_HEADERS];
     size_t lens[3 + JOB_OPTIONS + 2 * MAX_HEADERS];
     const char *fixed[3 + JOB_OPTIONS] = {j->src, nvrtc, kind};
@@ -213,13 +179,13 @@ static void job_key(Job *j, const RtNvrtc *n)
 
 static bool nvrtc_new_enough(Job *j, const RtNvrtc *n)
 {
-    int major, minor, need = emit_min_nvrtc(j->p->ir, j->flavour, j->dtype);
+    int major, minor, need = program_codegen(j->p)->min_nvrtc(program_ir(j->p), j->flavour, j->dtype);
     rt_nvrtc_version(n, &major, &minor);
     if (major * 100 + minor >= need)
         return true;
-    diag_fatal(&j->p->diag, "NVRTC %d.%d (%s) is too old for the %s code of %s with %s elements; "
+    diag_fatal(program_diag(j->p), "NVRTC %d.%d (%s) is too old for the %s code of %s with %s elements; "
                "CUDA %d.%d or newer is needed", major, minor, rt_nvrtc_path(n),
-               cdsl_backend_name(j->flavour), j->p->ir->name, cdsl_dtype_name(j->dtype), need / 100,
+               cdsl_backend_name(j->flavour), program_ir(j->p)->name, cdsl_dtype_name(j->dtype), need / 100,
                need % 100);
     return false;
 }
@@ -227,24 +193,23 @@ static bool nvrtc_new_enough(Job *j, const RtNvrtc *n)
 static int run_nvrtc(Job *j, const RtNvrtc *n, const char *arch, void **data, size_t *len)
 {
     const char *names[MAX_HEADERS], *texts[MAX_HEADERS];
-    int nh = device_headers(names, texts);
+    int nh = device_headers(j, names, texts);
     RtNvrtcJob nj = {j->src, j->name, j->options, JOB_OPTIONS, j->what == CDSL_CUBIN, nh, texts, names};
     char *log = NULL;
     cdsl_program *p = j->p;
-    progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
-                   "compiling %s with NVRTC for %s", j->name, arch);
+    program_progress_begin(p, "compiling %s with NVRTC for %s", j->name, arch);
     double t = log_clock();
     int rc = rt_nvrtc_compile(n, &nj, data, len, &log);
-    progress_end(&p->progress);
+    program_progress_end(p);
     log_msg(LOG_INFO, "timing: NVRTC %.3f ms (%s, %s, %s)", log_ms_since(t), j->name, j->options[0],
             rc == 0 ? "compiled" : "failed");
     if (rc == 0) {
         free(log);
         return CDSL_OK;
     }
-    diag_fatal(&j->p->diag, "NVRTC failed to compile the generated CUDA for %s (%s, %s, %s):", j->name,
+    diag_fatal(program_diag(j->p), "NVRTC failed to compile the generated CUDA for %s (%s, %s, %s):", j->name,
                cdsl_backend_name(j->flavour), cdsl_dtype_name(j->dtype), arch);
-    diag_text(&j->p->diag, log ? log : "(no log)");
+    diag_text(program_diag(j->p), log ? log : "(no log)");
     free(log);
     return CDSL_ERR_SYSTEM;
 }
@@ -300,7 +265,7 @@ static int cached_compile(Job *j, const char *arch, void **data, size_t *len)
     if (!n || !nvrtc_new_enough(j, n))
         return CDSL_ERR_SYSTEM;
     const char *ext = j->what == CDSL_CUBIN ? "cubin" : "ptx";
-    FILE *log = j->p->diag.out;
+    FILE *log = program_diag(j->p)->out;
     bool verbose = rt_cache_verbose();
     RtCache c;
     int major, minor;
@@ -340,7 +305,7 @@ static int compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtyp
     if (!p || !data || !len)
         return CDSL_ERR_USAGE;
     if (what != CDSL_PTX && what != CDSL_CUBIN) {
-        diag_fatal(&p->diag, "unknown device artifact kind %d (CDSL_PTX or CDSL_CUBIN)", (int)what);
+        diag_fatal(program_diag(p), "unknown device artifact kind %d (CDSL_PTX or CDSL_CUBIN)", (int)what);
         return CDSL_ERR_USAGE;
     }
     Arch a;
@@ -359,7 +324,8 @@ static int compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtyp
     j.options[0] = j.arch_opt;
     j.options[1] = "-std=c++17";
     j.options[2] = "-lineinfo";   /* compute-sanitizer and Nsight name .cdsl lines (#line) */
-    emit_cu_name(j.name, sizeof j.name, p->ir, flavour, dtype, rank);  /* what #line names too */
+    /* The name #line directives give too. */
+    program_codegen(p)->cu_name(j.name, sizeof j.name, program_ir(p), flavour, dtype, rank);
     return cached_compile(&j, arch, data, len);
 }
 
@@ -393,7 +359,7 @@ int cdsl_compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype,
 {
     int rc = compile_device(p, flavour, dtype, -1, arch, what, data, len);
     if (p)
-        diag_flush(&p->diag, false);
+        diag_flush(program_diag(p), false);
     return rc;
 }
 
@@ -403,12 +369,12 @@ int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype d
     if (p && data && len && rank < 0) {
         *data = NULL;
         *len = 0;
-        diag_fatal(&p->diag, "there is no rank %d (ranks are counted from 0)", rank);
-        diag_flush(&p->diag, false);
+        diag_fatal(program_diag(p), "there is no rank %d (ranks are counted from 0)", rank);
+        diag_flush(program_diag(p), false);
         return CDSL_ERR_USAGE;
     }
     int rc = compile_device(p, flavour, dtype, rank, arch, what, data, len);
     if (p)
-        diag_flush(&p->diag, false);
+        diag_flush(program_diag(p), false);
     return rc;
 }

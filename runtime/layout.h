@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "ir.h"
+#include "program.h"
 
 /* In place (ir_in_place), whether the aliased buffer lies inside its holder on every rank;
  * false after a message on log naming the first rank where it would reach past the end. */

@@ -24,7 +24,7 @@
 #include "cdsl.h"
 #include "backend.h"
 #include "ctl.h"
-#include "ir.h"
+#include "program.h"
 
 enum { RT_NCCL_ID_BYTES = 128 };
 

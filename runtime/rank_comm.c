@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
 #include "last_error.h"
 #include "layout.h"
 #include "log.h"
+#include "program.h"
 #include "rank.h"
 #include "sha256.h"
 
@@ -207,7 +207,7 @@ int rt_program_digest(const cdsl_program *p, unsigned char digest[32])
     FILE *f = open_memstream(&text, &len);
     if (!f)
         return CDSL_ERR_SYSTEM;
-    ir_dump(p->ir, f);
+    ir_dump(program_ir(p), f);
     if (fclose(f) != 0) {
         free(text);
         return CDSL_ERR_SYSTEM;
@@ -220,17 +220,18 @@ int rt_program_digest(const cdsl_program *p, unsigned char digest[32])
 /* The program's checks that need no other rank. */
 static int rt_program_ok(cdsl_rank_comm *c, const cdsl_program *p, const char *what)
 {
-    if (!p || !p->ir) {
+    const IrProgram *ir = program_ir(p);
+    if (!ir) {
         rt_error(c->log, "rank %d: %s needs an evaluated program", c->rank, what);
         return CDSL_ERR_USAGE;
     }
-    if (!p->ok) {
-        rt_error(c->log, "rank %d: %s has errors; it cannot run", c->rank, p->ir->name);
+    if (!program_ok(p)) {
+        rt_error(c->log, "rank %d: %s has errors; it cannot run", c->rank, ir->name);
         return CDSL_ERR_USAGE;
     }
-    if (p->ir->nranks != c->nranks) {
-        rt_error(c->log, "rank %d: %s was compiled for %d ranks; the communicator has %d", c->rank, p->ir->name,
-                 p->ir->nranks, c->nranks);
+    if (ir->nranks != c->nranks) {
+        rt_error(c->log, "rank %d: %s was compiled for %d ranks; the communicator has %d", c->rank, ir->name,
+                 ir->nranks, c->nranks);
         return CDSL_ERR_USAGE;
     }
     return CDSL_OK;
@@ -401,12 +402,12 @@ static int rt_prepare(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, cons
             return st;
         c->reserved = (size_t)h->region;
     }
-    bool same = c->agreed.p && c->agreed.serial == p->serial && c->agreed.ir == p->ir;
+    bool same = c->agreed.p && c->agreed.serial == program_serial(p) && c->agreed.ir == program_ir(p);
     bool moved = !same || c->agreed.chunk_bytes != h->chunk_bytes;
     if (!st)
-        st = rt_set_layout(c, p->ir, off, bytes);
+        st = rt_set_layout(c, program_ir(p), off, bytes);
     if (!st && moved)
-        st = rt_zero_slots(c, p->ir, bytes);
+        st = rt_zero_slots(c, program_ir(p), bytes);
     if (!st && (!same || c->agreed.dtype != dtype))
         st = c->ops->load(c, p, dtype);
     return st;
@@ -417,9 +418,9 @@ static int rt_handshake(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, si
     RtHello mine = {.status = local, .dtype = (int32_t)dtype, .chunk_bytes = chunk}, *all;
     size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
     if (!local) {
-        snprintf(mine.name, sizeof mine.name, "%s", p->ir->name);
+        snprintf(mine.name, sizeof mine.name, "%s", program_ir(p)->name);
         memcpy(mine.digest, c->digest, sizeof mine.digest);
-        mine.status = rt_layout(c, p->ir, chunk, off, bytes, &total);
+        mine.status = rt_layout(c, program_ir(p), chunk, off, bytes, &total);
         mine.region = total;
     }
     int st = rt_exchange(c, "a run's handshake", &mine, &all);
@@ -433,7 +434,7 @@ static int rt_handshake(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, si
     int everywhere = rt_loaded_everywhere(c, st);
     if (st || everywhere)
         return st ? st : everywhere;
-    c->agreed = (RtAgreed){.p = p, .serial = p->serial, .ir = p->ir, .dtype = dtype, .chunk_bytes = chunk};
+    c->agreed = (RtAgreed){.p = p, .serial = program_serial(p), .ir = program_ir(p), .dtype = dtype, .chunk_bytes = chunk};
     memcpy(c->agreed.digest, c->digest, sizeof c->digest);
     return CDSL_OK;
 }
@@ -463,10 +464,10 @@ int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
     size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
     int local = rt_program_ok(c, p, "cdsl_rank_alloc");
     if (!local)
-        local = rt_layout(c, p->ir, chunk, off, bytes, &total);
+        local = rt_layout(c, program_ir(p), chunk, off, bytes, &total);
     RtHello mine = {.status = local, .chunk_bytes = chunk, .region = total}, *all;
     if (!local)
-        snprintf(mine.name, sizeof mine.name, "%s", p->ir->name);
+        snprintf(mine.name, sizeof mine.name, "%s", program_ir(p)->name);
     int st = rt_exchange(c, "cdsl_rank_alloc", &mine, &all);
     if (st)
         return st;
@@ -492,7 +493,7 @@ int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
             return st;
         c->reserved = total;
     }
-    return rt_set_layout(c, p->ir, off, bytes);
+    return rt_set_layout(c, program_ir(p), off, bytes);
 }
 
 int cdsl_rank_buffer(cdsl_rank_comm *c, int buf, void **ptr)
@@ -572,27 +573,27 @@ static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_
         rt_error(c->log, "rank %d: a chunk of %zu bytes: chunks are a positive multiple of 4 bytes", c->rank, chunk);
         return CDSL_ERR_USAGE;
     }
-    if (io && (st = rt_io_fits(c, p->ir, IR_INPUT, chunk, io->input, io->input_bytes)))
+    if (io && (st = rt_io_fits(c, program_ir(p), IR_INPUT, chunk, io->input, io->input_bytes)))
         return st;
-    if (io && (st = rt_io_fits(c, p->ir, IR_OUTPUT, chunk, io->output, io->output_bytes)))
+    if (io && (st = rt_io_fits(c, program_ir(p), IR_OUTPUT, chunk, io->output, io->output_bytes)))
         return st;
-    if ((st = rt_io_alias_ok(c, p->ir, chunk, io)))
+    if ((st = rt_io_alias_ok(c, program_ir(p), chunk, io)))
         return st;
-    bool digested = c->digested == p && c->digested_serial == p->serial && c->digested_ir == p->ir;
+    bool digested = c->digested == p && c->digested_serial == program_serial(p) && c->digested_ir == program_ir(p);
     if (!digested && (st = rt_program_digest(p, c->digest))) {
-        rt_error(c->log, "rank %d: out of memory digesting %s", c->rank, p->ir->name);
+        rt_error(c->log, "rank %d: out of memory digesting %s", c->rank, program_ir(p)->name);
         return st;
     }
     c->digested = p;
-    c->digested_serial = p->serial;
-    c->digested_ir = p->ir;
+    c->digested_serial = program_serial(p);
+    c->digested_ir = program_ir(p);
     return CDSL_OK;
 }
 
 static bool rt_agreed(const cdsl_rank_comm *c, const cdsl_program *p, cdsl_dtype dtype, size_t chunk)
 {
     const RtAgreed *a = &c->agreed;
-    return a->p == p && a->serial == p->serial && a->ir == p->ir && a->dtype == dtype && a->chunk_bytes == chunk &&
+    return a->p == p && a->serial == program_serial(p) && a->ir == program_ir(p) && a->dtype == dtype && a->chunk_bytes == chunk &&
            !memcmp(a->digest, c->digest, sizeof a->digest);
 }
 
@@ -610,7 +611,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
      * has then skipped a run its peers make, so the communicator is failed here too: were it to
      * go on, its next run would pair with the peers' run before (its signals answering their
      * waits of the skipped run) and could verify with data of two different runs. */
-    bool repeated = p && p == c->agreed.p && p->serial == c->agreed.serial && dtype == c->agreed.dtype && chunk == c->agreed.chunk_bytes;
+    bool repeated = p && p == c->agreed.p && program_serial(p) == c->agreed.serial && dtype == c->agreed.dtype && chunk == c->agreed.chunk_bytes;
     if (local && repeated) {
         c->failed = true;
         return local;
@@ -620,7 +621,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
     int st = rt_agreed(c, p, dtype, chunk) ? CDSL_OK : rt_handshake(c, p, dtype, chunk, CDSL_OK);
     if (st)
         return st;
-    const IrProgram *ir = p->ir;
+    const IrProgram *ir = program_ir(p);
     size_t in_bytes = ir->nbufs > IR_INPUT ? c->bytes[IR_INPUT] : 0;
     size_t out_bytes = ir->nbufs > IR_OUTPUT ? c->bytes[IR_OUTPUT] : 0;
     st = c->ops->run(c, chunk, io ? io->input : NULL, in_bytes, io ? io->output : NULL, out_bytes, stream);

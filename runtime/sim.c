@@ -54,9 +54,8 @@
 
 #include "abi.h"
 #include "backend.h"
-#include "driver.h"
-#include "ir.h"
 #include "mem_limit.h"
+#include "program.h"
 #include "sim.h"
 #include "verify.h"
 
@@ -1127,7 +1126,7 @@ static int sim_load_units(Sim *s, const IrProgram *ir)
 static int sim_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 {
     Sim *s = state;
-    const IrProgram *ir = p ? p->ir : NULL;
+    const IrProgram *ir = program_ir(p);
     if (!ir) {
         rt_error(s->cfg.log, "the program was not evaluated; there is nothing to run");
         return CDSL_ERR_USAGE;

@@ -23,8 +23,8 @@
 #include <stdlib.h>
 
 #include "backend.h"
-#include "driver.h"
 #include "log.h"
+#include "program.h"
 
 /* Normal finite values the 16-bit types have: 2 signs x 30 (f16) or 254 (bf16) exponents. */
 enum { F16_NORMALS = 2 * 30 * 1024, BF16_NORMALS = 2 * 254 * 128 };
@@ -238,10 +238,11 @@ int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, si
     int in = cdsl_program_buf_chunks(p, CDSL_BUF_INPUT), out = cdsl_program_buf_chunks(p, CDSL_BUF_OUTPUT);
     int most = in > out ? in : out;
     size_t chunks = most > 0 ? (size_t)most : 1;
-    size_t align = p && p->ir && p->ir->chunk_align > 4 ? (size_t)p->ir->chunk_align : 4; /* a plan's alignment */
+    const IrProgram *ir = program_ir(p);
+    size_t align = ir && ir->chunk_align > 4 ? (size_t)ir->chunk_align : 4; /* a plan's alignment */
     if (granule)
         *granule = align * chunks;
-    if (!p || !p->ir || !chunk_bytes || size == 0 || size % (align * chunks))
+    if (!ir || !chunk_bytes || size == 0 || size % (align * chunks))
         return CDSL_ERR_USAGE;
     *chunk_bytes = size / chunks;
     return CDSL_OK;
@@ -253,7 +254,7 @@ int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, si
  * NULL after a message otherwise (a usage error: the result would be meaningless). */
 static const IrProgram *vf_program(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t)
 {
-    const IrProgram *ir = p ? p->ir : NULL;
+    const IrProgram *ir = program_ir(p);
     if (!c) {
         rt_error(NULL, "there is no communicator (NULL) to fill or check");
         return NULL;
@@ -516,7 +517,7 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
 static const IrProgram *vf_rank_args(const cdsl_program *p, cdsl_dtype t, int rank, size_t chunk, int buf,
                                      size_t bytes, FILE *log, size_t *elems)
 {
-    const IrProgram *ir = p ? p->ir : NULL;
+    const IrProgram *ir = program_ir(p);
     if (!ir || rank < 0 || rank >= ir->nranks || (unsigned)t > CDSL_S32 || chunk == 0 || chunk % 4) {
         rt_error(log, "the pattern needs an evaluated program, a rank of it, a known type and chunks of a "
                  "positive multiple of 4 bytes");

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "cdsl.h"
-#include "ir.h"
+#include "program.h"
 
 enum { VF_POISON_BYTE = 0xFF };
 
