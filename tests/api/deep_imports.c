@@ -10,16 +10,17 @@
 #include <stdlib.h>
 
 #include "cdsl.h"
+#include "fixture.h"
 
 typedef struct Job {
     const char *path;
     int nranks, rc;
 } Job;
 
-static void *compile(void *arg)
+static void *compile_job(void *arg)
 {
     Job *j = arg;
-    cdsl_compile_opts o = {.path = j->path, .nranks = j->nranks, .stop_after = CDSL_STAGE_CHECK, .color = 0};
+    cdsl_compile_opts o = compile_opts(j->path, j->nranks);
     cdsl_program *p = NULL;
     j->rc = cdsl_compile(&o, &p);
     cdsl_program_destroy(p);
@@ -35,7 +36,7 @@ int main(int argc, char **argv)
     pthread_t t;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, (size_t)1 << 20);
-    if (pthread_create(&t, &attr, compile, &j) != 0)
+    if (pthread_create(&t, &attr, compile_job, &j) != 0)
         return 98;
     pthread_join(t, NULL);
     pthread_attr_destroy(&attr);

@@ -21,7 +21,8 @@
 #     the file standard input reads, for "-");
 #   - user text in the tools' own messages (a file name, an option, a path in a run's report,
 #     --json) is shown escaped.
-# The C programs are built against build/libcdsl.a and, where it exists, build/asan/libcdsl.a.
+# The C programs are built against build/libcdsl.a and, where it exists, build/asan/libcdsl.a;
+# they share tests/api/fixture.h (compiling a program, the [PASS]/[FAIL] lines).
 cd "$(dirname "$0")/../.." || exit 2
 source tests/lib/need.bash
 CDSLC=${CDSLC:-$PWD/build/cdslc} CDSLRUN=${CDSLRUN:-$PWD/build/cdslrun}

@@ -22,17 +22,11 @@
 #include <unistd.h>
 
 #include "cdsl.h"
+#include "fixture.h"
 
 enum { NRANKS = 4, CHUNK = 256 };
 
-static int failures;
 static FILE *log_file;      /* the communicators' messages, read back by said() */
-
-static void result(const char *name, bool ok)
-{
-    printf("[%s] %s\n", ok ? "PASS" : "FAIL", name);
-    failures += !ok;
-}
 
 /* Whether the messages since the last call hold `text`; forgets them. */
 static bool said(const char *text)
@@ -49,18 +43,6 @@ static bool said(const char *text)
     if (ftruncate(fileno(log_file), 0) != 0)
         return false;
     return found;
-}
-
-static cdsl_program *compile(const char *path, int in_place)
-{
-    cdsl_compile_opts o = {.path = path, .nranks = NRANKS, .stop_after = CDSL_STAGE_CHECK, .color = 0,
-                           .in_place = in_place};
-    cdsl_program *p = NULL;
-    if (cdsl_compile(&o, &p) != CDSL_OK) {
-        cdsl_program_destroy(p);
-        return NULL;
-    }
-    return p;
 }
 
 static int verify(cdsl_comm *c, cdsl_program *p)
@@ -105,31 +87,31 @@ static void free_ptrs(const cdsl_program *p, void **ptrs)
 /* The collective compiled in place verifies on allocated buffers and on the caller's. */
 static void collective(cdsl_comm *c, const char *path)
 {
-    cdsl_program *ip = compile(path, 1), *oop = compile(path, 0);
+    cdsl_program *ip = compile_in_place(path, NRANKS), *oop = compile(path, NRANKS);
     if (!ip || !oop) {
-        result(path, false);
+        CASE(path, false);
         return;
     }
     const char *coll = cdsl_program_collective(ip);
     char name[160];
     snprintf(name, sizeof name, "%s in place verifies on allocated buffers", coll);
-    result(name, cdsl_comm_alloc(c, ip, CHUNK) == CDSL_OK && verify(c, ip) == CDSL_OK);
+    CASE(name, cdsl_comm_alloc(c, ip, CHUNK) == CDSL_OK && verify(c, ip) == CDSL_OK);
     snprintf(name, sizeof name, "%s: an out-of-place program on the in-place layout is refused", coll);
-    result(name, cdsl_run(c, oop, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE &&
-                     said("laid out for a program compiled in place"));
+    CASE(name, cdsl_run(c, oop, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE &&
+                   said("laid out for a program compiled in place"));
     snprintf(name, sizeof name, "%s: the program compiled in place on an out-of-place layout is refused", coll);
-    result(name, cdsl_comm_alloc(c, oop, CHUNK) == CDSL_OK && cdsl_run(c, ip, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE &&
-                     said("laid out for a program compiled out of place"));
+    CASE(name, cdsl_comm_alloc(c, oop, CHUNK) == CDSL_OK && cdsl_run(c, ip, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE &&
+                   said("laid out for a program compiled out of place"));
     void **ptrs = in_place_ptrs(ip, 0);
     snprintf(name, sizeof name, "%s in place verifies on the caller's buffers, in NCCL's in-place form", coll);
-    result(name, ptrs && cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_OK && verify(c, ip) == CDSL_OK);
+    CASE(name, ptrs && cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_OK && verify(c, ip) == CDSL_OK);
     snprintf(name, sizeof name, "%s: buffers that share memory, given to the program compiled out of place", coll);
-    result(name, cdsl_comm_register(c, oop, CHUNK, ptrs) == CDSL_ERR_USAGE &&
-                     said("an input that shares the output's memory needs the program compiled in place"));
+    CASE(name, cdsl_comm_register(c, oop, CHUNK, ptrs) == CDSL_ERR_USAGE &&
+                   said("an input that shares the output's memory needs the program compiled in place"));
     free_ptrs(ip, ptrs);
     ptrs = in_place_ptrs(ip, CHUNK);
     snprintf(name, sizeof name, "%s: the in-place form at the wrong offset is refused", coll);
-    result(name, cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_ERR_USAGE && said("but is not its part of it"));
+    CASE(name, cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_ERR_USAGE && said("but is not its part of it"));
     free_ptrs(ip, ptrs);
     cdsl_program_destroy(ip);
     cdsl_program_destroy(oop);
@@ -138,28 +120,28 @@ static void collective(cdsl_comm *c, const char *path)
 /* Allgather in place: the input is rank r's part of its output, by address and by transfers. */
 static void aliasing(cdsl_comm *c, const char *allgather)
 {
-    cdsl_program *ip = compile(allgather, 1);
+    cdsl_program *ip = compile_in_place(allgather, NRANKS);
     void *in = NULL, *out = NULL;
     bool ok = ip && cdsl_comm_alloc(c, ip, CHUNK) == CDSL_OK && cdsl_comm_buffer(c, 2, CDSL_BUF_INPUT, &in) == CDSL_OK &&
               cdsl_comm_buffer(c, 2, CDSL_BUF_OUTPUT, &out) == CDSL_OK;
     size_t at = 2 * (size_t)cdsl_program_chunks(ip) * CHUNK;
-    result("allgather in place: rank 2's input is at its output + 2 x the input's size", ok && (char *)in == (char *)out + at);
+    CASE("allgather in place: rank 2's input is at its output + 2 x the input's size", ok && (char *)in == (char *)out + at);
     unsigned char mine[CHUNK], back[CHUNK * NRANKS];
     for (int i = 0; i < CHUNK; i++)
         mine[i] = (unsigned char)(i * 7 + 1);
     ok = ok && cdsl_comm_write(c, 2, CDSL_BUF_INPUT, mine, CHUNK) == CDSL_OK &&
          cdsl_comm_read(c, 2, CDSL_BUF_OUTPUT, back, sizeof back) == CDSL_OK;
-    result("allgather in place: writing rank 2's input writes its part of the output", ok && !memcmp(back + at, mine, CHUNK));
+    CASE("allgather in place: writing rank 2's input writes its part of the output", ok && !memcmp(back + at, mine, CHUNK));
     ok = ok && cdsl_comm_write(c, 2, CDSL_BUF_INPUT, mine, 0) == CDSL_OK &&
          cdsl_comm_read(c, 2, CDSL_BUF_INPUT, back, 0) == CDSL_OK;
-    result("allgather in place: no bytes of rank 2's input, written and read, move nothing", ok);
+    CASE("allgather in place: no bytes of rank 2's input, written and read, move nothing", ok);
     cdsl_program_destroy(ip);
 }
 
 /* A result spoiled after the run: the first wrong element, as cdsl_check prints it. */
 static void first_wrong(cdsl_comm *c, const char *allgather)
 {
-    cdsl_program *p = compile(allgather, 0);
+    cdsl_program *p = compile(allgather, NRANKS);
     cdsl_check_result r;
     float bad = -3.5f;
     size_t elem = (2 * CHUNK + 12) / sizeof(float);    /* output chunk 2, element 3 */
@@ -171,10 +153,10 @@ static void first_wrong(cdsl_comm *c, const char *allgather)
     out[elem] = bad;
     rc = rc ? rc : cdsl_comm_write(c, 1, CDSL_BUF_OUTPUT, out, sizeof out);
     rc = rc ? rc : cdsl_check_detail(c, p, CDSL_F32, &r);
-    result("cdsl_check_detail: a wrong result, its first wrong element and both values",
-           rc == CDSL_ERR_VERIFY && r.wrong == 1 && r.rank == 1 && r.chunk == 2 && r.element == 3 &&
-               !strcmp(r.got, "-3.5") && strcmp(r.expected, "-3.5") && !r.never_written &&
-               said("wrong result on rank 1: output chunk 2, element 3 is -3.5"));
+    CASE("cdsl_check_detail: a wrong result, its first wrong element and both values",
+         rc == CDSL_ERR_VERIFY && r.wrong == 1 && r.rank == 1 && r.chunk == 2 && r.element == 3 &&
+             !strcmp(r.got, "-3.5") && strcmp(r.expected, "-3.5") && !r.never_written &&
+             said("wrong result on rank 1: output chunk 2, element 3 is -3.5"));
     cdsl_program_destroy(p);
 }
 
@@ -199,5 +181,5 @@ int main(int argc, char **argv)
     first_wrong(c, argv[1]);
     cdsl_comm_destroy(c);
     fclose(log_file);
-    return failures != 0;
+    return test_failures != 0;
 }

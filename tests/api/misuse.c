@@ -15,25 +15,7 @@
 #include <string.h>
 
 #include "cdsl.h"
-
-static int failures;
-
-static void result(const char *name, int ok)
-{
-    printf("[%s] %s\n", ok ? "PASS" : "FAIL", name);
-    failures += !ok;
-}
-
-static cdsl_program *compile(const char *path, int n)
-{
-    cdsl_compile_opts o = {.path = path, .nranks = n, .stop_after = CDSL_STAGE_CHECK, .color = 0};
-    cdsl_program *p = NULL;
-    if (cdsl_compile(&o, &p) != CDSL_OK) {
-        cdsl_program_destroy(p);
-        return NULL;
-    }
-    return p;
-}
+#include "fixture.h"
 
 int main(int argc, char **argv)
 {
@@ -51,25 +33,25 @@ int main(int argc, char **argv)
     }
     unsigned long long wrong = 0;
     /* p2's buffers are smaller than p4's: they fit in what was allocated for p4. */
-    result("cdsl_fill: a program for 2 ranks on a communicator of 4 is a usage error",
-           cdsl_fill(c, p2, CDSL_F32) == CDSL_ERR_USAGE);
-    result("cdsl_check: a program for 2 ranks on a communicator of 4 is a usage error",
-           cdsl_check(c, p2, CDSL_F32, &wrong) == CDSL_ERR_USAGE && wrong == 0);
-    result("cdsl_fill: an unknown element type is a usage error", cdsl_fill(c, p4, (cdsl_dtype)7) == CDSL_ERR_USAGE);
-    result("cdsl_check: an unknown element type is a usage error",
-           cdsl_check(c, p4, (cdsl_dtype)-1, &wrong) == CDSL_ERR_USAGE);
+    CASE("cdsl_fill: a program for 2 ranks on a communicator of 4 is a usage error",
+         cdsl_fill(c, p2, CDSL_F32) == CDSL_ERR_USAGE);
+    CASE("cdsl_check: a program for 2 ranks on a communicator of 4 is a usage error",
+         cdsl_check(c, p2, CDSL_F32, &wrong) == CDSL_ERR_USAGE && wrong == 0);
+    CASE("cdsl_fill: an unknown element type is a usage error", cdsl_fill(c, p4, (cdsl_dtype)7) == CDSL_ERR_USAGE);
+    CASE("cdsl_check: an unknown element type is a usage error",
+         cdsl_check(c, p4, (cdsl_dtype)-1, &wrong) == CDSL_ERR_USAGE);
     void *data = NULL;
     size_t len = 0;
-    result("cdsl_compile_device: an unknown artifact kind is a usage error",
-           cdsl_compile_device(p4, CDSL_BACKEND_P2P, CDSL_F32, "sm_90", (cdsl_artifact)2, &data, &len) ==
-                   CDSL_ERR_USAGE &&
-               data == NULL);
+    CASE("cdsl_compile_device: an unknown artifact kind is a usage error",
+         cdsl_compile_device(p4, CDSL_BACKEND_P2P, CDSL_F32, "sm_90", (cdsl_artifact)2, &data, &len) ==
+                 CDSL_ERR_USAGE &&
+             data == NULL);
     int rc = cdsl_fill(c, p4, CDSL_F32);
     rc = rc ? rc : cdsl_run(c, p4, CDSL_F32, 1, NULL);
     rc = rc ? rc : cdsl_check(c, p4, CDSL_F32, &wrong);
-    result("the right program and type on the same communicator verify", rc == CDSL_OK && wrong == 0);
+    CASE("the right program and type on the same communicator verify", rc == CDSL_OK && wrong == 0);
     cdsl_comm_destroy(c);
     cdsl_program_destroy(p2);
     cdsl_program_destroy(p4);
-    return failures != 0;
+    return test_failures != 0;
 }

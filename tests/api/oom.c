@@ -19,14 +19,7 @@
 #include <sys/resource.h>
 
 #include "cdsl.h"
-
-static int failures;
-
-static void result(const char *name, int ok)
-{
-    printf("[%s] %s\n", ok ? "PASS" : "FAIL", name);
-    failures += !ok;
-}
+#include "fixture.h"
 
 static size_t mapped_now(void)
 {
@@ -49,12 +42,6 @@ static int limit_to(size_t more)
     return setrlimit(RLIMIT_AS, &rl);
 }
 
-static int compile(const char *path, FILE *diag, cdsl_program **p)
-{
-    cdsl_compile_opts o = {.path = path, .nranks = 1, .stop_after = CDSL_STAGE_CHECK, .diag = diag, .color = 0};
-    return cdsl_compile(&o, p);
-}
-
 /* The diagnostics of one call, in memory. */
 static char text[4096];
 static FILE *capture(void)
@@ -74,16 +61,18 @@ int main(int argc, char **argv)
         printf("[SKIP] RLIMIT_AS cannot be set here\n");
         return 0;
     }
-    int rc = compile(argv[1], diag, &p);
+    cdsl_compile_opts o = compile_opts(argv[1], 1);
+    o.diag = diag;
+    int rc = cdsl_compile(&o, &p);
     setrlimit(RLIMIT_AS, &saved);
     fclose(diag);
-    result("cdsl_compile out of memory: CDSL_ERR_SYSTEM, no program", rc == CDSL_ERR_SYSTEM && p == NULL);
-    result("cdsl_compile out of memory: the message says so", strstr(text, "cdsl: error: out of memory") != NULL);
+    CASE("cdsl_compile out of memory: CDSL_ERR_SYSTEM, no program", rc == CDSL_ERR_SYSTEM && p == NULL);
+    CASE("cdsl_compile out of memory: the message says so", strstr(text, "cdsl: error: out of memory") != NULL);
     if (!strstr(text, "out of memory"))
         printf("  diagnostics: %s\n", text);
 
-    rc = compile(argv[2], stderr, &small);
-    result("after it, the process compiles a program as before", rc == CDSL_OK && small != NULL);
+    small = compile(argv[2], 1);
+    CASE("after it, the process compiles a program as before", small != NULL);
     if (!small)
         return 1;
     diag = fopen("/dev/null", "w");
@@ -93,12 +82,12 @@ int main(int argc, char **argv)
     int err = errno;
     int dump = cdsl_program_dump(small, CDSL_DUMP_DOT, diag);
     setrlimit(RLIMIT_AS, &saved);
-    result("cdsl_emit_cuda out of memory: NULL, errno ENOMEM", cuda == NULL && err == ENOMEM);
-    result("cdsl_program_dump out of memory: CDSL_ERR_SYSTEM", dump == CDSL_ERR_SYSTEM);
+    CASE("cdsl_emit_cuda out of memory: NULL, errno ENOMEM", cuda == NULL && err == ENOMEM);
+    CASE("cdsl_program_dump out of memory: CDSL_ERR_SYSTEM", dump == CDSL_ERR_SYSTEM);
     cuda = cdsl_emit_cuda(small, CDSL_BACKEND_P2P, CDSL_F32);
-    result("then, with memory, the same program emits CUDA", cuda && strstr(cuda, "__global__"));
-    result("and dumps its graph", cdsl_program_dump(small, CDSL_DUMP_DOT, diag) == CDSL_OK);
+    CASE("then, with memory, the same program emits CUDA", cuda && strstr(cuda, "__global__"));
+    CASE("and dumps its graph", cdsl_program_dump(small, CDSL_DUMP_DOT, diag) == CDSL_OK);
     fclose(diag);
     cdsl_program_destroy(small);
-    return failures != 0;
+    return test_failures != 0;
 }

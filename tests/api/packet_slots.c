@@ -14,20 +14,9 @@
 
 #include "abi.h"
 #include "cdsl.h"
+#include "fixture.h"
 
 enum { CHUNK = 4096 };
-
-static cdsl_program *compile(const char *path)
-{
-    cdsl_compile_opts o = {.path = path, .nranks = 2, .stop_after = CDSL_STAGE_CHECK, .color = 0};
-    cdsl_program *p = NULL;
-    if (cdsl_compile(&o, &p) != CDSL_OK) {
-        printf("[FAIL] %s compiles\n", path);
-        cdsl_program_destroy(p);
-        return NULL;
-    }
-    return p;
-}
 
 static int run_verified(cdsl_comm *c, cdsl_program *p)
 {
@@ -51,18 +40,11 @@ static int flags_ok(void)
     return 0;
 }
 
-/* check(ok, what): a [PASS] or [FAIL] line; 1 when it failed. */
-static int check(int ok, const char *what)
-{
-    printf("[%s] %s\n", ok ? "PASS" : "FAIL", what);
-    return !ok;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 3)
         return 2;
-    cdsl_program *with = compile(argv[1]), *without = compile(argv[2]);
+    cdsl_program *with = compile(argv[1], 2), *without = compile(argv[2], 2);
     cdsl_comm_opts co;
     cdsl_comm_opts_init(&co);
     co.backend = CDSL_BACKEND_SIM;
@@ -73,17 +55,17 @@ int main(int argc, char **argv)
     cdsl_comm *c = NULL;
     int bad = !with || !without || cdsl_comm_create(&co, &c) || cdsl_comm_alloc(c, with, CHUNK);
     if (!bad)
-        bad |= check(!run_verified(c, with), "the program with packets verifies");
+        bad |= !CASE("the program with packets verifies", !run_verified(c, with));
     if (!bad)
-        bad |= check(cdsl_run(c, without, CDSL_U32, 1, NULL) == CDSL_ERR_USAGE,
-                     "a program without packets is refused on buffers whose slots have its scratch's size");
+        bad |= !CASE("a program without packets is refused on buffers whose slots have its scratch's size",
+                     cdsl_run(c, without, CDSL_U32, 1, NULL) == CDSL_ERR_USAGE);
     if (!bad) {
         fflush(co.log);
-        bad |= check(said && strstr(said, "the communicator's buffers were not allocated for pb's layout"),
-                     "the refusal says the buffers were not allocated for the program's layout");
+        bad |= !CASE("the refusal says the buffers were not allocated for the program's layout",
+                     said && strstr(said, "the communicator's buffers were not allocated for pb's layout"));
     }
     if (!bad)
-        bad |= check(!run_verified(c, with), "the program with packets verifies after that refusal");
+        bad |= !CASE("the program with packets verifies after that refusal", !run_verified(c, with));
     bad |= flags_ok();
     cdsl_comm_destroy(c);
     cdsl_program_destroy(with);

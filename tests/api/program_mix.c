@@ -15,20 +15,9 @@
 #include <stdlib.h>
 
 #include "cdsl.h"
+#include "fixture.h"
 
 enum { CHUNK = 64 * 1024, ROUNDS = 3 };
-
-static cdsl_program *compile(const char *path)
-{
-    cdsl_compile_opts o = {.path = path, .nranks = 2, .stop_after = CDSL_STAGE_CHECK, .color = 0};
-    cdsl_program *p = NULL;
-    if (cdsl_compile(&o, &p) != CDSL_OK) {
-        printf("[FAIL] %s compiles\n", path);
-        cdsl_program_destroy(p);
-        return NULL;
-    }
-    return p;
-}
 
 /* Lay p out, run it `iters` times, verify: 0 when it verified. */
 static int run_verified(cdsl_comm *c, cdsl_program *p, int iters)
@@ -50,7 +39,7 @@ int main(int argc, char **argv)
     }
     co.nranks = 2;
     co.ranks_per_gpu = argc == 5 ? atoi(argv[4]) : 0;
-    cdsl_program *prog = compile(argv[2]), *plan = compile(argv[3]);
+    cdsl_program *prog = compile(argv[2], 2), *plan = compile(argv[3], 2);
     cdsl_comm *c = NULL;
     int bad = !prog || !plan || cdsl_comm_create(&co, &c);
     for (int round = 0; round < ROUNDS && !bad; round++) {
