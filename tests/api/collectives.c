@@ -14,14 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cdsl.h"
+#include "fixture.h"
 
-static int failures;
-
+/* One case: "[PASS] what", or "[FAIL] what" with why. */
 static void expect(int ok, const char *what, const char *why)
 {
-    printf(ok ? "[PASS] %s\n" : "[FAIL] %s: %s\n", what, why);
-    failures += !ok;
+    CASE_GOT(what, ok, why);
 }
 
 static void names_and_indices(void)
@@ -66,16 +64,12 @@ static void as_nccl_says(void)
     }
 }
 
-static cdsl_program *compile(const char *path, int nranks, int in_place, FILE *quiet)
+static cdsl_program *compile_quiet(const char *path, int nranks, int in_place, FILE *quiet)
 {
-    cdsl_compile_opts o = {.path = path, .nranks = nranks, .stop_after = CDSL_STAGE_CHECK, .in_place = in_place,
-                           .diag = quiet};
-    cdsl_program *p = NULL;
-    if (cdsl_compile(&o, &p) != CDSL_OK) {
-        cdsl_program_destroy(p);
-        return NULL;
-    }
-    return p;
+    cdsl_compile_opts o = compile_opts(path, nranks);
+    o.in_place = in_place;
+    o.diag = quiet;
+    return compile_try(&o);
 }
 
 /* One sim run of p, then cdsl_check; with `spoil`, one output element is changed first. */
@@ -109,7 +103,7 @@ static int run_checked(cdsl_program *p, int spoil, unsigned long long *wrong)
 /* The table's facts about p's collective at n ranks hold for p; why: the first that does not. */
 static int program_at(const char *path, int n, FILE *quiet, char *why, size_t size)
 {
-    cdsl_program *p = compile(path, n, 0, quiet);
+    cdsl_program *p = compile_quiet(path, n, 0, quiet);
     if (!p) {
         snprintf(why, size, "it does not compile at %d ranks", n);
         return 0;
@@ -123,7 +117,7 @@ static int program_at(const char *path, int n, FILE *quiet, char *why, size_t si
                  got_in, got_out);
         ok = 0;
     }
-    cdsl_program *ip = compile(path, n, 1, quiet);
+    cdsl_program *ip = compile_quiet(path, n, 1, quiet);
     if (ok && !cdsl_collective_in_place(coll) && ip) {
         snprintf(why, size, "no in-place form, but it compiled in place at %d ranks", n);
         ok = 0;
@@ -163,5 +157,5 @@ int main(int argc, char **argv)
         program(argv[i], quiet);
     if (quiet)
         fclose(quiet);
-    return failures != 0;
+    return test_failures != 0;
 }

@@ -10,7 +10,8 @@
  *                             test_failures; the next case starts clean. True when it passed.
  *     CASE(name, cond)        a case of one expectation; CASE_GOT(name, cond, text) likewise
  *     compile(path, nranks)   the program through the checker, or NULL after a [FAIL] line;
- *                             compile_in_place, compile_opts and compile_with for the rest
+ *                             compile_in_place, compile_opts and compile_with for the rest;
+ *                             compile_try when failing to compile is what a case expects
  * A test's main returns test_failures != 0.
  */
 #ifndef CDSL_TESTS_API_FIXTURE_H
@@ -58,6 +59,16 @@ static inline bool test_case(const char *name)
 static inline cdsl_compile_opts compile_opts(const char *path, int nranks)
 {
     return (cdsl_compile_opts){.path = path, .nranks = nranks, .stop_after = CDSL_STAGE_CHECK, .color = 0};
+}
+
+/* cdsl_compile with o: the program, or NULL (nothing printed: the case decides). */
+static inline cdsl_program *compile_try(const cdsl_compile_opts *o)
+{
+    cdsl_program *p = NULL;
+    if (cdsl_compile(o, &p) == CDSL_OK)
+        return p;
+    cdsl_program_destroy(p);
+    return NULL;
 }
 
 /* cdsl_compile with o: the program, or NULL after "[FAIL] PATH compiles" (counted). */

@@ -15,18 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cdsl.h"
+#include "fixture.h"
 
 enum { NRANKS = 4, CHUNK = 256 };
 
-static int failures;
 static FILE *log_file;
-
-static void result(const char *name, bool ok)
-{
-    printf("[%s] %s\n", ok ? "PASS" : "FAIL", name);
-    failures += !ok;
-}
 
 /* Whether the messages since the last call hold `text`; forgets them. */
 static bool said(const char *text)
@@ -43,18 +36,6 @@ static bool said(const char *text)
     return ftruncate(fileno(log_file), 0) == 0 && found;
 }
 
-static cdsl_program *compile(const char *path)
-{
-    cdsl_compile_opts o = {.path = path, .nranks = NRANKS, .stop_after = CDSL_STAGE_CHECK, .color = 0, .in_place = 1};
-    cdsl_program *p = NULL;
-    if (cdsl_compile(&o, &p) != CDSL_OK) {
-        printf("[FAIL] %s compiles in place\n", path);
-        cdsl_program_destroy(p);
-        return NULL;
-    }
-    return p;
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 3)
@@ -67,23 +48,23 @@ int main(int argc, char **argv)
     o.log = log_file;
     o.seed = 7;
     cdsl_comm *c = NULL;
-    cdsl_program *ar = compile(argv[1]), *a2a = compile(argv[2]);
+    cdsl_program *ar = compile_in_place(argv[1], NRANKS), *a2a = compile_in_place(argv[2], NRANKS);
     if (!log_file || !ar || !a2a || cdsl_comm_create(&o, &c) != CDSL_OK) {
         printf("[FAIL] setting up a %d-rank sim communicator and its programs\n", NRANKS);
         return 1;
     }
-    result("the allreduce in place: its buffers are allocated", cdsl_comm_alloc(c, ar, CHUNK) == CDSL_OK);
-    result("the alltoall in place on the allreduce's buffers (same sizes, another window): cdsl_run refuses it",
+    CASE("the allreduce in place: its buffers are allocated", cdsl_comm_alloc(c, ar, CHUNK) == CDSL_OK);
+    CASE("the alltoall in place on the allreduce's buffers (same sizes, another window): cdsl_run refuses it",
            cdsl_run(c, a2a, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE && said("not allocated for"));
-    result("the alltoall in place on the allreduce's buffers: cdsl_fill refuses it",
+    CASE("the alltoall in place on the allreduce's buffers: cdsl_fill refuses it",
            cdsl_fill(c, a2a, CDSL_F32) == CDSL_ERR_USAGE && said("not allocated for"));
     unsigned long long wrong = 0;
-    result("the alltoall in place on the allreduce's buffers: cdsl_check refuses it",
+    CASE("the alltoall in place on the allreduce's buffers: cdsl_check refuses it",
            cdsl_check(c, a2a, CDSL_F32, &wrong) == CDSL_ERR_USAGE && said("not allocated for"));
-    result("the allreduce still runs on its own buffers", cdsl_run(c, ar, CDSL_F32, 1, NULL) == CDSL_OK);
+    CASE("the allreduce still runs on its own buffers", cdsl_run(c, ar, CDSL_F32, 1, NULL) == CDSL_OK);
     cdsl_comm_destroy(c);
     cdsl_program_destroy(ar);
     cdsl_program_destroy(a2a);
     fclose(log_file);
-    return failures != 0;
+    return test_failures != 0;
 }
