@@ -4,13 +4,18 @@
  * record, convergence of a rank's blocks, peer signal and wait, the element type's sums, the
  * data-movement engine with the local and peer operations, and the switch operations of the
  * flavour (cdsl_nvls.cuh: multimem; cdsl_p2p.cuh: emulated over peer memory, with no multimem
- * instruction at all). An imported MSCCL++ plan's block-level helpers are cdsl_plan.cuh.
+ * instruction at all). Each operation is one function template over the group of threads that
+ * carries it out (the rank's grid for a .cdsl program, one thread block for an imported
+ * MSCCL++ plan: "Who cooperates" below), with an out-of-line instance per group that the
+ * emitted code calls.
  *
  * The emitted program chooses what it needs with macros defined before the #include:
  *   CDSL_NRANKS        the rank count (required)
  *   CDSL_FLAVOUR_NVLS or CDSL_FLAVOUR_P2P   the flavour (one of them, required)
  *   CDSL_ELEM_F32, _F16, _BF16, _U32 or _S32  the element type (one of them, required)
- *   CDSL_PLAN          the program is an imported plan: include cdsl_plan.cuh too
+ *   CDSL_PLAN          the program is an imported plan: its counters are a word per channel,
+ *                      its operations the thread block's (a .cdsl program's: a word per block,
+ *                      the grid's)
  *   CDSL_INLINE        inline every helper (below)
  *
  * The emitted kernel calls cdsl_enter() first and each rank's leave function (cdsl_leave())
@@ -490,23 +495,55 @@ template <> struct CdslSum<uint4> {
     }
 };
 
+/* ---- Who cooperates ------------------------------------------------------------------------
+   Every operation is one function template over the group of threads that carries it out
+   together, as NCCL's device API takes its Coop types (nccl_device/coop.h): the group says how
+   many threads share the work (size) and which of them the calling thread is (thread_rank), so
+   the same code moves a range over a whole rank or over one thread block. A group is
+     CdslGrid   every thread of the rank's blocks: a .cdsl program, whose operations are spread
+                over the whole grid (its meetings are the rank's grid barriers, emitted apart);
+     CdslBlock  one thread block: a thread block of an imported MSCCL++ plan, which runs its own
+                op list; its meeting is __syncthreads() (sync()).
+   fences_alias: whether the operation itself puts fence.proxy.alias around its multicast
+   accesses (nvls). The emitter of a .cdsl program places those fences exactly (emit_fence.c);
+   a plan says nothing about where unicast accesses meet multicast ones, so a plan's block
+   fences on both sides of each switch operation.
+
+   The emitted code calls each operation through one out-of-line instance per group:
+   cdsl_<op>(a, ...) for the grid, cdsl_tb_<op>(a, ...) for a plan's block (CDSL_OUTLINE: each
+   instance is compiled once however many ranks call it). A new operation is one template here
+   (or in the flavour's header for the switch's source and destination) and an instance for
+   each group that uses it. */
+
+struct CdslGrid {
+    enum { fences_alias = false };  /* an enum, not a constexpr member: no global in the PTX */
+    __device__ __forceinline__ u64 thread_rank() const { return (u64)blockIdx.x * blockDim.x + threadIdx.x; }
+    __device__ __forceinline__ u64 size() const { return (u64)gridDim.x * blockDim.x; }
+};
+
+struct CdslBlock {
+    enum { fences_alias = true };
+    __device__ __forceinline__ u64 thread_rank() const { return threadIdx.x; }
+    __device__ __forceinline__ u64 size() const { return blockDim.x; }
+    __device__ __forceinline__ void sync() const { __syncthreads(); }
+};
+
 /* ---- Data movement ------------------------------------------------------------------------
    A data operation is a source (what to load at a byte offset) and a destination (where to
-   store it). cdsl_apply spreads it over every thread of the rank: 16-byte packs in a
-   grid-stride loop (consecutive threads take consecutive packs: coalesced), four packs per
+   store it). cdsl_apply spreads it over every thread of the group: 16-byte packs in a
+   group-stride loop (consecutive threads take consecutive packs: coalesced), four packs per
    thread per round so that four loads are in flight, then 4-byte words for the tail.
 
-   Which thread handles element i of a range depends only on i, the range's length and the
-   launch (its grid and chunk size), never on the operation or on its other operands: two
-   operations on the same range meet in the same thread, so they need no barrier between them
-   (the checker's ordering pass, order.c, relies on this). Hence one choice for the whole
+   Which thread handles element i of a range depends only on i, the range's length, the group
+   and the launch (its grid and chunk size), never on the operation or on its other operands:
+   two operations of a group on the same range meet in the same thread, so they need no
+   barrier between them (the checker's ordering pass, order.c, relies on this for the grid, and
+   blocks.c for a plan's blocks, as in MSCCL++'s executor). Hence one choice for the whole
    launch: packs when chunk_bytes is a multiple of 16 (then every chunk offset is 16-byte
-   aligned, buffers being so), 4-byte words otherwise (a chunk is only a multiple of 4).
-   Each operation is one CDSL_OUTLINE function: compiled once however many ranks and calls use
-   it, which keeps NVRTC fast, unless the program is small enough to inline (CDSL_INLINE). */
+   aligned, buffers being so; a plan's chunks always are), 4-byte words otherwise (a chunk is
+   only a multiple of 4). */
 
-/* Thread `i` of `step` threads (the grid's, or one block's for a plan: cdsl_plan.cuh) moves
-   elements i, i + step, ... of [first, first + n) words of W. */
+/* Thread `i` of `step` threads moves elements i, i + step, ... of [first, first + n) words of W. */
 template <typename W, typename S, typename D>
 __device__ __forceinline__ void cdsl_stream(const S &src, const D &dst, u64 first, u64 n, u64 i, u64 step)
 {
@@ -529,22 +566,15 @@ __device__ __forceinline__ u64 cdsl_at(const CdslArgs &a, int chunk)
     return (u64)chunk * a.chunk_bytes;
 }
 
-/* `chunks` chunks moved by thread i of step threads: packs, then the 4-byte tail. */
-template <typename S, typename D>
-__device__ __forceinline__ void cdsl_apply_by(const CdslArgs &a, const S &src, const D &dst, int chunks, u64 i,
-                                              u64 step)
+/* `chunks` chunks moved by the threads of group g: packs, then the 4-byte tail. */
+template <typename G, typename S, typename D>
+__device__ __forceinline__ void cdsl_apply(G g, const CdslArgs &a, const S &src, const D &dst, int chunks)
 {
+    const u64 i = g.thread_rank(), step = g.size();
     u64 bytes = cdsl_at(a, chunks);
     u64 packs = (a.chunk_bytes & 15) == 0 ? bytes / 16 : 0;
     cdsl_stream<uint4>(src, dst, 0, packs, i, step);
     cdsl_stream<u32>(src, dst, packs * 16, (bytes - packs * 16) / 4, i, step);
-}
-
-/* Spread over every thread of the rank's grid. */
-template <typename S, typename D>
-__device__ __forceinline__ void cdsl_apply(const CdslArgs &a, const S &src, const D &dst, int chunks)
-{
-    cdsl_apply_by(a, src, dst, chunks, (u64)blockIdx.x * blockDim.x + threadIdx.x, (u64)gridDim.x * blockDim.x);
 }
 
 /* Buffer b of rank q: our own through its local address, a peer's through its peer mapping,
@@ -586,44 +616,96 @@ struct CdslLoadSum2 {   /* x + y, element-wise */
 };
 
 /* copy(dst, src): both local. */
-__device__ CDSL_OUTLINE void cdsl_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+template <typename G>
+__device__ __forceinline__ void cdsl_copy(G g, const CdslArgs &a, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
+    cdsl_apply(g, a, src, dst, n);
 }
 
-/* reduce(dst, x, y): all local. */
-__device__ CDSL_OUTLINE void cdsl_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yb, int yc, int n)
+/* reduce(dst, x, y): dst and x local, y on rank yq (a .cdsl program's is its own: local). */
+template <typename G>
+__device__ __forceinline__ void cdsl_reduce(G g, const CdslArgs &a, int db, int dc, int xb, int xc, int yq, int yb,
+                                            int yc, int n)
 {
-    CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), a.buf[yb] + cdsl_at(a, yc)};
+    CdslLoadSum2 src = {a.buf[xb] + cdsl_at(a, xc), cdsl_rank_buf(a, yq, yb) + cdsl_at(a, yc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
+    cdsl_apply(g, a, src, dst, n);
 }
 
 /* p.put(dst, src): local src into dst on rank p. */
-__device__ CDSL_OUTLINE void cdsl_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+template <typename G>
+__device__ __forceinline__ void cdsl_put(G g, const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
     CdslStore dst = {cdsl_rank_buf(a, p, db) + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
+    cdsl_apply(g, a, src, dst, n);
 }
 
 /* p.get(dst, src): src on rank p into local dst. */
-__device__ CDSL_OUTLINE void cdsl_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+template <typename G>
+__device__ __forceinline__ void cdsl_get(G g, const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
 {
     CdslLoad src = {cdsl_rank_buf(a, p, sb) + cdsl_at(a, sc)};
     CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
+    cdsl_apply(g, a, src, dst, n);
 }
 
-/* ---- The switch of the flavour, and an imported plan's helpers -------------------------------- */
+/* ---- The switch of the flavour --------------------------------------------------------------
+   The flavour's header gives the switch's source and destination from chunk c of buffer b,
+   CdslSwitchSum (the sum over every rank) and CdslSwitchStore (a store that lands on every
+   rank), whether they are multicast accesses (CDSL_SWITCH_MULTICAST), the arrivals of a signal
+   and what comes before a wait's poll. */
 
 #if defined(CDSL_FLAVOUR_NVLS)
 #include "cdsl_nvls.cuh"
 #else
 #include "cdsl_p2p.cuh"
 #endif
+
+/* fence.proxy.alias around a group's switch operation, for a group that fences itself. */
+template <typename G> __device__ __forceinline__ void cdsl_switch_fence(G)
+{
+#if CDSL_SWITCH_MULTICAST
+    if (G::fences_alias)
+        cdsl_fence_alias();
+#endif
+}
+
+/* switch.store(dst, src): local src into dst on every rank. */
+template <typename G>
+__device__ __forceinline__ void cdsl_switch_store(G g, const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
+    CdslSwitchStore dst(a, db, dc);
+    cdsl_switch_fence(g);
+    cdsl_apply(g, a, src, dst, n);
+    cdsl_switch_fence(g);
+}
+
+/* switch.reduce(dst, src): local dst = the sum over every rank of src. */
+template <typename G>
+__device__ __forceinline__ void cdsl_switch_reduce(G g, const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    CdslSwitchSum src(a, sb, sc);
+    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
+    cdsl_switch_fence(g);
+    cdsl_apply(g, a, src, dst, n);
+    cdsl_switch_fence(g);
+}
+
+/* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
+template <typename G>
+__device__ __forceinline__ void cdsl_switch_reduce_store(G g, const CdslArgs &a, int db, int dc, int sb, int sc,
+                                                         int n)
+{
+    CdslSwitchSum src(a, sb, sc);
+    CdslSwitchStore dst(a, db, dc);
+    cdsl_switch_fence(g);
+    cdsl_apply(g, a, src, dst, n);
+    cdsl_switch_fence(g);
+}
 
 /* switch.wait(), the same in both flavours but for what goes before the poll: the nth wait of
    this launch completes when every rank has made its nth arrival, i.e. the counter has grown by
@@ -644,8 +726,121 @@ __device__ __forceinline__ bool cdsl_switch_wait(const CdslArgs &a, u32 nth, Cds
 }
 #endif
 
-#ifdef CDSL_PLAN
-#include "cdsl_plan.cuh"
+/* ---- A .cdsl program's instances: the grid ---------------------------------------------------- */
+
+#ifndef CDSL_PLAN
+__device__ CDSL_OUTLINE void cdsl_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_copy(CdslGrid(), a, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yb, int yc, int n)
+{
+    cdsl_reduce(CdslGrid(), a, db, dc, xb, xc, a.rank, yb, yc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_put(CdslGrid(), a, p, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_get(CdslGrid(), a, p, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_switch_store(CdslGrid(), a, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_switch_reduce(CdslGrid(), a, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_switch_reduce_store(CdslGrid(), a, db, dc, sb, sc, n);
+}
+
+#else
+/* ---- An imported plan's instances: one thread block ------------------------------------------
+   A plan's rank runs one op list per thread block (ir.h's units), as MSCCL++'s executor does
+   (compiler/emit_cuda.c, plan_<r>_<t>()). Its data operations are CdslBlock's; a signal or wait
+   is thread 0's, on the counter of the op's channel (one word each, abi.h's plan words); a nop
+   is __syncthreads(); a barrier is a counter in the rank's state words that the k-th use by
+   each of its n blocks grows by k * n this launch. */
+
+__device__ CDSL_OUTLINE void cdsl_tb_copy(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_copy(CdslBlock(), a, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_tb_reduce(const CdslArgs &a, int db, int dc, int xb, int xc, int yq, int yb, int yc,
+                                            int n)
+{
+    cdsl_reduce(CdslBlock(), a, db, dc, xb, xc, yq, yb, yc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_tb_put(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_put(CdslBlock(), a, p, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_tb_get(const CdslArgs &a, int p, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_get(CdslBlock(), a, p, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_tb_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_switch_store(CdslBlock(), a, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_tb_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_switch_reduce(CdslBlock(), a, db, dc, sb, sc, n);
+}
+
+__device__ CDSL_OUTLINE void cdsl_tb_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+{
+    cdsl_switch_reduce_store(CdslBlock(), a, db, dc, sb, sc, n);
+}
+
+/* After a switch wait: the arrivals came through the multicast mapping (nvls), so the block's
+   later unicast accesses are fenced from them, as its switch operations are. */
+__device__ __forceinline__ void cdsl_tb_after_wait()
+{
+    cdsl_switch_fence(CdslBlock());
+}
+
+/* One arrival on rank p's word `w` (the counter of this rank's channel to p), by thread 0. */
+__device__ __forceinline__ void cdsl_tb_signal(const CdslArgs &a, int p, int w, CdslOrder order)
+{
+    if (threadIdx.x == 0) {
+        if (order == CDSL_RELEASE)
+            cdsl_fence_sys();
+        cdsl_red_sys(&cdsl_rank_sync(a, p)[w]);
+    }
+}
+
+/* The k-th use of barrier id by each of its n blocks (a group of blocks): thread 0 arrives on
+   the barrier's counter (which only grows) and waits until it has grown by want = k * n since
+   the launch began; the block meets before and after. */
+__device__ CDSL_OUTLINE bool cdsl_tb_barrier(const CdslArgs &a, u32 id, u64 want, u32 line)
+{
+    int bad = 0;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 *count = &a.state[CDSL_STATE_LIVE(CDSL_NRANKS) + 1 + id];
+        cdsl_fence_gpu();
+        cdsl_red_gpu(count);
+        bad = !cdsl_spin(a, count, cdsl_base(a, CDSL_STATE_BARRIER(CDSL_NRANKS) + id) + want, CDSL_GPU,
+                         CDSL_ACQUIRE, line, CDSL_GRID_COUNTER);
+    }
+    return !__syncthreads_or(bad);
+}
 #endif
 
 #endif /* CDSL_DEVICE_CUH */

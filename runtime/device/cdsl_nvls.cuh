@@ -76,56 +76,33 @@ template <> __device__ __forceinline__ void cdsl_mc_put<u32>(char *mc, u32 v)
     asm volatile("multimem.st.global.f32 [%0], %1;" : : "l"(mc), "r"(v) : "memory");
 }
 
-struct CdslMcLoadSum {  /* the sum over every rank, from the multicast address */
+/* One relaxed arrival on every rank's copy of a sync word, through its multicast address. */
+__device__ __forceinline__ void cdsl_mc_arrive(u64 *mc)
+{
+    asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
+}
+
+/* The switch's source and destination (cdsl_device.cuh's switch operations): multicast
+   accesses, which fence.proxy.alias separates from unicast ones. */
+#define CDSL_SWITCH_MULTICAST 1
+
+struct CdslSwitchSum {  /* the sum over every rank, from the multicast address */
     const char *mc;
+    __device__ __forceinline__ CdslSwitchSum(const CdslArgs &a, int b, int c) : mc(a.mc_buf[b] + cdsl_at(a, c)) {}
     template <typename W> __device__ __forceinline__ W load(u64 off) const
     {
         return cdsl_mc_sum<W>(mc + off);
     }
 };
 
-struct CdslMcStore {    /* one store that lands on every rank */
+struct CdslSwitchStore {    /* one store that lands on every rank */
     char *mc;
+    __device__ __forceinline__ CdslSwitchStore(const CdslArgs &a, int b, int c) : mc(a.mc_buf[b] + cdsl_at(a, c)) {}
     template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
     {
         cdsl_mc_put<W>(mc + off, v);
     }
 };
-
-/* switch.store(dst, src): local src into dst on every rank. */
-__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
-    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* switch.reduce(dst, src): local dst = the sum over every rank of src. */
-__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
-    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
-__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslMcLoadSum src = {a.mc_buf[sb] + cdsl_at(a, sc)};
-    CdslMcStore dst = {a.mc_buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* An imported plan's switch: one arrival of the rank, by the calling thread: a single
-   multimem.red adds 1 to every rank's copy of the switch counter (one word, abi.h); a release
-   puts one fence before it. */
-__device__ __forceinline__ void cdsl_switch_arrive_one(const CdslArgs &a, CdslOrder order)
-{
-    u64 *mc = &a.mc_sync[CDSL_SYNC_SWITCH];
-    if (order == CDSL_RELEASE)
-        cdsl_fence_sys();
-    asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
-}
 
 /* Before a switch wait polls: the arrivals came through the multicast mapping and are polled
    through the unicast one, so the poller puts fence.proxy.alias between them, as the CUDA
@@ -136,16 +113,25 @@ __device__ __forceinline__ void cdsl_switch_before_poll()
         cdsl_fence_alias();
 }
 
-#ifndef CDSL_PLAN
+#ifdef CDSL_PLAN
+/* An imported plan's switch signal: one arrival of the rank, by the block's thread 0: a single
+   multimem.red adds 1 to every rank's copy of the switch counter (one word, abi.h); a release
+   puts one fence before it. */
+__device__ __forceinline__ void cdsl_tb_switch_signal(const CdslArgs &a, CdslOrder order)
+{
+    if (threadIdx.x == 0) {
+        if (order == CDSL_RELEASE)
+            cdsl_fence_sys();
+        cdsl_mc_arrive(&a.mc_sync[CDSL_SYNC_SWITCH]);
+    }
+}
+#else
 /* A .cdsl program's switch.signal(): one multimem.red per switch word (abi.h: CDSL_SYNC_BLOCK)
    adds 1 to that word on every rank, block by block or for all blocks (cdsl_device.cuh,
    cdsl_arrive). */
 __device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order, CdslArrive how)
 {
-    cdsl_arrive(how, 1, order, [&](u32, u32 w) {
-        u64 *mc = &a.mc_sync[CDSL_SYNC_BLOCK(CDSL_NRANKS, 0, w)];
-        asm volatile("multimem.red.relaxed.sys.global.add.u64 [%0], %1;" : : "l"(mc), "l"(1ull) : "memory");
-    });
+    cdsl_arrive(how, 1, order, [&](u32, u32 w) { cdsl_mc_arrive(&a.mc_sync[CDSL_SYNC_BLOCK(CDSL_NRANKS, 0, w)]); });
 }
 #endif
 

@@ -41,8 +41,13 @@ struct CdslRanks {      /* the same byte range of buffer b on every rank, looked
 };
 #endif
 
-struct CdslRanksLoadSum {   /* the sum over every rank, rank 0 first */
+/* The switch's source and destination (cdsl_device.cuh's switch operations): unicast
+   accesses only. */
+#define CDSL_SWITCH_MULTICAST 0
+
+struct CdslSwitchSum {  /* the sum over every rank, rank 0 first */
     CdslRanks r;
+    __device__ __forceinline__ CdslSwitchSum(const CdslArgs &a, int b, int c) : r(a, b, cdsl_at(a, c)) {}
     template <typename W> __device__ __forceinline__ W load(u64 off) const
     {
         CdslSum<W> s;
@@ -54,8 +59,9 @@ struct CdslRanksLoadSum {   /* the sum over every rank, rank 0 first */
     }
 };
 
-struct CdslRanksStore {     /* the same value stored on every rank */
+struct CdslSwitchStore {    /* the same value stored on every rank */
     CdslRanks r;
+    __device__ __forceinline__ CdslSwitchStore(const CdslArgs &a, int b, int c) : r(a, b, cdsl_at(a, c)) {}
     template <typename W> __device__ __forceinline__ void store(u64 off, W v) const
     {
 #pragma unroll (cdsl_rank_unroll)
@@ -64,34 +70,17 @@ struct CdslRanksStore {     /* the same value stored on every rank */
     }
 };
 
-/* switch.store(dst, src): local src into dst on every rank. */
-__device__ CDSL_OUTLINE void cdsl_switch_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
+/* Before a switch wait polls: nothing here (the arrivals came through the unicast mappings). */
+__device__ __forceinline__ void cdsl_switch_before_poll()
 {
-    CdslLoad src = {a.buf[sb] + cdsl_at(a, sc)};
-    CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
-    cdsl_apply(a, src, dst, n);
 }
 
-/* switch.reduce(dst, src): local dst = the sum over every rank of src. */
-__device__ CDSL_OUTLINE void cdsl_switch_reduce(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
-    CdslStore dst = {a.buf[db] + cdsl_at(a, dc)};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* switch.reduce_store(dst, src): the sum over every rank of src, into dst on every rank. */
-__device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db, int dc, int sb, int sc, int n)
-{
-    CdslRanksLoadSum src = {CdslRanks(a, sb, cdsl_at(a, sc))};
-    CdslRanksStore dst = {CdslRanks(a, db, cdsl_at(a, dc))};
-    cdsl_apply(a, src, dst, n);
-}
-
-/* An imported plan's switch: one arrival on every rank's switch counter (one word, abi.h), by
-   threads 0 .. nranks-1 of the calling block, one rank each: a fence (for a release; one
-   instruction for a warp) then a relaxed red, so the arrivals go out in parallel. */
-__device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder order)
+#ifdef CDSL_PLAN
+/* An imported plan's switch signal: one arrival on every rank's switch counter (one word,
+   abi.h), by threads 0 .. nranks-1 of the calling block, one rank each: a fence (for a
+   release; one instruction for a warp) then a relaxed red, so the arrivals go out in parallel.
+   The block's threads have met since its data operations: blocks.c asks for a nop there. */
+__device__ __forceinline__ void cdsl_tb_switch_signal(const CdslArgs &a, CdslOrder order)
 {
     for (int q = threadIdx.x; q < CDSL_NRANKS; q += blockDim.x) {
         if (order == CDSL_RELEASE)
@@ -99,13 +88,7 @@ __device__ __forceinline__ void cdsl_switch_arrive(const CdslArgs &a, CdslOrder 
         cdsl_red_sys(q == a.rank ? &a.sync[CDSL_SYNC_SWITCH] : &cdsl_rank_sync(a, q)[CDSL_SYNC_SWITCH]);
     }
 }
-
-/* Before a switch wait polls: nothing here (the arrivals came through the unicast mappings). */
-__device__ __forceinline__ void cdsl_switch_before_poll()
-{
-}
-
-#ifndef CDSL_PLAN
+#else
 /* A .cdsl program's switch.signal(): one arrival on every rank's switch words (abi.h:
    CDSL_SYNC_BLOCK), block by block or for all blocks (cdsl_device.cuh, cdsl_arrive). */
 __device__ __forceinline__ void cdsl_switch_signal(const CdslArgs &a, CdslOrder order, CdslArrive how)

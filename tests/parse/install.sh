@@ -12,7 +12,7 @@ t=$tmp
 if make -s install PREFIX="$t/usr" >"$t/log" 2>&1; then pass "make install"; else fail "make install" "$(tail -3 "$t/log" | tr '\n' ' ')"; exit 1; fi
 for f in bin/cdslc bin/cdslrun lib/libcdsl.a lib/libcdsl.so lib/libcdsl.so.0 include/cdsl.h lib/pkgconfig/cdsl.pc \
     lib/cmake/cdsl/cdslConfig.cmake lib/cmake/cdsl/cdslConfigVersion.cmake share/cdsl/stdlib/allgather_ring.cdsl \
-    include/cdsl/cdsl_device.cuh include/cdsl/cdsl_p2p.cuh include/cdsl/cdsl_nvls.cuh include/cdsl/cdsl_plan.cuh include/cdsl/abi.h; do
+    include/cdsl/cdsl_device.cuh include/cdsl/cdsl_p2p.cuh include/cdsl/cdsl_nvls.cuh include/cdsl/cdsl_packets.cuh include/cdsl/abi.h; do
     [ -e "$t/usr/$f" ] && pass "installed $f" || fail "installed $f" "missing"
 done
 printf 'import "allgather_ring.cdsl";\n' > "$t/user.cdsl"
