@@ -498,12 +498,10 @@ int ce_plan_build(const IrProgram *ir, int max_lanes, CePlan **out, char *why, s
 
 static void dump_place(const CePlan *p, CePlace at, int count, FILE *out)
 {
+    char t[IR_CHUNKS_TEXT];
     fprintf(out, "r%d.", at.rank);
     esc_puts(out, p->ir->bufs[at.buf].name);
-    if (count == 1)
-        fprintf(out, "[%d]", at.first);
-    else
-        fprintf(out, "[%d..%d]", at.first, at.first + count);
+    fputs(ir_chunks_text(t, at.first, count), out);
 }
 
 static void dump_word(const CePlan *p, int rank, int word, FILE *out)

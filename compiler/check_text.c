@@ -42,9 +42,8 @@ const char *check_ctx(Arena *a, const IrOp *op)
 
 const char *check_chunks(const IrProgram *p, int buf, int first, int count)
 {
-    if (count == 1)
-        return arena_printf(p->arena, "%s[%d]", p->bufs[buf].name, first);
-    return arena_printf(p->arena, "%s[%d..%d]", p->bufs[buf].name, first, first + count);
+    char t[IR_CHUNKS_TEXT];
+    return arena_printf(p->arena, "%s%s", p->bufs[buf].name, ir_chunks_text(t, first, count));
 }
 
 /* In place, chunks of the holder that are (part of) the owner's aliased buffer are named both

@@ -124,13 +124,20 @@ void ir_append(IrProgram *p, int rank, IrOp op)
     s->ops[s->nops++] = op;
 }
 
+const char *ir_chunks_text(char *buf, int first, int count)
+{
+    if (count == 1)
+        snprintf(buf, IR_CHUNKS_TEXT, "[%d]", first);
+    else
+        snprintf(buf, IR_CHUNKS_TEXT, "[%d..%d]", first, first + count);
+    return buf;
+}
+
 static void dump_range(const IrProgram *p, IrRange r, FILE *out)
 {
+    char t[IR_CHUNKS_TEXT];
     esc_puts(out, p->bufs[r.buf].name);
-    if (r.count == 1)
-        fprintf(out, "[%d]", r.first);
-    else
-        fprintf(out, "[%d..%d]", r.first, r.first + r.count);
+    fputs(ir_chunks_text(t, r.first, r.count), out);
 }
 
 /* Names may come from a plan's strings: they go through escape.c, as diagnostics do. */

@@ -58,6 +58,12 @@ typedef struct IrRange {
     int buf, first, count;
 } IrRange;
 
+/* The chunk notation of dumps, diagnostics and the emitted comments, after a buffer's name:
+ * "[3]" for one chunk, "[3..5]" for chunks 3 and 4. Written into buf (IR_CHUNKS_TEXT bytes
+ * hold any); returns buf. */
+enum { IR_CHUNKS_TEXT = 32 };
+const char *ir_chunks_text(char *buf, int first, int count);
+
 typedef struct IrOp {
     IrKind kind;
     bool relaxed;       /* SIGNAL/SW_SIGNAL: relaxed instead of release;

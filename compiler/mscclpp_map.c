@@ -129,8 +129,8 @@ static bool same(IrRange a, IrRange b)
 
 static const char *ir_chunks(const Msc *m, IrRange r)
 {
-    return r.count == 1 ? arena_printf(m->a, "%s[%d]", m->p->bufs[r.buf].name, r.first)
-                        : arena_printf(m->a, "%s[%d..%d]", m->p->bufs[r.buf].name, r.first, r.first + r.count);
+    char t[IR_CHUNKS_TEXT];
+    return arena_printf(m->a, "%s%s", m->p->bufs[r.buf].name, ir_chunks_text(t, r.first, r.count));
 }
 
 /* What eval.c refuses in a .cdsl program: writing the caller's input, and a source that
