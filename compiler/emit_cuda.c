@@ -1,8 +1,12 @@
 /*
- * emit_cuda.c - CUDA source from the checked per-rank IR (see emit.h for the file's shape).
+ * emit_cuda.c - CUDA source from the checked per-rank IR (see emit.h for the file's shape), for
+ * a .cdsl program and an imported MSCCL++ plan alike: one device function per unit (a .cdsl
+ * rank, run by the rank's whole grid; a plan's thread block), one call per operation for the
+ * unit's group (the device library's instances: cdsl_<op> for the grid, cdsl_tb_<op> for a
+ * block), then what the rank's launch consumed and its leave function, then the kernel.
  *
- * For each rank we print its operations in program order, one helper call each, and insert
- * only the intra-rank synchronisation the order needs:
+ * A .cdsl rank's operations are spread over every block of the rank, so we insert the
+ * intra-rank synchronisation its order needs (a plan's blocks say their own, emit_plan.c):
  *   - a grid barrier before an operation the checker marked sync_before (it reads or
  *     overwrites what other blocks of the rank touched since the last grid barrier, signals
  *     and waits included, since they do not make every block wait), unless no data operation
@@ -24,134 +28,17 @@
  */
 #include "emit.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "emit_buf.h"
+#include "emit_fence.h"
+#include "emit_headers.h"
+#include "emit_packets.h"
+#include "emit_plan.h"
+#include "emit_target.h"
 
 /* Straight-line code for more operations than this would be too big for NVRTC anyway. */
 enum { EMIT_MAX_OPS = 1 << 20 };
-
-/* ---- The string buffer ------------------------------------------------------------------------ */
-
-static void reserve(EmitBuf *b, size_t more)
-{
-    if (b->len + more + 1 <= b->cap)
-        return;
-    size_t cap = b->cap ? b->cap : 1 << 16;
-    while (cap < b->len + more + 1)
-        cap *= 2;
-    b->s = arena_grow(b->arena, b->s, b->len, cap, 1);
-    b->cap = cap;
-}
-
-static void count_lines(EmitBuf *b, size_t from)
-{
-    for (const char *c = b->s + from; (c = strchr(c, '\n')); c++)
-        b->lines++;
-}
-
-void emit_puts(EmitBuf *b, const char *s)
-{
-    size_t n = strlen(s);
-    reserve(b, n);
-    memcpy(b->s + b->len, s, n + 1);
-    count_lines(b, b->len);
-    b->len += n;
-}
-
-void emit_printf(EmitBuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n <= 0)
-        return;
-    reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    count_lines(b, b->len);
-    b->len += (size_t)n;
-}
-
-/* The file's base name inside a C string literal: quotes, backslashes and control bytes
-   replaced, at most 240 bytes (user text never reaches the source unchecked). The base name
-   only, so that the source, and so the JIT cache's key, do not depend on how the file was
-   named (a relative path, the stdlib found by name); tools are told the folder instead
-   (compute-sanitizer prints the name, Nsight asks for source folders). */
-static void put_path(EmitBuf *b, const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    char s[241];
-    size_t n = 0;
-    for (const char *c = slash && slash[1] ? slash + 1 : path; *c && n < sizeof s - 1; c++) {
-        unsigned char u = (unsigned char)*c;
-        s[n++] = u < 0x20 || u == 0x7f || u == '"' || u == '\\' ? '_' : (char)u;
-    }
-    s[n] = 0;
-    emit_puts(b, s);
-}
-
-void emit_line_at(EmitBuf *b, Loc loc)
-{
-    if (!b->cu_name || !loc.src || !loc.src->path || loc.line <= 0)
-        return;
-    emit_printf(b, "#line %d \"", loc.line);
-    put_path(b, loc.src->path);
-    emit_puts(b, "\"\n");
-}
-
-void emit_line_back(EmitBuf *b)
-{
-    if (b->cu_name)   /* the directive is on line lines + 1, so the next line is lines + 2 */
-        emit_printf(b, "#line %d \"%s\"\n", b->lines + 2, b->cu_name);
-}
-
-/* ---- Element types and what the switch can do with them -------------------------------------- */
-
-/* multimem.ld_reduce .add (PTX ISA 8.1+, sm_90): f32 and the half types have vector forms
-   (16 bytes = .v4 of 32-bit lanes; the half types summed in f32 with .acc::f32, PTX 8.2);
-   the integers have scalar forms only, and s64 would have none. A store (multimem.st) moves
-   bit patterns and exists for every type. */
-static const EmitDtype DTYPES[] = {
-    [CDSL_F32] = {"f32", "add.v4.f32", "add.f32", 1201},
-    [CDSL_F16] = {"f16", "add.acc::f32.v4.f16x2", "add.acc::f32.f16x2", 1202},
-    [CDSL_BF16] = {"bf16", "add.acc::f32.v4.bf16x2", "add.acc::f32.bf16x2", 1202},
-    [CDSL_U32] = {"u32", NULL, "add.u32", 1201},
-    [CDSL_S32] = {"s32", NULL, "add.s32", 1201},
-};
-
-const EmitDtype *emit_dtype(cdsl_dtype t)
-{
-    if ((int)t < 0 || (size_t)t >= sizeof DTYPES / sizeof *DTYPES)
-        return NULL;
-    return &DTYPES[t];
-}
-
-static bool has_switch_sum(const IrProgram *p)
-{
-    for (int r = 0; r < p->nranks; r++)
-        for (int i = 0; i < p->ranks[r].nops; i++)
-            if (p->ranks[r].ops[i].kind == IR_SW_REDUCE || p->ranks[r].ops[i].kind == IR_SW_REDUCE_STORE)
-                return true;
-    return false;
-}
-
-int emit_min_nvrtc(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype)
-{
-    /* __grid_constant__ needs CUDA 11.7; multimem PTX 8.1 (CUDA 12.1); .acc::f32 PTX 8.2. */
-    if (flavour != CDSL_BACKEND_NVLS)
-        return 1107;
-    const EmitDtype *t = emit_dtype(dtype);
-    return t && has_switch_sum(p) ? t->min_nvrtc : 1201;
-}
-
-int emit_min_sm(cdsl_backend flavour)
-{
-    /* multimem needs sm_90; acquire/release loads and reductions need sm_70. */
-    return flavour == CDSL_BACKEND_NVLS ? 90 : 70;
-}
 
 /* ---- Names and canonical forms, printed from the IR ------------------------------------------ */
 
@@ -171,6 +58,7 @@ typedef struct Emitter {
     EmitBuf out;
     const char *bufname[IR_MAX_BUFS];   /* sanitised buffer names, "B_output" */
     EmitFence *fence;                   /* nvls only */
+    EmitPlan *plan;                     /* an imported plan's counters; NULL: a .cdsl program */
     int only;                           /* -1: every rank's code; else this rank's alone */
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
@@ -214,10 +102,7 @@ static const char *bufname(const Emitter *e, int b)
 
 static void put_range(Emitter *e, IrRange r)
 {
-    if (r.count == 1)
-        emit_printf(&e->out, "%s[%d]", bufname(e, r.buf), r.first);
-    else
-        emit_printf(&e->out, "%s[%d..%d]", bufname(e, r.buf), r.first, r.first + r.count);
+    emit_range(&e->out, bufname(e, r.buf), r);
 }
 
 static const char *order_name(const IrOp *op)
@@ -265,19 +150,24 @@ static Loc p_loc(const Emitter *e)
     return e->p->loc;
 }
 
-static void put_data_call(Emitter *e, const IrOp *op)
+/* A data op's call, for the unit's group: the device library's instance for the grid,
+   cdsl_<op>(), or for a plan's thread block, cdsl_tb_<op>(), whose reduce may read its second
+   operand on another rank (a .cdsl program's is its own). */
+static void put_data_call(Emitter *e, const IrOp *op, int rank)
 {
     static const char *const fn[] = {
-        [IR_COPY] = "cdsl_copy", [IR_REDUCE] = "cdsl_reduce", [IR_PUT] = "cdsl_put",
-        [IR_GET] = "cdsl_get", [IR_SW_STORE] = "cdsl_switch_store",
-        [IR_SW_REDUCE] = "cdsl_switch_reduce", [IR_SW_REDUCE_STORE] = "cdsl_switch_reduce_store",
+        [IR_COPY] = "copy", [IR_REDUCE] = "reduce", [IR_PUT] = "put",
+        [IR_GET] = "get", [IR_SW_STORE] = "switch_store",
+        [IR_SW_REDUCE] = "switch_reduce", [IR_SW_REDUCE_STORE] = "switch_reduce_store",
     };
     EmitBuf *o = &e->out;
-    emit_printf(o, "    %s(a, ", fn[op->kind]);
+    emit_printf(o, "    cdsl_%s%s(a, ", e->plan ? "tb_" : "", fn[op->kind]);
     if (op->kind == IR_PUT || op->kind == IR_GET)
         emit_printf(o, "%d, ", op->peer);
     emit_printf(o, "%s, %d, %s, %d, ", e->bufname[op->dst.buf], op->dst.first, e->bufname[op->src.buf],
                 op->src.first);
+    if (op->kind == IR_REDUCE && e->plan)
+        emit_printf(o, "%d, ", op->peer >= 0 ? op->peer : rank);
     if (op->kind == IR_REDUCE)
         emit_printf(o, "%s, %d, ", e->bufname[op->src2.buf], op->src2.first);
     emit_printf(o, "%d);\n", op->dst.count);
@@ -376,7 +266,9 @@ static void put_fence(Emitter *e, const char *why, Loc loc)
     emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
 }
 
-static void put_op(Emitter *e, const IrOp *op, Arena *a)
+/* One op of a .cdsl rank, whose group is the grid: the synchronisation it needs first, then its
+   call. */
+static void put_grid_op(Emitter *e, const IrOp *op, Arena *a)
 {
     put_comment(e, op, a);
     put_barrier(e, op);
@@ -384,7 +276,7 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
     /* Whether the arriving threads fence at system scope even for a relaxed signal, or a send:
        after any data op. Not only since the last meeting: a convergence or grid barrier fences
        at GPU scope only, and the threads that arrive for all blocks need not be the ones that
-       fenced for an earlier signal (found by review). */
+       fenced for an earlier signal. */
     bool after_data = e->data_in_launch;
     const char *how = signal ? put_arrival(e, op) : NULL;
     if (ir_is_data(op->kind)) {
@@ -393,7 +285,7 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
         if (ir_is_packet(op->kind))
             emit_packets_op(&e->out, e->p, op, e->bufname, after_data);
         else
-            put_data_call(e, op);
+            put_data_call(e, op, -1);
         e->since_barrier.data = e->since_meet.data = e->data_in_launch = true;
         e->since_barrier.recv |= op->kind == IR_PKT_RECV;
         e->since_barrier.mixed |= !op->same_blocks;
@@ -408,13 +300,22 @@ static void put_op(Emitter *e, const IrOp *op, Arena *a)
         emit_fence_after(e->fence, op);
 }
 
-/* What the rank's launch consumed on each counter (base word), then the leave function, which
-   hands the bases and the launch number to the next launch (cdsl_leave: plain stores). */
-static void put_leave(Emitter *e, int r)
+/* One op of a plan's thread block: the plan says all of its synchronisation itself. */
+static void put_block_op(Emitter *e, const IrOp *op, int rank)
+{
+    emit_plan_comment(&e->out, e->p, op);
+    emit_line_at(&e->out, op->loc);
+    if (ir_is_data(op->kind))
+        put_data_call(e, op, rank);
+    else
+        emit_plan_sync(&e->out, e->plan, op);
+}
+
+/* The cases of a .cdsl rank's consumed(w). */
+static void put_grid_consumed(Emitter *e, int r)
 {
     EmitBuf *o = &e->out;
     const IrSeq *s = &e->p->ranks[r];
-    emit_printf(o, "__device__ __forceinline__ u64 rank_%d_consumed(u32 w)\n{\n    switch (w) {\n", r);
     if (e->switch_waits)
         emit_printf(o, "    case CDSL_STATE_SWITCH: return %d * CDSL_NRANKS;\n", e->switch_waits);
     for (int i = 0; i < s->nops; i++) {
@@ -427,12 +328,26 @@ static void put_leave(Emitter *e, int r)
     if (e->meets)
         emit_printf(o, "    case CDSL_STATE_GRID(CDSL_NRANKS): return cdsl_meet_arrivals(%d);\n", e->meets);
     emit_packets_leave(o, e->p);
-    emit_puts(o, "    default: return 0;\n    }\n}\n\n");
-    emit_printf(o, "__device__ void rank_%d_leave(const CdslArgs &a)\n{\n    cdsl_leave(a, rank_%d_consumed);\n}\n\n",
-                r, r);
 }
 
-static void put_rank(Emitter *e, int r, Arena *a)
+/* What the rank's launch consumed on each counter (base word), then the leave function, which
+   hands the bases and the launch number to the next launch (cdsl_leave: plain stores, run by
+   every block). `unit` names the rank's functions: "rank" or "plan". */
+static void put_leave(Emitter *e, const char *unit, int r)
+{
+    EmitBuf *o = &e->out;
+    emit_printf(o, "__device__ __forceinline__ u64 %s_%d_consumed(u32 w)\n{\n    switch (w) {\n", unit, r);
+    if (e->plan)
+        emit_plan_consumed(o, e->plan);
+    else
+        put_grid_consumed(e, r);
+    emit_puts(o, "    default: return 0;\n    }\n}\n\n");
+    emit_printf(o, "__device__ void %s_%d_leave(const CdslArgs &a)\n{\n    cdsl_leave(a, %s_%d_consumed);\n}\n\n",
+                unit, r, unit, r);
+}
+
+/* A .cdsl rank: one unit, rank_<r>(), run by the rank's whole grid. */
+static void put_grid_rank(Emitter *e, int r, Arena *a)
 {
     const IrSeq *s = &e->p->ranks[r];
     e->switch_waits = e->meets = 0;
@@ -444,28 +359,77 @@ static void put_rank(Emitter *e, int r, Arena *a)
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");
     emit_printf(&e->out, "__device__ bool rank_%d(const CdslArgs &a)\n{\n", r);
     for (int i = 0; i < s->nops; i++)
-        put_op(e, &s->ops[i], a);
+        put_grid_op(e, &s->ops[i], a);
     put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL, s->nops ? s->ops[s->nops - 1].loc : p_loc(e));
     emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
-    put_leave(e, r);
+    put_leave(e, "rank", r);
+}
+
+/* A plan's rank: one unit per thread block, plan_<r>_<t>() (the block's ops are consecutive in
+   the rank's sequence), and plan_<r>(), which runs block t's unit on block t. */
+static void put_plan_rank(Emitter *e, int r)
+{
+    const IrSeq *s = &e->p->ranks[r];
+    int ntbs = ir_ntbs(e->p, r), i = 0;
+    emit_plan_begin_rank(e->plan, r);
+    emit_printf(&e->out, "/* ---- rank %d: %d thread block%s, %d operations */\n\n", r, ntbs, ntbs == 1 ? "" : "s",
+                s->nops);
+    for (int t = 0; t < ntbs; t++) {
+        emit_printf(&e->out, "__device__ bool plan_%d_%d(const CdslArgs &a)\n{\n", r, t);
+        emit_plan_begin_block(e->plan);
+        for (; i < s->nops && s->ops[i].tb == t; i++)
+            put_block_op(e, &s->ops[i], r);
+        emit_line_back(&e->out);
+        emit_puts(&e->out, "    return true;\n}\n\n");
+    }
+    put_leave(e, "plan", r);
+    emit_printf(&e->out, "__device__ void plan_%d(const CdslArgs &a)\n{\n", r);
+    /* In place, the input already lies inside the output (the runtime lays it out so). */
+    emit_puts(&e->out, "    switch (blockIdx.x) {\n");
+    for (int t = 0; t < ntbs; t++)
+        emit_printf(&e->out, "    case %d: plan_%d_%d(a); break;\n", t, r, t);
+    emit_printf(&e->out, "    default: break;\n    }\n    plan_%d_leave(a);\n}\n\n", r);
 }
 
 /* ---- The whole source ------------------------------------------------------------------------ */
 
-static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
+static const char *flavour_text(const Emitter *e)
 {
-    const IrProgram *p = e->p;
-    bool nvls = e->flavour == CDSL_BACKEND_NVLS;
-    emit_printf(&e->out,
-                "// CUDA for the cdsl program %s (implements %s), generated by cdslc:\n"
-                "// %d ranks, chunks = %d, flavour %s, element type %s.\n",
-                sanitise(a, p->name, NULL, 64), ir_coll_name(p->coll), p->nranks, p->chunks,
-                nvls ? "nvls (multimem through the NVLink switch)" : "p2p (peer memory, switch emulated)",
-                emit_dtype(dtype)->name);
+    return e->flavour == CDSL_BACKEND_NVLS ? "nvls (multimem through the NVLink switch)"
+                                           : "p2p (peer memory, switch emulated)";
+}
+
+static void put_only(Emitter *e)
+{
     if (e->only >= 0)
         emit_printf(&e->out, "// Rank %d's code only (cdslc --rank %d): the checker checked every rank.\n",
                     e->only, e->only);
+}
+
+static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
+{
+    const IrProgram *p = e->p;
+    if (e->plan) {
+        emit_printf(&e->out,
+                    "// CUDA for the MSCCL++ plan %s (%s), imported and checked by cdslc:\n"
+                    "// %d ranks, flavour %s, element type %s.\n"
+                    "// plan_<r>_<t>() is thread block t of rank r: the block's checked ops in order, each\n"
+                    "// under a comment with the plan's line:col and a #line naming it. The helpers are\n"
+                    "// cdsl's device library, cdsl_device.cuh with CDSL_PLAN (NVRTC gets it by name;\n"
+                    "// cdslc --emit-cuda --standalone pastes it in for nvcc).\n",
+                    sanitise(a, p->name, NULL, 64), ir_coll_name(p->coll), p->nranks, flavour_text(e),
+                    emit_dtype(dtype)->name);
+        put_only(e);
+        emit_puts(&e->out, "\n");
+        return;
+    }
+    emit_printf(&e->out,
+                "// CUDA for the cdsl program %s (implements %s), generated by cdslc:\n"
+                "// %d ranks, chunks = %d, flavour %s, element type %s.\n",
+                sanitise(a, p->name, NULL, 64), ir_coll_name(p->coll), p->nranks, p->chunks, flavour_text(e),
+                emit_dtype(dtype)->name);
+    put_only(e);
     emit_printf(&e->out,
                 "//\n"
                 "// cdsl_main runs once per rank. rank_<r>() below is that rank's checked list of\n"
@@ -477,6 +441,10 @@ static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
 
 static void put_buffers(Emitter *e)
 {
+    if (e->plan) {
+        emit_puts(&e->out, "/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
+        return;
+    }
     emit_puts(&e->out, "/* ---- The program's buffers (chunk counts) ---- */\n\nenum {\n");
     for (int b = 0; b < e->p->nbufs; b++)
         emit_printf(&e->out, "    %s = %d,  /* %d chunk%s */\n", e->bufname[b], b, e->p->bufs[b].nchunks,
@@ -487,14 +455,20 @@ static void put_buffers(Emitter *e)
 static void put_kernel(Emitter *e)
 {
     EmitBuf *o = &e->out;
-    emit_puts(o, "/* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in\n"
-                 "   place, never copied to local memory. ---- */\n\n"
-                 "extern \"C\" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)\n{\n"
+    if (!e->plan)
+        emit_puts(o, "/* ---- The kernel: one launch per rank; a __grid_constant__ argument block is read in\n"
+                     "   place, never copied to local memory. ---- */\n\n");
+    emit_puts(o, "extern \"C\" __global__ void cdsl_main(const __grid_constant__ CdslArgs a)\n{\n"
                  "    cdsl_enter(a);  // this launch's number, for the bases of its counters\n"
                  "    switch (a.rank) {\n");
-    for (int r = 0; r < e->p->nranks; r++)
-        if (e->only < 0 || r == e->only)
+    for (int r = 0; r < e->p->nranks; r++) {
+        if (e->only >= 0 && r != e->only)
+            continue;
+        if (e->plan)
+            emit_printf(o, "    case %d: plan_%d(a); break;\n", r, r);
+        else
             emit_printf(o, "    case %d: rank_%d(a); rank_%d_leave(a); break;\n", r, r, r);
+    }
     emit_puts(o, "    }\n}\n");
 }
 
@@ -510,7 +484,7 @@ static bool check_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtype
         diag_error(d, p->loc, "unknown element type (%d)", (int)dtype);
         return false;
     }
-    if (flavour == CDSL_BACKEND_NVLS && !t->mc_sum_word && has_switch_sum(p)) {
+    if (flavour == CDSL_BACKEND_NVLS && !t->mc_sum_word && emit_switch_sums(p)) {
         diag_error(d, p->loc, "multimem.ld_reduce cannot add %s elements, so the switch cannot "
                    "reduce them; use the p2p backend or another element type", t->name);
         return false;
@@ -534,25 +508,27 @@ const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype
 const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, Arena *a,
                            Diag *d)
 {
-    if (!check_emittable(p, flavour, dtype, d))
+    if (!check_emittable(p, flavour, dtype, d) || (p->ntbs && !emit_plan_emittable(p, d)))
         return NULL;
-    if (p->ntbs) /* an imported plan: one code path per thread block */
-        return emit_cuda_blocks(p, flavour, dtype, rank, a, d);
     Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}, .only = rank};
     e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);
-    if (flavour == CDSL_BACKEND_NVLS)
+    if (p->ntbs) /* an imported plan: one unit per thread block, which places its own fences */
+        e.plan = emit_plan_new(p, a);
+    else if (flavour == CDSL_BACKEND_NVLS)
         e.fence = emit_fence_new(p, a);
     name_buffers(&e, a);
     char name[160];
     emit_cu_name(name, sizeof name, p, flavour, dtype, rank);
     e.out.cu_name = name;
     put_header(&e, dtype, a);
-    emit_include(&e.out, p, flavour, dtype, false, rank);
+    emit_include(&e.out, p, flavour, dtype, e.plan != NULL, rank);
     emit_packets_prelude(&e.out, p);
     put_buffers(&e);
     for (int r = 0; r < p->nranks; r++) {
-        if (rank < 0 || r == rank)
-            put_rank(&e, r, a);
+        if ((rank < 0 || r == rank) && e.plan)
+            put_plan_rank(&e, r);
+        else if (rank < 0 || r == rank)
+            put_grid_rank(&e, r, a);
         else if (e.fence)
             emit_fence_begin_rank(e.fence);   /* the fence pass counts ranks as they pass */
     }

@@ -56,7 +56,7 @@
  * the whole program: nobody, one rank, or several. Unicast accesses are tracked only in chunks
  * some multicast access touches: elsewhere they never meet the other mapping.
  */
-#include "emit.h"
+#include "emit_fence.h"
 
 #include <stdint.h>
 #include <string.h>

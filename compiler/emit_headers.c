@@ -2,14 +2,14 @@
  * emit_headers.c - how an emitted program meets the device library (runtime/device/, .cuh files).
  *
  * The emitted program is short: it defines the macros that choose the rank count, flavour,
- * element type (and, for an imported plan, the plan helpers), then #includes
+ * element type (and, for an imported plan, its counters and thread blocks), then #includes
  * "cdsl_device.cuh". The headers themselves are embedded in libcdsl by the build
  * (build/gen/device_headers.c, emit_device_headers[]); the JIT hands them to NVRTC as named
  * headers and puts their text in the cache key, and emit_paste_headers() writes the one-file
  * form for nvcc (cdslc --emit-cuda --standalone). emit_cu_name() is the file name NVRTC is
  * told, which the emitted #line directives name when they leave the .cdsl lines.
  */
-#include "emit.h"
+#include "emit_headers.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "abi.h"
+#include "emit_target.h"
 
 enum { EMIT_INLINE_CALLS = 24 };
 

@@ -1,11 +1,12 @@
 /*
  * emit_packets.c - the CUDA side of packets (docs/language.md, section 8), kept apart from
- * emit_cuda.c, which calls in at four places: the #include after the library's, one call per
+ * the walk of emit_cuda.c, which calls in at four places: the #include after the library's, one call per
  * packet op, the op's comment, and the epoch in the rank's consumed(). The device code itself
  * is runtime/device/cdsl_packets.cuh, embedded with the other device headers.
  */
+#include "emit_packets.h"
+
 #include "abi.h"
-#include "emit.h"
 
 bool emit_packets_used(const IrProgram *p)
 {

@@ -171,7 +171,7 @@ static void clear_flags(IrProgram *p)
 void partition_program(IrProgram *p)
 {
     clear_flags(p);
-    if (p->ntbs || p->nbufs == 0) /* an imported plan's blocks are its own units (emit_blocks.c) */
+    if (p->ntbs || p->nbufs == 0) /* an imported plan's blocks are its own units (emit_cuda.c) */
         return;
     size_t nmaps = (size_t)p->nranks * (size_t)p->nbufs;
     Parts t = {p, p->nranks, ARENA_ARRAY(p->arena, RunMap, nmaps), {0},

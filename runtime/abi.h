@@ -14,7 +14,7 @@
  * a failure, so that barriers keep working across launches without host resets (counters only
  * grow; waits compare wrap-safe), and no launch ends with atomics to hand state over:
  *   sync words, on every rank, reachable by peers (peer_sync) and, for nvls, by multicast:
- *     an imported plan's (emit_blocks.c):
+ *     an imported plan's (emit_plan.c):
  *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
  *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
  *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is

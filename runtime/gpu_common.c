@@ -658,7 +658,7 @@ static long gpu_sms(const GpuComm *g)
     return sms;
 }
 
-/* An imported plan runs one block per thread block of its busiest rank (emit_blocks.c). */
+/* An imported plan runs one block per thread block of its busiest rank (emit_cuda.c, emit_plan.c). */
 static unsigned gpu_grid(const GpuComm *g, size_t chunk_bytes)
 {
     unsigned plan = gpu_plan_blocks(g->ir);
