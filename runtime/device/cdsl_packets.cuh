@@ -25,10 +25,9 @@
  * every rank since every rank launches the same programs in the same order. A block reads it
  * after a __syncthreads, since only thread 0 read the launch number (cdsl_enter).
  *
- * Every thread handles the words i, i + step, ... of the range (step: the group's threads,
- * the rank's for a .cdsl program), as the data operations do; a receive polls each of its
- * words, bounded by a.spin_limit, and reports a give-up as the receive from rank p
- * (CDSL_PKT_COUNTER(p)).
+ * Every thread handles the words i, i + step, ... of the range (step: the rank's threads),
+ * as the data operations do; a receive polls each of its words, bounded by a.spin_limit, and
+ * reports a give-up as the receive from rank p (CDSL_PKT_COUNTER(p)).
  */
 
 #ifndef CDSL_PACKETS_CUH
@@ -46,40 +45,36 @@ __device__ __forceinline__ u64 cdsl_pkt_epoch(const CdslArgs &a)
     return cdsl_base(a, CDSL_STATE_PKT_EPOCH(CDSL_NRANKS));
 }
 
-/* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`,
-   by the threads of group g. The packets say that everything before the send is done: after
-   data operations (CDSL_RELEASE) each sending thread fences at system scope first, as a
-   signal's arriving threads do. */
-template <typename G>
-__device__ __forceinline__ void cdsl_send_packets(G g, const CdslArgs &a, int p, int pb, int slot, int sb, int sc,
-                                                  int n, CdslOrder order)
+/* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`.
+   The packets say that everything before the send is done: after data operations (CDSL_RELEASE)
+   each sending thread fences at system scope first, as a signal's arriving threads do. */
+__device__ CDSL_OUTLINE void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n,
+                                               CdslOrder order)
 {
     const u32 *src = (const u32 *)(a.buf[sb] + cdsl_at(a, sc));
     u64 *slots = (u64 *)cdsl_rank_buf(a, p, pb);
     const u64 e = cdsl_pkt_epoch(a), flag = (u64)CDSL_PKT_FLAG(e) << 32;
     const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
-    const u64 step = g.size();
-    if (order == CDSL_RELEASE && g.thread_rank() < words)
+    const u64 step = (u64)gridDim.x * blockDim.x;
+    if (order == CDSL_RELEASE && (u64)blockIdx.x * blockDim.x + threadIdx.x < words)
         cdsl_fence_sys();
-    for (u64 i = g.thread_rank(); i < words; i += step)
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += step)
         cdsl_st_relaxed_sys(&slots[2 * (base + i) + (e & 1)], flag | src[i]);
 }
 
 /* p.recv_packets(dst): poll the packets rank p sent this rank at `slot`, then their data into
-   chunks [dc, dc + n) of local buffer db, by the threads of group g. False (for the whole
-   block) when a poll gave up. */
-template <typename G>
-__device__ __forceinline__ bool cdsl_recv_packets(G g, const CdslArgs &a, int p, int pb, int slot, int db, int dc,
-                                                  int n, u32 line)
+   chunks [dc, dc + n) of local buffer db. False (for the whole block) when a poll gave up. */
+__device__ CDSL_OUTLINE bool cdsl_recv_packets(const CdslArgs &a, int p, int pb, int slot, int db, int dc, int n,
+                                                u32 line)
 {
     u32 *dst = (u32 *)(a.buf[db] + cdsl_at(a, dc));
     const u64 *slots = (const u64 *)a.buf[pb];
     const u64 e = cdsl_pkt_epoch(a);
     const u32 flag = CDSL_PKT_FLAG(e);
     const u64 base = (u64)slot * (a.chunk_bytes / 4), words = cdsl_at(a, n) / 4;
-    const u64 step = g.size();
+    const u64 step = (u64)gridDim.x * blockDim.x;
     int bad = 0;
-    for (u64 i = g.thread_rank(); i < words && !bad; i += step) {
+    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < words && !bad; i += step) {
         const u64 *word = &slots[2 * (base + i) + (e & 1)];
         for (u64 polls = 1;; polls++) {
             u64 v = cdsl_ld_relaxed_sys(word);
@@ -100,19 +95,6 @@ __device__ __forceinline__ bool cdsl_recv_packets(G g, const CdslArgs &a, int p,
         }
     }
     return !__syncthreads_or(bad);
-}
-
-/* A .cdsl program's instances: the grid (cdsl_device.cuh, "Who cooperates"). */
-__device__ CDSL_OUTLINE void cdsl_send_packets(const CdslArgs &a, int p, int pb, int slot, int sb, int sc, int n,
-                                               CdslOrder order)
-{
-    cdsl_send_packets(CdslGrid(), a, p, pb, slot, sb, sc, n, order);
-}
-
-__device__ CDSL_OUTLINE bool cdsl_recv_packets(const CdslArgs &a, int p, int pb, int slot, int db, int dc, int n,
-                                                u32 line)
-{
-    return cdsl_recv_packets(CdslGrid(), a, p, pb, slot, db, dc, n, line);
 }
 
 #endif /* CDSL_PACKETS_CUH */
