@@ -442,7 +442,8 @@ static void put_header(Emitter *e, cdsl_dtype dtype, Arena *a)
 static void put_buffers(Emitter *e)
 {
     if (e->plan) {
-        emit_puts(&e->out, "/* ---- The plan's buffers ---- */\n\nenum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
+        emit_puts(&e->out, "/* ---- The plan's buffers ---- */\n\n"
+                           "enum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
         return;
     }
     emit_puts(&e->out, "/* ---- The program's buffers (chunk counts) ---- */\n\nenum {\n");

@@ -48,4 +48,3 @@ int emit_min_sm(cdsl_backend flavour)
     /* multimem needs sm_90; acquire/release loads and reductions need sm_70. */
     return flavour == CDSL_BACKEND_NVLS ? 90 : 70;
 }
-

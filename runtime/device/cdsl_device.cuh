@@ -831,7 +831,7 @@ __device__ __forceinline__ void cdsl_tb_signal(const CdslArgs &a, int p, int w, 
 __device__ CDSL_OUTLINE bool cdsl_tb_barrier(const CdslArgs &a, u32 id, u64 want, u32 line)
 {
     int bad = 0;
-    __syncthreads();
+    CdslBlock().sync();
     if (threadIdx.x == 0) {
         u64 *count = &a.state[CDSL_STATE_LIVE(CDSL_NRANKS) + 1 + id];
         cdsl_fence_gpu();
