@@ -92,7 +92,7 @@ void emit_plan_comment(EmitBuf *b, const IrProgram *p, const IrOp *op)
     if (op->kind == IR_SIGNAL || op->kind == IR_WAIT)
         emit_printf(b, " channel %d", op->chan);
     if (op->kind == IR_BARRIER)
-        emit_printf(b, " %d of %d blocks", op->chan, op->arg);
+        emit_printf(b, " %d of %d blocks", op->barrier, op->blocks);
     if (ir_is_data(op->kind)) {
         emit_puts(b, " ");
         emit_range(b, p->bufs[op->dst.buf].name, op->dst);
@@ -133,10 +133,10 @@ void emit_plan_sync(EmitBuf *b, EmitPlan *e, const IrOp *op)
         emit_puts(b, "    __syncthreads();\n");
         break;
     case IR_BARRIER:
-        emit_printf(b, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", op->chan, ++e->bar_uses[op->chan] * op->arg,
-                    op->loc.line);
-        if (e->bar_uses[op->chan] * op->arg > e->bar_total[op->chan])
-            e->bar_total[op->chan] = e->bar_uses[op->chan] * op->arg;
+        emit_printf(b, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", op->barrier,
+                    ++e->bar_uses[op->barrier] * op->blocks, op->loc.line);
+        if (e->bar_uses[op->barrier] * op->blocks > e->bar_total[op->barrier])
+            e->bar_total[op->barrier] = e->bar_uses[op->barrier] * op->blocks;
         break;
     default:
         break;
