@@ -4,7 +4,7 @@
 cd "$(dirname "$0")/../.." || exit 1
 out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
-src="tests/unit/emit_unit.c compiler/arena.c compiler/diag.c compiler/escape.c compiler/ir.c compiler/emit_cuda.c
+src="tests/unit/emit_unit.c compiler/arena.c compiler/diag.c compiler/escape.c compiler/ir.c compiler/colls.c compiler/emit_cuda.c
      compiler/emit_fence.c compiler/emit_headers.c compiler/emit_plan.c build/gen/device_headers.c
      compiler/emit_packets.c compiler/emit_buf.c compiler/emit_target.c compiler/packet_layout.c
      compiler/order.c compiler/runs.c runtime/names.c
