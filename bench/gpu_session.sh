@@ -10,6 +10,11 @@
 #          GPU at several sizes and types, each verified (issue 9)
 #   mp     bench/mp_gpu.sh: one process per rank on the GPU engines (issue 10)
 #   check  bench/gpu_check.sh: every stdlib program verified on p2p, ranks sharing the GPUs
+#   ranks  one process per rank on the ipc engine (under MPS with one GPU): python3 -m
+#          cdsl.selftest -n 2, 4 and 8, every stdlib program and element type, chunks of
+#          RANK_CHUNKS bytes (default 128 to 8 MiB: buffers of about 1 KiB to 64 MiB), verified
+#   before bench/before_after.sh against the tree in .carry/old (an earlier commit with its
+#          build/gen): the same programs and sizes (BEFORE_SIZES, default 1K:1M), old and new
 #   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (issue 12)
 #   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies (issue 11)
 #   compare  bench/compare.sh: the physical anchors (bench/anchors.cu, built with nvcc), NCCL and
@@ -73,6 +78,24 @@ for s in $steps; do
             timeout "$(( ${CHECK_S:-150} + 60 ))" bash bench/gpu_check.sh >"$W/check.txt" 2>&1
         echo "check rc=$?" | tee -a "$W/session.txt"
         tail -25 "$W/check.txt" | tee -a "$W/session.txt" ;;
+    ranks)
+        step ranks
+        [ "$NGPU" = 1 ] && mps_start
+        for n in ${RANK_NS:-2 4 8}; do
+            (cd python && CDSL_LIB=$PWD/../build/libcdsl.so CDSL_STDLIB=$PWD/../stdlib CDSL_CACHE_DIR=$W/cache \
+                timeout "${RANKS_S:-150}" python3 -m cdsl.selftest -n "$n" --engine ipc --timeout 60 \
+                --chunk-bytes "${RANK_CHUNKS:-128,16384,1048576,8388608}") >"$W/ranks_$n.txt" 2>&1
+            echo "ranks -n $n rc=$?: $(tail -1 "$W/ranks_$n.txt")" | tee -a "$W/session.txt"
+            grep -E '^\[FAIL\]' "$W/ranks_$n.txt" | head -5 | tee -a "$W/session.txt"
+        done
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
+    before)
+        step before
+        [ -d .carry/old ] || { echo "before: no .carry/old tree" | tee -a "$W/session.txt"; continue; }
+        OUT="$W/before" SIZES="${BEFORE_SIZES:-1K:1M}" ITERS="${BEFORE_ITERS:-200}" \
+            timeout "${BEFORE_S:-240}" bash bench/before_after.sh .carry/old >"$W/before.txt" 2>&1
+        echo "before rc=$?" | tee -a "$W/session.txt"
+        tee -a "$W/session.txt" <"$W/before.txt" ;;
     plans)
         step plans
         OUT="$W/plans" timeout "${PLANS_S:-200}" bash bench/mscclpp_gpu.sh >"$W/plans.txt" 2>&1

@@ -10,6 +10,7 @@ ranks' verdicts and prints one line per program and a last line "N passed, N fai
 processes that outlive the bound (and counts that as a failure, with the ranks named).
 
     python3 -m cdsl.selftest -n 4 [--engine sim|ipc|nccl] [--program NAME]... [--timeout S]
+                                  [--chunk-bytes 64,4096,262144]
 """
 import argparse
 import ctypes
@@ -130,7 +131,7 @@ def child(args):
                 prog = core.Program(path, args.n)
                 moves_data = core.collective_chunks(prog.collective, args.n) != (0, 0)
                 dtypes = DTYPES if moves_data else ("f32",)       # a barrier: one type is enough
-                for chunk in SIZES:
+                for chunk in args.chunk_bytes:
                     for dtype in dtypes:
                         for staged in (True, False):
                             if args.die == args.rank and runs == 1:
@@ -150,7 +151,8 @@ def parent(args):
     uid = core.get_unique_id(args.engine)
     names = [os.path.basename(p)[:-5] for p in _programs(args.program)]
     cmd = [sys.executable, "-m", "cdsl.selftest", "-n", str(args.n), "--child-id", uid.hex(),
-           "--timeout", str(args.timeout), "--die", str(args.die)] + sum((["--program", p] for p in (args.program or [])), [])
+           "--timeout", str(args.timeout), "--die", str(args.die),
+           "--chunk-bytes", ",".join(str(c) for c in args.chunk_bytes)] + sum((["--program", p] for p in (args.program or [])), [])
     env = dict(os.environ)
     pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = pkg + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -211,6 +213,16 @@ def report(args, names, outs):
     return 0 if failed == 0 else 1
 
 
+def _chunk_list(text):
+    try:
+        sizes = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("chunk sizes are whole numbers of bytes, comma-separated: %r" % text)
+    if not sizes or any(c <= 0 or c % 4 for c in sizes):
+        raise argparse.ArgumentTypeError("a chunk is a positive multiple of 4 bytes: %r" % text)
+    return sizes
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m cdsl.selftest", description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=4, help="processes (ranks), default 4")
@@ -218,6 +230,8 @@ def main(argv=None):
                     help="sim (default: CPU processes), ipc or nccl (GPUs), auto")
     ap.add_argument("--program", action="append", help="only this stdlib program (repeatable)")
     ap.add_argument("--timeout", type=float, default=20.0, help="bound of every collective call, seconds")
+    ap.add_argument("--chunk-bytes", type=_chunk_list, default=SIZES,
+                    help="chunk sizes in bytes, comma-separated (default %s)" % ",".join(map(str, SIZES)))
     ap.add_argument("--child-id", help=argparse.SUPPRESS)
     ap.add_argument("--rank", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--device", type=int, default=-1, help=argparse.SUPPRESS)
