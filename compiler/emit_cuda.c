@@ -476,9 +476,9 @@ static void put_kernel(Emitter *e)
 static bool check_emittable(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, Diag *d)
 {
     const EmitDtype *t = emit_dtype(dtype);
+    /* jit.c refuses a backend without device code first, naming it from the runtime's registry */
     if (flavour != CDSL_BACKEND_P2P && flavour != CDSL_BACKEND_NVLS) {
-        diag_error(d, p->loc, "the %s backend runs the IR on CPU threads and has no CUDA source; "
-                   "emit for the p2p or nvls backend", cdsl_backend_name(flavour));
+        diag_error(d, p->loc, "backend %d has no CUDA source; emit for the p2p or nvls backend", (int)flavour);
         return false;
     }
     if (!t) {

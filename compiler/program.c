@@ -88,9 +88,14 @@ static const char *emit_trapped(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     return src;
 }
 
-/* The caller (jit.c) checked the program, flavour, type and rank. */
+/* The caller (jit.c) checked the program, flavour, type and rank; a flavour the program keeps
+ * no source for (a backend added to the registry without device code) is refused here. */
 static const char *cuda_of(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
+    if ((size_t)flavour >= sizeof p->cuda / sizeof p->cuda[0] || (size_t)dtype >= sizeof p->cuda[0] / sizeof p->cuda[0][0]) {
+        diag_fatal(&p->diag, "no device code for backend %d, element type %d", (int)flavour, (int)dtype);
+        return NULL;
+    }
     double t = log_clock();
     if (rank < 0) {
         if (!p->cuda[flavour][dtype]) {

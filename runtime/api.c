@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "backend.h"
+#include "backends.h"
 #include "cdsl.h"
 #include "last_error.h"
 #include "layout.h"
@@ -35,9 +36,9 @@
 #include "verify.h"
 
 struct cdsl_comm {
-    const RtBackendOps *ops;
+    const RtBackend *backend;       /* its row of the registry (backends.h) */
+    const RtBackendOps *ops;        /* backend->ops */
     void *state;
-    cdsl_backend backend;
     RtConfig cfg;                   /* cfg.log is `log` below */
     FILE *user_log;                 /* where messages end up */
     FILE *log;                      /* every message's stream: forwards to user_log unless muted */
@@ -64,12 +65,12 @@ static ssize_t comm_log_write(void *cookie, const char *buf, size_t len)
         rt_last_error_feed(c->errs, buf, len);
         fwrite(buf, 1, len, c->user_log);
         fflush(c->user_log);
-    } else {   /* why the default backend did not take p2p: only on the debug log */
+    } else {   /* why the default choice did not take a GPU backend: only on the debug log */
         const char *prefix = "cdsl: error: ";
         bool error = len > strlen(prefix) && !strncmp(buf, prefix, strlen(prefix));
         const char *text = error ? buf + strlen(prefix) : buf;
         int n = (int)(len - (size_t)(text - buf));
-        log_msg(LOG_INFO, "backend p2p at %d per GPU not used: %.*s", c->cfg.ranks_per_gpu,
+        log_msg(LOG_INFO, "backend %s at %d per GPU not used: %.*s", c->backend->name, c->cfg.ranks_per_gpu,
                 n > 0 && text[n - 1] == '\n' ? n - 1 : n, text);
     }
     return (ssize_t)len;
@@ -111,19 +112,9 @@ void cdsl_comm_opts_init(cdsl_comm_opts *opts)
     opts->backend = CDSL_BACKEND_AUTO;
 }
 
-static const RtBackendOps *comm_ops(int backend)
-{
-    switch (backend) {
-    case CDSL_BACKEND_SIM: return &rt_backend_sim;
-    case CDSL_BACKEND_P2P: return &rt_backend_p2p;
-    case CDSL_BACKEND_NVLS: return &rt_backend_nvls;
-    }
-    return NULL;
-}
-
 static int comm_opts_ok(const cdsl_comm_opts *o, FILE *log)
 {
-    if (o->backend != CDSL_BACKEND_AUTO && !comm_ops(o->backend)) {
+    if (o->backend != CDSL_BACKEND_AUTO && !rt_backend_of(RT_ALL_RANKS, o->backend)) {
         rt_error(log, "unknown backend %d", o->backend);
         return CDSL_ERR_USAGE;
     }
@@ -138,12 +129,12 @@ static int comm_opts_ok(const cdsl_comm_opts *o, FILE *log)
     return CDSL_OK;
 }
 
-static int comm_create_on(cdsl_comm *c, cdsl_backend b)
+static int comm_create_on(cdsl_comm *c, const RtBackend *b)
 {
     if (c->cfg.ranks_per_gpu < 1)
         c->cfg.ranks_per_gpu = 1;
-    c->ops = comm_ops(b);
     c->backend = b;
+    c->ops = b->ops;
     c->state = NULL;
     int rc = c->ops->create(&c->cfg, &c->state);
     if (rc)
@@ -151,28 +142,42 @@ static int comm_create_on(cdsl_comm *c, cdsl_backend b)
     return rc;
 }
 
-/* p2p when it can run here, else sim. Unless the caller fixed the ranks per GPU, p2p is tried
- * with 1, 2, 4, ... ranks per GPU up to all of them on one, so that a machine with fewer GPUs
- * than ranks still runs on them. p2p's reasons for refusing are not shown: not having a GPU
- * is the normal case on a CPU machine, and the caller can ask which backend was chosen. */
-static int comm_create_default(cdsl_comm *c)
+/* A backend on GPUs: unless the caller fixed the ranks per GPU, it is tried with 1, 2, 4, ...
+ * ranks per GPU up to all of them on one, so that a machine with fewer GPUs than ranks still
+ * runs on them. */
+static int comm_create_spread(cdsl_comm *c, const RtBackend *b, int fixed)
 {
-    int n = c->cfg.nranks, fixed = c->cfg.ranks_per_gpu, rc = CDSL_ERR_SYSTEM;
-    c->muted = true;
-    rt_last_error_quiet(true);  /* nor are they this thread's last error */
+    int n = c->cfg.nranks, rc = CDSL_ERR_SYSTEM;
     for (int rpg = fixed ? fixed : 1; rc != CDSL_OK; rpg = rpg * 2 < n ? rpg * 2 : n) {
         c->cfg.ranks_per_gpu = rpg;
-        rc = comm_create_on(c, CDSL_BACKEND_P2P);
+        rc = comm_create_on(c, b);
         if (fixed || rpg >= n)
             break;
     }
-    fflush(c->log);
+    return rc;
+}
+
+/* The backends in the registry's "auto" order (p2p, then sim), the first that can run here.
+ * The refusals of all but the last are not shown: not having a GPU is the normal case on a
+ * CPU machine, and the caller can ask which backend was chosen. */
+static int comm_create_default(cdsl_comm *c)
+{
+    int fixed = c->cfg.ranks_per_gpu, rc = CDSL_ERR_SYSTEM;
+    const RtBackend *b;
+    for (int i = 0; rc != CDSL_OK && (b = rt_backend_auto(RT_ALL_RANKS, i)); i++) {
+        c->muted = rt_backend_auto(RT_ALL_RANKS, i + 1) != NULL;
+        rt_last_error_quiet(c->muted);  /* nor are its refusals this thread's last error */
+        if (b->flags & RT_GPU) {
+            rc = comm_create_spread(c, b, fixed);
+        } else {
+            c->cfg.ranks_per_gpu = 1;
+            rc = comm_create_on(c, b);
+        }
+        fflush(c->log);
+    }
     c->muted = false;
     rt_last_error_quiet(false);
-    if (rc == CDSL_OK)
-        return CDSL_OK;
-    c->cfg.ranks_per_gpu = 1;
-    return comm_create_on(c, CDSL_BACKEND_SIM);
+    return rc;
 }
 
 static void comm_free(cdsl_comm *c)
@@ -223,16 +228,19 @@ int cdsl_comm_create(const cdsl_comm_opts *opts, cdsl_comm **out)
         .log = c->log,
     };
     double t = log_clock();
-    rc = opts->backend == CDSL_BACKEND_AUTO ? comm_create_default(c) : comm_create_on(c, opts->backend);
+    rc = opts->backend == CDSL_BACKEND_AUTO ? comm_create_default(c)
+                                            : comm_create_on(c, rt_backend_of(RT_ALL_RANKS, opts->backend));
     if (rc) {
         comm_free(c);
         return rc;
     }
-    log_msg(LOG_INFO, "backend %s: %d rank%s%s, %s (%.3f ms to create)", cdsl_backend_name(c->backend), c->cfg.nranks,
-            c->cfg.nranks == 1 ? "" : "s", c->backend == CDSL_BACKEND_SIM ? " as CPU threads" : "",
+    bool cpu = !(c->backend->flags & RT_GPU);
+    log_msg(LOG_INFO, "backend %s: %d rank%s%s, %s (%.3f ms to create)", c->backend->name, c->cfg.nranks,
+            c->cfg.nranks == 1 ? "" : "s", cpu ? " as CPU threads" : "",
             opts->backend == CDSL_BACKEND_AUTO ? "chosen by default" : "asked for", log_ms_since(t));
-    if (c->backend == CDSL_BACKEND_SIM && (c->cfg.seed || c->cfg.jitter_us))
-        log_msg(LOG_INFO, "sim: jitter seed %u, up to %d us", c->cfg.seed, c->cfg.jitter_us ? c->cfg.jitter_us : 20);
+    if (cpu && (c->cfg.seed || c->cfg.jitter_us))
+        log_msg(LOG_INFO, "%s: jitter seed %u, up to %d us", c->backend->name, c->cfg.seed,
+                c->cfg.jitter_us ? c->cfg.jitter_us : 20);
     *out = c;
     return CDSL_OK;
 }
@@ -245,7 +253,7 @@ void cdsl_comm_destroy(cdsl_comm *c)
 
 cdsl_backend cdsl_comm_backend(const cdsl_comm *c)
 {
-    return c ? c->backend : (cdsl_backend)CDSL_BACKEND_AUTO;
+    return c ? (cdsl_backend)c->backend->id : (cdsl_backend)CDSL_BACKEND_AUTO;
 }
 
 int cdsl_comm_nranks(const cdsl_comm *c)
@@ -260,9 +268,9 @@ int cdsl_comm_device_info(const cdsl_comm *c, int rank, cdsl_device_info *info)
                  "place for the answer");
         return CDSL_ERR_USAGE;
     }
-    if (c->backend == CDSL_BACKEND_SIM) {
+    if (!(c->backend->flags & RT_GPU)) {
         *info = (cdsl_device_info){.device = -1};
-        snprintf(info->name, sizeof info->name, "sim (CPU threads)");
+        snprintf(info->name, sizeof info->name, "%s (CPU threads)", c->backend->name);
         return CDSL_OK;
     }
     int rpg = c->cfg.ranks_per_gpu > 0 ? c->cfg.ranks_per_gpu : 1;
@@ -461,7 +469,7 @@ int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, 
         return rc;
     if (!c->ops->attach) {
         rt_error(c->log, "the %s backend cannot run on caller buffers; use cdsl_comm_alloc",
-                 c->ops->name);
+                 c->backend->name);
         return CDSL_ERR_USAGE;
     }
     c->allocated = false;
@@ -640,7 +648,7 @@ int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double 
     t = log_clock();
     rc = c->ops->run(c->state, c->chunk_bytes, iters, &us);
     log_msg(LOG_INFO, "timing: run %.3f ms (%s on %s, %d run%s of %zu-byte chunks, %.2f us each%s)", log_ms_since(t),
-            name, cdsl_backend_name(c->backend), iters, iters == 1 ? "" : "s", c->chunk_bytes, us,
+            name, c->backend->name, iters, iters == 1 ? "" : "s", c->chunk_bytes, us,
             rc ? ", failed" : "");
     if (us_per_iter)
         *us_per_iter = us;

@@ -2,7 +2,8 @@
  * backend.h - what a backend (sim, p2p, nvls) provides to the runtime API (api.c).
  *
  * api.c owns the communicator and the public functions; a backend owns its ranks' memory and
- * how a program runs on them. One table of function pointers per backend, like a driver.
+ * how a program runs on them. One table of function pointers per backend, like a driver; the
+ * registry (backends.h) names it and says what it needs.
  * A backend reports problems with rt_error() into the communicator's message stream and
  * returns a cdsl_status; it never exits and never leaks on an error path.
  */
@@ -25,7 +26,6 @@ typedef struct RtConfig {
 } RtConfig;
 
 typedef struct RtBackendOps {
-    const char *name;
     /* Check the machine and set up the ranks (devices, peer access, sync words). Refuse
      * clearly (CDSL_ERR_SYSTEM) when the machine cannot run this backend. */
     int (*create)(const RtConfig *cfg, void **state);

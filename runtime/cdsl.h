@@ -39,6 +39,13 @@ typedef enum cdsl_dtype { CDSL_F32, CDSL_F16, CDSL_BF16, CDSL_U32, CDSL_S32 } cd
 
 const char *cdsl_backend_name(cdsl_backend b);
 int cdsl_backend_parse(const char *s, cdsl_backend *out);     /* 0 on success */
+/* The names the library takes, for help texts, messages and bindings: the i-th name (from 0)
+ * of a list in the library's order, or NULL past its end or for an unknown list.
+ *   CDSL_LIST_BACKENDS  cdsl_backend (cdsl_comm_opts.backend): sim, p2p, nvls
+ *   CDSL_LIST_FLAVOURS  the backends with device code (cdsl_emit_cuda, cdsl_rank_config.flavour)
+ *   CDSL_LIST_ENGINES   cdsl_engine (cdsl_get_unique_id_engine): sim, ipc, nccl ("auto" is none) */
+typedef enum cdsl_list { CDSL_LIST_BACKENDS, CDSL_LIST_FLAVOURS, CDSL_LIST_ENGINES } cdsl_list;
+const char *cdsl_list_name(cdsl_list list, int i);
 const char *cdsl_dtype_name(cdsl_dtype t);
 int cdsl_dtype_parse(const char *s, cdsl_dtype *out);         /* 0 on success */
 size_t cdsl_dtype_size(cdsl_dtype t);

@@ -17,14 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cache.h"
 #include "log.h"
 #include "nvrtc.h"
 #include "program.h"
 
+/* A backend of the registry and an element type (the program's code generator keeps one source
+ * per flavour and type, and refuses what it has no place for). */
 static bool valid_choice(cdsl_backend flavour, cdsl_dtype dtype)
 {
-    return (int)flavour >= 0 && flavour <= CDSL_BACKEND_NVLS && (int)dtype >= 0 && dtype <= CDSL_S32;
+    return rt_backend_of(RT_ALL_RANKS, (int)flavour) && (int)dtype >= 0 && dtype <= CDSL_S32;
 }
 
 /* The checked program's CUDA, every rank's (rank -1) or one rank's, kept in the program: a
@@ -37,9 +40,11 @@ static const char *emit_checked(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
         diag_fatal(program_diag(p), "unknown backend or element type (%d, %d)", (int)flavour, (int)dtype);
         return NULL;
     }
-    if (flavour == CDSL_BACKEND_SIM) {
-        diag_fatal(program_diag(p), "the sim backend runs programs on CPU threads and has no CUDA source; "
-                   "emit for the p2p or nvls backend");
+    if (!rt_flavour_of(flavour)) {
+        char names[128];
+        diag_fatal(program_diag(p), "the %s backend runs programs on CPU threads and has no CUDA source; "
+                   "emit for the %s backend", cdsl_backend_name(flavour),
+                   rt_backend_names(CDSL_LIST_FLAVOURS, " or ", names, sizeof names));
         return NULL;
     }
     if (!program_checked(p)) {
@@ -114,9 +119,9 @@ static int check_arch(cdsl_program *p, cdsl_backend flavour, const char *arch, c
     }
     int need = program_codegen(p)->min_sm(flavour);
     if (a->sm < need) {
-        if (flavour == CDSL_BACKEND_NVLS)
-            diag_fatal(program_diag(p), "the nvls backend uses multimem instructions, which need sm_90 "
-                       "(Hopper) or newer; the target architecture %s is older", arch);
+        if (rt_flavour_of(flavour)->flags & RT_MULTICAST)
+            diag_fatal(program_diag(p), "the %s backend uses multimem instructions, which need sm_90 "
+                       "(Hopper) or newer; the target architecture %s is older", cdsl_backend_name(flavour), arch);
         else
             diag_fatal(program_diag(p), "the %s backend needs sm_%d or newer (acquire/release atomics); "
                        "the target architecture %s is older", cdsl_backend_name(flavour), need, arch);
@@ -310,7 +315,7 @@ static int compile_device(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtyp
     }
     Arch a;
     arch = arch && *arch ? arch : "sm_90";
-    bool device = valid_choice(flavour, dtype) && flavour != CDSL_BACKEND_SIM;
+    bool device = valid_choice(flavour, dtype) && rt_flavour_of(flavour);
     int st = device ? check_arch(p, flavour, arch, what, &a) : CDSL_OK;
     if (st)
         return st;

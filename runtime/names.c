@@ -1,5 +1,6 @@
 /*
- * names.c - the names users type for backends and element types, and the library version.
+ * names.c - the names users type for element types, and the library version (the backends'
+ * names are their rows', backends.c).
  *
  * The command-line tools and the JSON output use these spellings; parsing also accepts the
  * nccl-tests names (float, half, bfloat16, uint32, int32) so that flags can be copied over.
@@ -11,28 +12,6 @@
 #ifndef CDSL_VERSION
 #define CDSL_VERSION "unknown"
 #endif
-
-const char *cdsl_backend_name(cdsl_backend b)
-{
-    switch (b) {
-    case CDSL_BACKEND_SIM: return "sim";
-    case CDSL_BACKEND_P2P: return "p2p";
-    case CDSL_BACKEND_NVLS: return "nvls";
-    }
-    return "?";
-}
-
-int cdsl_backend_parse(const char *s, cdsl_backend *out)
-{
-    static const cdsl_backend all[] = {CDSL_BACKEND_SIM, CDSL_BACKEND_P2P, CDSL_BACKEND_NVLS};
-    for (size_t i = 0; s && out && i < sizeof all / sizeof all[0]; i++) {
-        if (strcmp(s, cdsl_backend_name(all[i])) == 0) {
-            *out = all[i];
-            return CDSL_OK;
-        }
-    }
-    return CDSL_ERR_USAGE;
-}
 
 const char *cdsl_dtype_name(cdsl_dtype t)
 {

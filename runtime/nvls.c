@@ -467,7 +467,6 @@ static int nvls_attach(void *state, const size_t *bytes, int nbufs, void *const 
 }
 
 const RtBackendOps rt_backend_nvls = {
-    .name = "nvls",
     .create = nvls_create,
     .alloc = nvls_alloc,
     .write = gpu_write,

@@ -160,7 +160,6 @@ static int p2p_attach(void *state, const size_t *bytes, int nbufs, void *const *
 }
 
 const RtBackendOps rt_backend_p2p = {
-    .name = "p2p",
     .create = p2p_create,
     .alloc = p2p_alloc,
     .write = gpu_write,

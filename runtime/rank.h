@@ -11,7 +11,8 @@
  *   rank_ipc.c  ipc: CUDA VMM memory exported as file descriptors, over gpu_rank.c;
  *   rank_nccl.c nccl: ncclCommInitRank and symmetric windows, over gpu_rank.c.
  * An engine reports with rt_error on r->log and returns a cdsl_status; it never exits and
- * never leaks on an error path.
+ * never leaks on an error path. The registry (backends.h) names each engine and says what it
+ * needs.
  */
 #ifndef CDSL_RANK_H
 #define CDSL_RANK_H
@@ -23,6 +24,7 @@
 
 #include "cdsl.h"
 #include "backend.h"
+#include "backends.h"
 #include "ctl.h"
 #include "program.h"
 
@@ -40,7 +42,6 @@ typedef struct RtId {
 typedef struct cdsl_rank_comm RtRank;    /* inside: the public communicator */
 
 typedef struct RtRankOps {
-    const char *name;
     /* Bootstrap with every other rank (collective), set up this rank's engine state. */
     int (*init)(RtRank *r, const RtId *id);
     void (*destroy)(RtRank *r);
@@ -90,7 +91,7 @@ struct cdsl_rank_comm {
     const RtRankOps *ops;
     void *engine;                   /* the engine's state */
     int rank, nranks;
-    cdsl_engine kind;
+    const RtBackend *kind;          /* the engine's row of the registry (backends.h) */
     cdsl_rank_config cfg;           /* defaults filled in */
     FILE *log;                      /* every message's: forwards to cfg's log, feeds errs */
     struct RtLastError *errs;       /* cdsl_rank_get_last_error */

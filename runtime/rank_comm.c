@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "last_error.h"
 #include "layout.h"
 #include "log.h"
@@ -57,16 +58,6 @@ void *rt_engine_new(cdsl_rank_comm *r, size_t size)
     if (!r->engine)
         rt_error(r->log, "rank %d: out of memory", r->rank);
     return r->engine;
-}
-
-static const RtRankOps *rt_engine_ops(cdsl_engine e)
-{
-    switch (e) {
-    case CDSL_ENGINE_SIM: return &rt_engine_sim;
-    case CDSL_ENGINE_IPC: return &rt_engine_ipc;
-    case CDSL_ENGINE_NCCL: return &rt_engine_nccl;
-    default: return NULL;
-    }
 }
 
 /* ---- init / destroy ---------------------------------------------------------------------------- */
@@ -112,8 +103,10 @@ static int rt_init_args_ok(cdsl_rank_comm **comm, int nranks, const cdsl_unique_
                  "all %d bytes?)", rank, CDSL_UNIQUE_ID_BYTES);
         return CDSL_ERR_USAGE;
     }
-    if (cfg && cfg->flavour != CDSL_BACKEND_P2P && cfg->flavour != CDSL_BACKEND_NVLS) {
-        rt_error(log, "rank %d: the device code's flavour is p2p or nvls, not %s", rank,
+    char names[128];
+    if (cfg && !rt_flavour_of(cfg->flavour)) {
+        rt_error(log, "rank %d: the device code's flavour is %s, not %s", rank,
+                 rt_backend_names(CDSL_LIST_FLAVOURS, " or ", names, sizeof names),
                  cdsl_backend_name((cdsl_backend)cfg->flavour));
         return CDSL_ERR_USAGE;
     }
@@ -146,12 +139,12 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
     c->cfg.log = c->log;
     c->rank = rank;
     c->nranks = nranks;
-    c->kind = (cdsl_engine)id.engine;
-    c->ops = rt_engine_ops(c->kind);
+    c->kind = rt_backend_of(RT_PER_RANK, id.engine);
+    c->ops = c->kind->rank_ops;
     c->device = -1;
-    if (c->kind != CDSL_ENGINE_NCCL && id.ctl.host != rt_ctl_host_id()) {
+    if ((c->kind->flags & RT_ONE_HOST) && id.ctl.host != rt_ctl_host_id()) {
         rt_error(c->log, "rank %d: the unique id was made on another host; the %s engine runs the ranks of one host "
-                 "(the nccl engine crosses hosts)", rank, cdsl_engine_name(c->kind));
+                 "(the nccl engine crosses hosts)", rank, c->kind->name);
         rt_free(c);
         return CDSL_ERR_USAGE;
     }
@@ -164,7 +157,7 @@ int cdsl_comm_init_rank(cdsl_rank_comm **comm, int nranks, const cdsl_unique_id 
     char where[32] = "no GPU";
     if (c->device >= 0)
         snprintf(where, sizeof where, "GPU %d", c->device);
-    log_msg(LOG_INFO, "engine %s: rank %d of %d, %s (%.3f ms to join, time bound %.0f s)", cdsl_engine_name(c->kind),
+    log_msg(LOG_INFO, "engine %s: rank %d of %d, %s (%.3f ms to join, time bound %.0f s)", c->kind->name,
             rank, nranks, where, log_ms_since(t), c->cfg.timeout_s);
     *comm = c;
     return CDSL_OK;
@@ -190,7 +183,7 @@ int cdsl_rank_comm_nranks(const cdsl_rank_comm *c)
 
 cdsl_engine cdsl_rank_comm_engine(const cdsl_rank_comm *c)
 {
-    return c ? c->kind : CDSL_ENGINE_AUTO;
+    return c ? (cdsl_engine)c->kind->id : CDSL_ENGINE_AUTO;
 }
 
 int cdsl_rank_comm_device(const cdsl_rank_comm *c)
@@ -383,7 +376,7 @@ static int rt_zero_slots(cdsl_rank_comm *c, const IrProgram *ir, const size_t *b
     if (b < 0 || !bytes[b])
         return CDSL_OK;
     if (!c->ops->zero) {
-        rt_error(c->log, "rank %d: the %s engine cannot zero the packet slots %s needs", c->rank, c->ops->name, ir->name);
+        rt_error(c->log, "rank %d: the %s engine cannot zero the packet slots %s needs", c->rank, c->kind->name, ir->name);
         return CDSL_ERR_USAGE;
     }
     return c->ops->zero(c, c->ops->address(c, b), bytes[b]);

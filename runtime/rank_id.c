@@ -3,15 +3,18 @@
  *
  * One process makes the id (cdsl_get_unique_id) and the caller passes it to every rank, as
  * with ncclGetUniqueId. The id fixes the engine, so that every rank agrees without talking:
- * CDSL_ENGINE from the environment of the process that makes it, else the best one this
- * machine has (nccl with NCCL >= 2.28 and a GPU, ipc with a GPU, sim without). It always
+ * CDSL_ENGINE from the environment of the process that makes it, else the first engine in the
+ * registry's "auto" order whose needs this machine meets (backends.c: nccl with NCCL >= 2.28
+ * and a GPU, ipc with a GPU, sim without). It always
  * carries a control-plane address (a random abstract socket name and nonce, ctl.h; used by
  * sim and ipc), and for nccl, NCCL's own unique id (ncclGetUniqueId starts NCCL's bootstrap
  * listener in the process that makes it, as NCCL documents).
  */
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "cuda_drv.h"
 #include "nccl_dl.h"
 #include "rank.h"
@@ -20,28 +23,6 @@ _Static_assert(sizeof(RtId) <= CDSL_UNIQUE_ID_BYTES, "the id fits in cdsl_unique
 
 static const char rt_id_magic[8] = "cdsl-id";
 enum { RT_ID_VERSION = 1 };
-
-const char *cdsl_engine_name(cdsl_engine e)
-{
-    switch (e) {
-    case CDSL_ENGINE_AUTO: return "auto";
-    case CDSL_ENGINE_SIM: return "sim";
-    case CDSL_ENGINE_IPC: return "ipc";
-    case CDSL_ENGINE_NCCL: return "nccl";
-    }
-    return "?";
-}
-
-int cdsl_engine_parse(const char *s, cdsl_engine *out)
-{
-    static const cdsl_engine all[] = {CDSL_ENGINE_AUTO, CDSL_ENGINE_SIM, CDSL_ENGINE_IPC, CDSL_ENGINE_NCCL};
-    for (size_t i = 0; s && out && i < sizeof all / sizeof all[0]; i++)
-        if (!strcmp(s, cdsl_engine_name(all[i]))) {
-            *out = all[i];
-            return CDSL_OK;
-        }
-    return CDSL_ERR_USAGE;
-}
 
 /* A CUDA device is here (the driver's answer, quietly). */
 static int rt_have_gpu(void)
@@ -65,11 +46,35 @@ static int rt_have_nccl(void)
     return ok;
 }
 
+/* What the machine has, each asked at most once per choice (-1: not asked yet). */
+typedef struct RtProbe {
+    int gpu, nccl;
+} RtProbe;
+
+/* Whether the machine meets a row's needs. Multicast is not probed here: no engine that
+ * needs it is chosen without being asked for. */
+static bool rt_machine_has(unsigned flags, RtProbe *p)
+{
+    if (flags & RT_MULTICAST)
+        return false;
+    if ((flags & RT_GPU) && p->gpu < 0)
+        p->gpu = rt_have_gpu();
+    if ((flags & RT_GPU) && !p->gpu)
+        return false;
+    if ((flags & RT_NCCL) && p->nccl < 0)
+        p->nccl = rt_have_nccl();
+    return !(flags & RT_NCCL) || p->nccl;
+}
+
+/* The first engine in "auto" order whose needs the machine meets. */
 static cdsl_engine rt_engine_detect(void)
 {
-    if (!rt_have_gpu())
-        return CDSL_ENGINE_SIM;
-    return rt_have_nccl() ? CDSL_ENGINE_NCCL : CDSL_ENGINE_IPC;
+    RtProbe probe = {-1, -1};
+    const RtBackend *b;
+    for (int i = 0; (b = rt_backend_auto(RT_PER_RANK, i)); i++)
+        if (rt_machine_has(b->flags, &probe))
+            return (cdsl_engine)b->id;
+    return CDSL_ENGINE_AUTO;
 }
 
 /* NCCL's own unique id, from this process. */
@@ -98,17 +103,21 @@ int cdsl_get_unique_id_engine(cdsl_engine engine, cdsl_unique_id *out)
         return CDSL_ERR_USAGE;
     }
     memset(out, 0, sizeof *out);
+    char names[128];
     if (engine == CDSL_ENGINE_AUTO) {
         const char *env = getenv("CDSL_ENGINE");
         if (env && *env && cdsl_engine_parse(env, &engine)) {
-            rt_error(stderr, "CDSL_ENGINE=%s: the engines are sim, ipc, nccl and auto", env);
+            rt_error(stderr, "CDSL_ENGINE=%s: the engines are %s and auto", env,
+                     rt_backend_names(CDSL_LIST_ENGINES, ", ", names, sizeof names));
             return CDSL_ERR_USAGE;
         }
         if (engine == CDSL_ENGINE_AUTO)
             engine = rt_engine_detect();
     }
-    if (engine != CDSL_ENGINE_SIM && engine != CDSL_ENGINE_IPC && engine != CDSL_ENGINE_NCCL) {
-        rt_error(stderr, "unknown engine %d (sim, ipc or nccl)", (int)engine);
+    const RtBackend *row = rt_backend_of(RT_PER_RANK, engine);
+    if (!row) {
+        rt_error(stderr, "unknown engine %d (%s)", (int)engine,
+                 rt_backend_names(CDSL_LIST_ENGINES, " or ", names, sizeof names));
         return CDSL_ERR_USAGE;
     }
     RtId id;
@@ -120,7 +129,7 @@ int cdsl_get_unique_id_engine(cdsl_engine engine, cdsl_unique_id *out)
         rt_error(stderr, "no random bytes for a unique id (getrandom failed)");
         return CDSL_ERR_SYSTEM;
     }
-    int st = engine == CDSL_ENGINE_NCCL ? rt_id_nccl(&id) : CDSL_OK;
+    int st = row->flags & RT_NCCL ? rt_id_nccl(&id) : CDSL_OK;
     if (!st)
         memcpy(out->internal, &id, sizeof id);
     return st;
@@ -138,7 +147,7 @@ cdsl_engine cdsl_unique_id_engine(const cdsl_unique_id *u)
         return CDSL_ENGINE_AUTO;
     memcpy(&id, u->internal, sizeof id);
     if (memcmp(id.magic, rt_id_magic, sizeof id.magic) || id.version != RT_ID_VERSION ||
-        id.engine < CDSL_ENGINE_SIM || id.engine > CDSL_ENGINE_NCCL)
+        !rt_backend_of(RT_PER_RANK, id.engine))
         return CDSL_ENGINE_AUTO;
     return (cdsl_engine)id.engine;
 }

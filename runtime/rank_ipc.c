@@ -416,7 +416,6 @@ static int ipc_status(cdsl_rank_comm *r)
 }
 
 const RtRankOps rt_engine_ipc = {
-    .name = "ipc",
     .init = ipc_init,
     .destroy = ipc_destroy,
     .exchange = ipc_exchange,

@@ -319,7 +319,6 @@ static int nccl_status(cdsl_rank_comm *r)
 }
 
 const RtRankOps rt_engine_nccl = {
-    .name = "nccl",
     .init = nccl_init,
     .destroy = nccl_destroy,
     .exchange = nccl_exchange,

@@ -1317,7 +1317,6 @@ static int sim_status(void *state)
 }
 
 const RtBackendOps rt_backend_sim = {
-    .name = "sim",
     .create = sim_create,
     .alloc = sim_alloc,
     .write = sim_write,

@@ -242,7 +242,6 @@ static int smp_zero(cdsl_rank_comm *r, void *at, size_t bytes)
 }
 
 const RtRankOps rt_engine_sim = {
-    .name = "sim",
     .init = smp_init,
     .destroy = smp_destroy,
     .exchange = smp_exchange,

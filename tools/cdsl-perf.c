@@ -114,7 +114,7 @@ static const char usage_text[] =
     "\n"
     "cdsl's options (long only, so that none takes a letter of nccl-tests'):\n"
     "  --nranks N                ranks (default: -g x --ranks-per-gpu, else 8)\n"
-    "  --backend B               sim, p2p or nvls (default: p2p when the GPUs can run it, else\n"
+    "  --backend B               @BACKENDS@ (default: p2p when the GPUs can run it, else\n"
     "                            sim; never nvls unless asked for)\n"
     "  --ranks-per-gpu K         p2p/nvls: ranks sharing one GPU\n"
     "  --program NAME            the program to run when the file holds several\n"
@@ -343,7 +343,7 @@ static int parse_cdsl_option(Opts *o, int c, const char *v)
         return parse_int(v, 1, CDSL_MAX_RANKS, &o->nranks) ? 0 : usage("--nranks expects 1 .. 1024 ranks, not '%s'", v);
     case OPT_BACKEND:
         if (cdsl_backend_parse(v, &b))
-            return usage("--backend is sim, p2p or nvls, not '%s'", v);
+            return cli_usage_names("cdsl-perf", "--backend is", CDSL_LIST_BACKENDS, v);
         o->comm.backend = (int)b;
         return 0;
     case OPT_RPG:
@@ -447,7 +447,7 @@ static int parse_args(Opts *o, int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
         if (c == 'h') {
-            fputs(usage_text, stdout);
+            cli_help(usage_text, stdout);
             fputs(usage_notes, stdout);
             return -1;
         }

@@ -70,7 +70,7 @@ static const char usage_text[] =
     "                       nvcc compiles alone (nvcc -cubin -arch=sm_90 -std=c++17 FILE.cu)\n"
     "  --emit-ptx           compile it with NVRTC and print the PTX\n"
     "  --emit-cubin         compile it with NVRTC to a cubin (needs -o)\n"
-    "  --backend p2p|nvls   which device code to emit (default p2p)\n"
+    "  --backend @FLAVOURS@   which device code to emit (default p2p)\n"
     "  --dtype T            element type for reductions: f32 f16 bf16 u32 s32 (default f32)\n"
     "  --arch sm_XX         NVRTC target architecture (default sm_90)\n"
     "  --rank R             with --emit-cuda/--emit-ptx/--emit-cubin: rank R's code only, what\n"
@@ -133,8 +133,8 @@ static int parse_option(void *arg, int opt, const char *v)
     switch (opt) {
     case 'o': a->output = v; return 0;
     case OPT_BACKEND:
-        if (cdsl_backend_parse(v, &a->backend) || a->backend == CDSL_BACKEND_SIM)
-            return usage("--backend for code generation is p2p or nvls, not '%s'", v);
+        if (!cli_named(CDSL_LIST_FLAVOURS, v) || cdsl_backend_parse(v, &a->backend))
+            return cli_usage_names("cdslc", "--backend for code generation is", CDSL_LIST_FLAVOURS, v);
         return 0;
     case OPT_DTYPE:
         if (cdsl_dtype_parse(v, &a->dtype))

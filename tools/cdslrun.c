@@ -85,7 +85,7 @@ static const char usage_text[] =
     "  --program NAME        the program to run when the file holds several\n"
     "  -D, --define NAME=VALUE  set a program parameter (e.g. -D chunks=4)\n"
     "  -I DIR                search DIR for imports\n"
-    "  --backend B           sim, p2p or nvls (default: p2p when this machine's GPUs can\n"
+    "  --backend B           @BACKENDS@ (default: p2p when this machine's GPUs can\n"
     "                        run it, else sim; never nvls unless asked for)\n"
     "  --size S              collective size in bytes, K/M/G suffixes (default 64M): the\n"
     "                        larger of one rank's input and output, as nccl-tests counts\n"
@@ -305,7 +305,7 @@ static int parse_option(void *arg, int opt, const char *v)
         return 0;
     if (opt == OPT_BACKEND) {
         if (cdsl_backend_parse(v, &b))
-            return usage("--backend is sim, p2p or nvls, not '%s'", v);
+            return cli_usage_names("cdslrun", "--backend is", CDSL_LIST_BACKENDS, v);
         a->comm.backend = (int)b;
         return 0;
     }

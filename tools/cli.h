@@ -4,6 +4,8 @@
  * for standard input, or the name of a stdlib program), --list, and bad usage reported the
  * same way ("TOOL: error: ...", exit 2). Header-only, so that tools/ keeps one .c per tool;
  * cdsl-perf, whose options are nccl-tests', takes its --list and its advice on names from here.
+ * The names of backends and flavours come from the library (cdsl_list_name), in help texts
+ * through the placeholders of cli_help, so that no tool keeps a list of its own.
  *
  * Conventions are getopt_long's: "-n8", "-n 8", "--nranks 8", "--nranks=8", options before or
  * after the program, "--" ends the options, "-" is standard input. A long option may be
@@ -90,6 +92,61 @@ static inline int cli_usage(const char *tool, const char *fmt, const char *arg)
     fprintf(stderr, fmt, shown);
     fprintf(stderr, "\n(see %s --help)\n", tool);
     return 2;
+}
+
+/* The names of one of the library's lists joined for a sentence: "sim, p2p or nvls" with
+ * sep ", " and last " or ". buf holds size bytes; returns buf. */
+static inline const char *cli_names(cdsl_list list, const char *sep, const char *last, char *buf, size_t size)
+{
+    size_t len = 0;
+    const char *name;
+    buf[0] = 0;
+    for (int i = 0; (name = cdsl_list_name(list, i)) && len < size; i++) {
+        int n = snprintf(buf + len, size - len, "%s%s", i == 0 ? "" : cdsl_list_name(list, i + 1) ? sep : last, name);
+        len += n > 0 ? (size_t)n : 0;
+    }
+    return buf;
+}
+
+/* "TOOL: error: WHAT a, b or c, not 'ARG'": a name that is not in one of the library's lists. */
+static inline int cli_usage_names(const char *tool, const char *what, cdsl_list list, const char *arg)
+{
+    char names[256], fmt[512];
+    snprintf(fmt, sizeof fmt, "%s %s, not '%%s'", what, cli_names(list, ", ", " or ", names, sizeof names));
+    return cli_usage(tool, fmt, arg);
+}
+
+/* Whether name is one of the library's list. */
+static inline bool cli_named(cdsl_list list, const char *name)
+{
+    const char *n;
+    for (int i = 0; (n = cdsl_list_name(list, i)); i++)
+        if (!strcmp(n, name))
+            return true;
+    return false;
+}
+
+/* A help text on out, its placeholders replaced by the library's names: @BACKENDS@ by
+ * "sim, p2p or nvls", @FLAVOURS@ by "p2p|nvls". */
+static inline void cli_help(const char *text, FILE *out)
+{
+    static const struct {
+        const char *mark;
+        cdsl_list list;
+        const char *sep, *last;
+    } marks[] = {{"@BACKENDS@", CDSL_LIST_BACKENDS, ", ", " or "}, {"@FLAVOURS@", CDSL_LIST_FLAVOURS, "|", "|"}};
+    char names[256];
+    while (*text) {
+        size_t k = 0, n = sizeof marks / sizeof marks[0];
+        while (k < n && strncmp(text, marks[k].mark, strlen(marks[k].mark)))
+            k++;
+        if (k < n) {
+            fputs(cli_names(marks[k].list, marks[k].sep, marks[k].last, names, sizeof names), out);
+            text += strlen(marks[k].mark);
+        } else {
+            fputc(*text++, out);
+        }
+    }
 }
 
 static inline void cli_defaults(CliCompile *c)
@@ -397,7 +454,7 @@ static inline bool cli_answered(const CliCompile *c, const char *tool, const cha
 {
     *status = 0;
     if (c->help) {
-        fputs(usage, stdout);
+        cli_help(usage, stdout);
         fputs("\n" CLI_ENVIRONMENT_HELP, stdout);
     } else if (c->version) {
         printf("%s %s\n", tool, cdsl_version());

@@ -55,10 +55,8 @@ c_uint, c_ulonglong = ctypes.c_uint, ctypes.c_ulonglong
 UNIQUE_ID_BYTES = 256
 BUF_INPUT, BUF_OUTPUT = 0, 1
 STATUS = {0: "ok", 1: "program", 2: "usage", 3: "system", 4: "runtime", 5: "verify"}
-BACKENDS = {"sim": 0, "p2p": 1, "nvls": 2}
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "u32": 3, "s32": 4}
 DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "u32": 4, "s32": 4}
-ENGINES = {"auto": -1, "sim": 0, "ipc": 1, "nccl": 2}
 STAGE_CHECK = 2
 
 
@@ -128,6 +126,41 @@ collective_busbw_factor = _fn("cdsl_collective_busbw_factor", c_double, c_int, c
 collective_postcondition = _fn("cdsl_collective_postcondition", c_int, c_int)
 POSTCONDITIONS = {0: "none", 1: "barrier", 2: "gather", 3: "sum"}
 rank_get_last_error = _fn("cdsl_rank_get_last_error", c_char_p, P)
+list_name = _fn("cdsl_list_name", c_char_p, c_int, c_int)
+backend_parse = _fn("cdsl_backend_parse", c_int, c_char_p, ctypes.POINTER(c_int))
+engine_parse = _fn("cdsl_engine_parse", c_int, c_char_p, ctypes.POINTER(c_int))
+
+# The names the library takes, from its registry of backends and engines (cdsl_list_name), and
+# the enum value of each (its parse function): no list of our own to fall behind the library's.
+LIST_BACKENDS, LIST_FLAVOURS, LIST_ENGINES = 0, 1, 2
+
+
+def _names(which):
+    names = []
+    while True:
+        n = list_name(which, len(names))
+        if n is None:
+            return names
+        names.append(n.decode())
+
+
+def _values(names, parse):
+    values, v = {}, c_int()
+    for n in names:
+        if parse(n.encode(), ctypes.byref(v)) == 0:
+            values[n] = v.value
+    return values
+
+
+def sentence(names):
+    """"a, b or c", as the library's messages list names."""
+    names = list(names)
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
+
+
+BACKENDS = _values(_names(LIST_BACKENDS), backend_parse)
+FLAVOURS = _names(LIST_FLAVOURS)
+ENGINES = _values(["auto"] + _names(LIST_ENGINES), engine_parse)
 
 _tmpfile = libc.tmpfile
 _tmpfile.restype = c_void_p

@@ -243,8 +243,8 @@ class RankComm:
         self._c = None
         if not isinstance(uid, (bytes, bytearray)) or len(uid) != _lib.UNIQUE_ID_BYTES:
             raise ValueError("cdsl: the unique id is %d bytes from cdsl.get_unique_id()" % _lib.UNIQUE_ID_BYTES)
-        if flavour not in ("p2p", "nvls"):
-            raise ValueError("cdsl: flavour is p2p or nvls, not %r" % flavour)
+        if flavour not in _lib.FLAVOURS:
+            raise ValueError("cdsl: flavour is %s, not %r" % (_lib.sentence(_lib.FLAVOURS), flavour))
         cfg = _lib.RankConfig()
         _lib.rank_config_init(ctypes.byref(cfg))
         cfg.flavour = _lib.BACKENDS[flavour]

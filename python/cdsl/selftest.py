@@ -226,7 +226,7 @@ def _chunk_list(text):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m cdsl.selftest", description=__doc__.split("\n")[0])
     ap.add_argument("-n", type=int, default=4, help="processes (ranks), default 4")
-    ap.add_argument("--engine", default="sim", choices=["sim", "ipc", "nccl", "auto"],
+    ap.add_argument("--engine", default="sim", choices=[e for e in core._lib.ENGINES if e != "auto"] + ["auto"],
                     help="sim (default: CPU processes), ipc or nccl (GPUs), auto")
     ap.add_argument("--program", action="append", help="only this stdlib program (repeatable)")
     ap.add_argument("--timeout", type=float, default=20.0, help="bound of every collective call, seconds")

@@ -35,7 +35,7 @@ static const char *const functions[] = {
     "cdsl_is_plan", "cdsl_emit_mscclpp", "cdsl_program_in_place", "cdsl_get_last_error",
     "cdsl_rank_get_last_error", "cdsl_collective_count", "cdsl_collective_name", "cdsl_collective_find",
     "cdsl_collective_chunks", "cdsl_collective_busbw_factor", "cdsl_collective_postcondition",
-    "cdsl_collective_in_place",
+    "cdsl_collective_in_place", "cdsl_list_name",
 };
 
 static void names(void)
@@ -47,6 +47,9 @@ static void names(void)
     EXPECT(cdsl_backend_parse(NULL, &b) == CDSL_ERR_USAGE && b == CDSL_BACKEND_P2P);
     EXPECT(cdsl_backend_parse("sim", NULL) == CDSL_ERR_USAGE);
     test_case("cdsl_backend_parse");
+    EXPECT(cdsl_list_name((cdsl_list)99, 0) == NULL && cdsl_list_name(CDSL_LIST_ENGINES, -1) == NULL);
+    EXPECT(cdsl_list_name(CDSL_LIST_FLAVOURS, 1 << 30) == NULL);
+    test_case("cdsl_list_name");
     EXPECT(!strcmp(cdsl_dtype_name((cdsl_dtype)99), "?"));
     test_case("cdsl_dtype_name");
     EXPECT(cdsl_dtype_parse(NULL, &t) == CDSL_ERR_USAGE && t == CDSL_F16);

@@ -9,7 +9,8 @@
 #   - a path, include folder, program name or define with a NUL byte: ValueError, before the
 #     library would read the path cut at the NUL;
 #   - a failing call's cdsl.Error carries the library's message (cdsl_rank_get_last_error) and
-#     status; a failed RankComm the thread's last error (cdsl_rank_get_last_error(NULL)).
+#     status; a failed RankComm the thread's last error (cdsl_rank_get_last_error(NULL));
+#   - an unknown engine or flavour: ValueError with the library's lists (cdsl_list_name).
 # PYROOT and CDSL_LIB choose the package and the library (default: this checkout's).
 cd "$(dirname "$0")/../.." || exit 2
 source tests/lib/common.bash
@@ -108,5 +109,20 @@ try:
     print('no exception')
 except cdsl.Error as e:
     print('ok' if 'this is not a unique id' in str(e) else repr(str(e)))"
+
+case_py "an unknown engine or flavour raises ValueError naming the library's own lists (cdsl_list_name)" "
+import ctypes
+lib = ctypes.CDLL(__import__('os').environ['CDSL_LIB'])
+lib.cdsl_list_name.restype = ctypes.c_char_p
+def names(which):
+    out = []
+    while lib.cdsl_list_name(which, len(out)) is not None:
+        out.append(lib.cdsl_list_name(which, len(out)).decode())
+    return out
+engines, flavours = names(2), names(1)
+ok = raises(lambda: cdsl.get_unique_id('cpu'), ValueError, 'one of ' + ', '.join(['auto'] + engines))
+ok = ok and raises(lambda: cdsl.RankComm(1, cdsl.get_unique_id('sim'), 0, flavour='sim'), ValueError,
+                   'flavour is ' + ', '.join(flavours[:-1]) + ' or ' + flavours[-1] + \", not 'sim'\")
+print('ok' if ok and engines and len(flavours) > 1 else 'not refused with the lists %r %r' % (engines, flavours))"
 
 exit $((failures != 0))

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/unit/unit.sh - builds the C unit tests (sim_unit.c, verify_unit.c, ce_plan_unit.c, grid_unit.c, ...) against libcdsl and
+# tests/unit/unit.sh - builds the C unit tests (sim_unit.c, verify_unit.c, ce_plan_unit.c, grid_unit.c, backends_unit.c, ...) against libcdsl and
 # runs them: against build/libcdsl.a, and against build/asan/libcdsl.a under ASan/UBSan when
 # that build exists. Their "[PASS] x" / "[FAIL] x" lines pass through, labelled.
 cd "$(dirname "$0")/../.." || exit 2
@@ -12,7 +12,7 @@ failures=0
 # unit LABEL LIBRARY EXTRA_FLAGS
 unit() {
     local label=$1 lib=$2 flags=$3 t out rc
-    for t in sim_unit verify_unit limits_unit escape_unit ce_plan_unit grid_unit; do
+    for t in sim_unit verify_unit limits_unit escape_unit ce_plan_unit grid_unit backends_unit; do
         # shellcheck disable=SC2086
         if ! cc $CFLAGS $flags -o "$tmp/$t" "tests/unit/$t.c" "$lib" -ljansson -ldl -lm 2>"$tmp/cc.log"; then
             echo "[FAIL] $label$t builds: $(head -3 "$tmp/cc.log" | tr '\n' ' ')"
