@@ -442,21 +442,32 @@ int gpu_read(void *state, int rank, int buf, void *dst, size_t bytes)
 
 /* ---- Loading the device code --------------------------------------------------------------- */
 
+CUresult gpu_device_shape(CuDrv *cu, GpuDevice *dv, const char **what)
+{
+    int maxt = 0;
+    CUresult r = cu->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dv->fn);
+    if (r != CUDA_SUCCESS) {
+        *what = "reading cdsl_main's thread limit";
+        return r;
+    }
+    int want = (int)gpu_env_long("CDSL_GPU_THREADS", GPU_MAX_THREADS);
+    dv->threads = (want < maxt ? want : maxt) / 32 * 32;
+    if (dv->threads < 32)
+        dv->threads = 32;
+    r = cu->OccupancyMaxActiveBlocksPerMultiprocessor(&dv->blocks_per_sm, dv->fn, dv->threads, 0);
+    *what = "computing cdsl_main's occupancy";
+    return r;
+}
+
 /* Block size and occupancy of cdsl_main on device d; refuse when the ranks placed there
  * cannot all be resident at once (they would wait on each other forever). */
 static int gpu_launch_shape(GpuComm *g, int d)
 {
     GpuDevice *dv = &g->devs[d];
-    int maxt = 0;
-    GPU_TRY(g, d, g->cu->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dv->fn),
-            "reading cdsl_main's thread limit");
-    int want = (int)gpu_env_long("CDSL_GPU_THREADS", GPU_MAX_THREADS);
-    dv->threads = (want < maxt ? want : maxt) / 32 * 32;
-    if (dv->threads < 32)
-        dv->threads = 32;
-    GPU_TRY(g, d, g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(&dv->blocks_per_sm, dv->fn,
-                                                                   dv->threads, 0),
-            "computing cdsl_main's occupancy");
+    const char *what = "";
+    CUresult r = gpu_device_shape(g->cu, dv, &what);
+    if (r != CUDA_SUCCESS)
+        return gpu_fail(g, d, r, "%s", what);
     if ((long)dv->blocks_per_sm * dv->sm_count < dv->nranks) {
         rt_error(g->cfg.log, "GPU %d (%s) cannot keep %d ranks' kernels resident at once "
                  "(%d blocks of %d threads fit); place fewer ranks on each GPU", dv->ordinal,

@@ -46,6 +46,10 @@
 int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out);
 void gpu_destroy(GpuComm *g);
 
+/* cdsl_main's block size (CDSL_GPU_THREADS, at most GPU_MAX_THREADS, a multiple of 32) and
+ * occupancy on dv, for either world (GpuComm's devices, a per-rank engine's RankGpu.gpu); a
+ * failed driver call's result, with *what it was doing, for the caller's message. */
+CUresult gpu_device_shape(CuDrv *cu, GpuDevice *dv, const char **what);
 /* Wait for everything on every device; CDSL_ERR_RUNTIME (reported) on a kernel fault. */
 int gpu_sync_all(GpuComm *g);
 /* Copy every rank's buffer and sync addresses into each device's peer tables. */

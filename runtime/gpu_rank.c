@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends.h"
 #include "gpu_common.h"
 #include "program.h"
 
@@ -34,7 +35,7 @@ int gpu_rank_fail(RankGpu *g, CUresult r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    rt_error(g->log, "rank %d (GPU %d): %s failed: %s", g->rank, g->ordinal, what, cu_error_string(g->cu, r));
+    rt_error(g->log, "rank %d (GPU %d): %s failed: %s", g->rank, g->gpu.ordinal, what, cu_error_string(g->cu, r));
     return CDSL_ERR_SYSTEM;
 }
 
@@ -44,13 +45,13 @@ int gpu_rank_enter(RankGpu *g)
         return CDSL_OK;
     g->saved = NULL;
     g->cu->CtxGetCurrent(&g->saved);
-    GPU_RANK_TRY(g, g->cu->CtxSetCurrent(g->ctx), "making its context current");
+    GPU_RANK_TRY(g, g->cu->CtxSetCurrent(g->gpu.ctx), "making its context current");
     return CDSL_OK;
 }
 
 void gpu_rank_leave(RankGpu *g)
 {
-    if (g->entered && --g->entered == 0 && g->saved != g->ctx)
+    if (g->entered && --g->entered == 0 && g->saved != g->gpu.ctx)
         g->cu->CtxSetCurrent(g->saved);
 }
 
@@ -72,25 +73,25 @@ static int gpu_rank_pick(RankGpu *g, int want)
                  count == 1 ? "" : "s");
         return CDSL_ERR_SYSTEM;
     }
-    g->ordinal = want;
+    g->gpu.ordinal = want;
     return CDSL_OK;
 }
 
 static int gpu_rank_device(RankGpu *g)
 {
     int major = 0, minor = 0;
-    GPU_RANK_TRY(g, g->cu->DeviceGet(&g->dev, g->ordinal), "cuDeviceGet");
-    if (g->cu->DeviceGetName(g->name, (int)sizeof g->name, g->dev) != CUDA_SUCCESS)
-        snprintf(g->name, sizeof g->name, "GPU %d", g->ordinal);
-    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&g->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->dev),
+    GPU_RANK_TRY(g, g->cu->DeviceGet(&g->gpu.dev, g->gpu.ordinal), "cuDeviceGet");
+    if (g->cu->DeviceGetName(g->gpu.name, (int)sizeof g->gpu.name, g->gpu.dev) != CUDA_SUCCESS)
+        snprintf(g->gpu.name, sizeof g->gpu.name, "GPU %d", g->gpu.ordinal);
+    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&g->gpu.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->gpu.dev),
                  "reading the SM count");
-    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->dev),
+    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->gpu.dev),
                  "reading the compute capability");
-    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->dev),
+    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->gpu.dev),
                  "reading the compute capability");
-    snprintf(g->arch, sizeof g->arch, "sm_%d%d", major, minor);
-    GPU_RANK_TRY(g, g->cu->DeviceGetUuid(&g->uuid, g->dev), "reading the GPU's UUID");
-    GPU_RANK_TRY(g, g->cu->DevicePrimaryCtxRetain(&g->ctx, g->dev), "retaining its primary context");
+    snprintf(g->gpu.arch, sizeof g->gpu.arch, "sm_%d%d", major, minor);
+    GPU_RANK_TRY(g, g->cu->DeviceGetUuid(&g->uuid, g->gpu.dev), "reading the GPU's UUID");
+    GPU_RANK_TRY(g, g->cu->DevicePrimaryCtxRetain(&g->gpu.ctx, g->gpu.dev), "retaining its primary context");
     return CDSL_OK;
 }
 
@@ -105,11 +106,11 @@ static int gpu_rank_words(RankGpu *g)
 {
     size_t n = (size_t)g->nranks;
     int st;
-    GPU_RANK_TRY(g, g->cu->StreamCreate(&g->stream, CU_STREAM_NON_BLOCKING), "creating a stream");
-    if ((st = gpu_rank_zeroed(g, &g->state, CDSL_STATE_WORDS(g->nranks) * 8, "the state words")) ||
-        (st = gpu_rank_zeroed(g, &g->error, CDSL_ERROR_WORDS * 4, "the error record")) ||
-        (st = gpu_rank_zeroed(g, &g->peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf")) ||
-        (st = gpu_rank_zeroed(g, &g->peer_sync, n * 8, "peer_sync")))
+    GPU_RANK_TRY(g, g->cu->StreamCreate(&g->own.stream, CU_STREAM_NON_BLOCKING), "creating a stream");
+    if ((st = gpu_rank_zeroed(g, &g->own.state, CDSL_STATE_WORDS(g->nranks) * 8, "the state words")) ||
+        (st = gpu_rank_zeroed(g, &g->own.error, CDSL_ERROR_WORDS * 4, "the error record")) ||
+        (st = gpu_rank_zeroed(g, &g->gpu.peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf")) ||
+        (st = gpu_rank_zeroed(g, &g->gpu.peer_sync, n * 8, "peer_sync")))
         return st;
     g->peer_bufs = calloc(n * CDSL_ABI_MAX_BUFS, sizeof *g->peer_bufs);
     g->peer_syncs = calloc(n, sizeof *g->peer_syncs);
@@ -128,9 +129,10 @@ int gpu_rank_open(RankGpu *g, const cdsl_rank_comm *r)
     g->rank = r->rank;
     g->nranks = r->nranks;
     g->flavour = r->cfg.flavour;
-    g->share = 1;
+    g->multicast = (rt_flavour_of(g->flavour)->flags & RT_MULTICAST) != 0;   /* rank_comm.c checked the flavour */
+    g->gpu.nranks = 1;
     g->spin_limit = r->cfg.spin_limit ? r->cfg.spin_limit : GPU_DEFAULT_SPIN_LIMIT;
-    int st = g->flavour == CDSL_BACKEND_NVLS ? rt_nvls_refuse_env(g->log) : CDSL_OK;   /* before any CUDA call */
+    int st = g->multicast ? rt_nvls_refuse_env(g->log) : CDSL_OK;   /* before any CUDA call */
     if (!st)
         st = cu_open(&g->cu, g->log);
     if (st)
@@ -158,18 +160,18 @@ void gpu_rank_close(RankGpu *g)
 {
     if (!g->cu)
         return;
-    if (g->ctx && gpu_rank_enter(g) == CDSL_OK) {
+    if (g->gpu.ctx && gpu_rank_enter(g) == CDSL_OK) {
         g->cu->CtxSynchronize();        /* nothing of ours may still run on what we free */
-        if (g->module)
-            g->cu->ModuleUnload(g->module);
-        gpu_rank_free(g, &g->state);
-        gpu_rank_free(g, &g->error);
-        gpu_rank_free(g, &g->peer_buf);
-        gpu_rank_free(g, &g->peer_sync);
-        if (g->stream)
-            g->cu->StreamDestroy(g->stream);
+        if (g->gpu.module)
+            g->cu->ModuleUnload(g->gpu.module);
+        gpu_rank_free(g, &g->own.state);
+        gpu_rank_free(g, &g->own.error);
+        gpu_rank_free(g, &g->gpu.peer_buf);
+        gpu_rank_free(g, &g->gpu.peer_sync);
+        if (g->own.stream)
+            g->cu->StreamDestroy(g->own.stream);
         gpu_rank_leave(g);
-        g->cu->DevicePrimaryCtxRelease(g->dev);
+        g->cu->DevicePrimaryCtxRelease(g->gpu.dev);
     }
     free(g->peer_bufs);
     free(g->peer_syncs);
@@ -184,9 +186,9 @@ int gpu_rank_publish(RankGpu *g)
     int st = gpu_rank_enter(g);
     if (st)
         return st;
-    CUresult r = g->cu->MemcpyHtoD(g->peer_buf, g->peer_bufs, n * CDSL_ABI_MAX_BUFS * 8);
+    CUresult r = g->cu->MemcpyHtoD(g->gpu.peer_buf, g->peer_bufs, n * CDSL_ABI_MAX_BUFS * 8);
     if (r == CUDA_SUCCESS)
-        r = g->cu->MemcpyHtoD(g->peer_sync, g->peer_syncs, n * 8);
+        r = g->cu->MemcpyHtoD(g->gpu.peer_sync, g->peer_syncs, n * 8);
     if (r == CUDA_SUCCESS)
         r = g->cu->CtxSynchronize();   /* our kernels run on other streams: be done first */
     gpu_rank_leave(g);
@@ -197,18 +199,13 @@ int gpu_rank_publish(RankGpu *g)
 
 static int gpu_rank_shape(RankGpu *g)
 {
-    int maxt = 0;
-    GPU_RANK_TRY(g, g->cu->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, g->fn),
-                 "reading cdsl_main's thread limit");
-    int want = (int)gpu_env_long("CDSL_GPU_THREADS", GPU_MAX_THREADS);
-    g->threads = (want < maxt ? want : maxt) / 32 * 32;
-    if (g->threads < 32)
-        g->threads = 32;
-    GPU_RANK_TRY(g, g->cu->OccupancyMaxActiveBlocksPerMultiprocessor(&g->blocks_per_sm, g->fn, g->threads, 0),
-                 "computing cdsl_main's occupancy");
-    if ((long)g->blocks_per_sm * g->sm_count < g->share) {
+    const char *what = "";
+    CUresult r = gpu_device_shape(g->cu, &g->gpu, &what);
+    if (r != CUDA_SUCCESS)
+        return gpu_rank_fail(g, r, "%s", what);
+    if ((long)g->gpu.blocks_per_sm * g->gpu.sm_count < g->gpu.nranks) {
         rt_error(g->log, "rank %d: GPU %d (%s) cannot keep the %d ranks placed on it resident at once", g->rank,
-                 g->ordinal, g->name, g->share);
+                 g->gpu.ordinal, g->gpu.name, g->gpu.nranks);
         return CDSL_ERR_SYSTEM;
     }
     return CDSL_OK;
@@ -218,20 +215,20 @@ static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 {
     void *cubin = NULL;
     size_t len = 0;
-    int st = cdsl_compile_device_rank(p, (cdsl_backend)g->flavour, dtype, g->rank, g->arch, CDSL_CUBIN, &cubin, &len);
+    int st = cdsl_compile_device_rank(p, (cdsl_backend)g->flavour, dtype, g->rank, g->gpu.arch, CDSL_CUBIN, &cubin, &len);
     if (st) {
         free(cubin);
         rt_error(g->log, "rank %d: could not build its %s code for GPU %d (%s, %s)", g->rank,
-                 cdsl_backend_name((cdsl_backend)g->flavour), g->ordinal, g->name, g->arch);
+                 cdsl_backend_name((cdsl_backend)g->flavour), g->gpu.ordinal, g->gpu.name, g->gpu.arch);
         return st;
     }
-    CUresult r = g->cu->ModuleLoadData(&g->module, cubin);
+    CUresult r = g->cu->ModuleLoadData(&g->gpu.module, cubin);
     free(cubin);
     if (r != CUDA_SUCCESS) {
-        g->module = NULL;
+        g->gpu.module = NULL;
         return gpu_rank_fail(g, r, "loading the cubin");
     }
-    GPU_RANK_TRY(g, g->cu->ModuleGetFunction(&g->fn, g->module, "cdsl_main"), "finding cdsl_main");
+    GPU_RANK_TRY(g, g->cu->ModuleGetFunction(&g->gpu.fn, g->gpu.module, "cdsl_main"), "finding cdsl_main");
     return gpu_rank_shape(g);
 }
 
@@ -240,7 +237,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
     const char *src = cdsl_emit_cuda_rank(p, (cdsl_backend)g->flavour, dtype, g->rank);
     if (!src)
         return CDSL_ERR_USAGE;  /* the emitter said why */
-    if (g->module && g->loaded_src && !strcmp(g->loaded_src, src)) {
+    if (g->gpu.module && g->loaded_src && !strcmp(g->loaded_src, src)) {
         g->ir = program_ir(p);
         return CDSL_OK;
     }
@@ -248,10 +245,10 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
     if (st)
         return st;
     g->cu->CtxSynchronize();
-    if (g->module)
-        g->cu->ModuleUnload(g->module);
-    g->module = NULL;
-    g->fn = NULL;
+    if (g->gpu.module)
+        g->cu->ModuleUnload(g->gpu.module);
+    g->gpu.module = NULL;
+    g->gpu.fn = NULL;
     free(g->loaded_src);
     g->loaded_src = NULL;
     st = gpu_rank_module(g, p, dtype);
@@ -276,10 +273,10 @@ enum { GPU_SHARED_PROCESS_BLOCKS = 32 };
 /* The most blocks this rank's kernel may run with. */
 static int gpu_rank_most_blocks(const RankGpu *g)
 {
-    long share = (long)g->blocks_per_sm * g->sm_count / (g->share > 0 ? g->share : 1);
-    if (g->share > 1 && share > GPU_SHARED_PROCESS_BLOCKS)
+    long share = (long)g->gpu.blocks_per_sm * g->gpu.sm_count / (g->gpu.nranks > 0 ? g->gpu.nranks : 1);
+    if (g->gpu.nranks > 1 && share > GPU_SHARED_PROCESS_BLOCKS)
         share = GPU_SHARED_PROCESS_BLOCKS;
-    return (int)gpu_grid_cap(share, g->sm_count);
+    return (int)gpu_grid_cap(share, g->gpu.sm_count);
 }
 
 /* Every rank must launch the same grid of the same block size: block b of one rank waits for
@@ -298,7 +295,7 @@ static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)
 void gpu_rank_op_shape(cdsl_rank_comm *r, int *threads, int *blocks)
 {
     RankGpu *g = r->engine;
-    *threads = g->threads;
+    *threads = g->gpu.threads;
     *blocks = gpu_rank_most_blocks(g);
 }
 
@@ -307,7 +304,7 @@ void gpu_rank_op_shape(cdsl_rank_comm *r, int *threads, int *blocks)
 void gpu_rank_op_agree(cdsl_rank_comm *r, int threads, int blocks)
 {
     RankGpu *g = r->engine;
-    g->threads = threads;
+    g->gpu.threads = threads;
     g->agreed_blocks = blocks;
 }
 
@@ -318,9 +315,9 @@ static int gpu_rank_stream_ok(RankGpu *g, CUstream s)
     CUresult r = g->cu->StreamGetCtx(s, &ctx);
     if (r != CUDA_SUCCESS)
         return gpu_rank_fail(g, r, "looking at the stream given to the run");
-    if (ctx != g->ctx) {
+    if (ctx != g->gpu.ctx) {
         rt_error(g->log, "rank %d: the stream given to the run belongs to another context than GPU %d's primary "
-                 "context, where this rank runs", g->rank, g->ordinal);
+                 "context, where this rank runs", g->rank, g->gpu.ordinal);
         return CDSL_ERR_USAGE;
     }
     return CDSL_OK;
@@ -334,13 +331,13 @@ static int gpu_rank_ptr_ok(RankGpu *g, const void *p, const char *what)
     if (g->cu->PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a) != CUDA_SUCCESS ||
         type == CU_MEMORYTYPE_HOST) {
         rt_error(g->log, "rank %d: the %s given to the run (%p) is not GPU memory; this rank runs on GPU %d", g->rank,
-                 what, p, g->ordinal);
+                 what, p, g->gpu.ordinal);
         return CDSL_ERR_USAGE;
     }
     if (g->cu->PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, a) == CUDA_SUCCESS &&
-        type == CU_MEMORYTYPE_DEVICE && ordinal != g->ordinal) {
+        type == CU_MEMORYTYPE_DEVICE && ordinal != g->gpu.ordinal) {
         rt_error(g->log, "rank %d: the %s given to the run is memory of GPU %d; this rank runs on GPU %d", g->rank,
-                 what, ordinal, g->ordinal);
+                 what, ordinal, g->gpu.ordinal);
         return CDSL_ERR_USAGE;
     }
     return CDSL_OK;
@@ -355,19 +352,19 @@ static void gpu_rank_args(const RankGpu *g, size_t chunk, CdslArgs *a)
     a->nranks = g->nranks;
     for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++) {
         a->buf[b] = (char *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + b];
-        a->mc_buf[b] = (char *)(uintptr_t)g->mc_buf[b];
+        a->mc_buf[b] = (char *)(uintptr_t)g->own.mc_buf[b];
     }
-    a->peer_buf = (char *const *)(uintptr_t)g->peer_buf;
+    a->peer_buf = (char *const *)(uintptr_t)g->gpu.peer_buf;
     a->sync = (unsigned long long *)(uintptr_t)g->peer_syncs[g->rank];
-    a->peer_sync = (unsigned long long *const *)(uintptr_t)g->peer_sync;
+    a->peer_sync = (unsigned long long *const *)(uintptr_t)g->gpu.peer_sync;
     for (int p = 0; p < g->nranks && p < CDSL_ARGS_RANKS; p++) {  /* the tables' start, in place */
         for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
             a->peer_bufs[p][b] = (char *)(uintptr_t)g->peer_bufs[(size_t)p * CDSL_ABI_MAX_BUFS + b];
         a->peer_syncs[p] = (unsigned long long *)(uintptr_t)g->peer_syncs[p];
     }
-    a->mc_sync = (unsigned long long *)(uintptr_t)g->mc_sync;
-    a->state = (unsigned long long *)(uintptr_t)g->state;
-    a->error = (unsigned int *)(uintptr_t)g->error;
+    a->mc_sync = (unsigned long long *)(uintptr_t)g->own.mc_sync;
+    a->state = (unsigned long long *)(uintptr_t)g->own.state;
+    a->error = (unsigned int *)(uintptr_t)g->own.error;
 }
 
 static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
@@ -381,8 +378,8 @@ static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(sym_in, cin, in_bytes, s), "copying the input in (%zu bytes)", in_bytes);
     void *params[] = {&args};
     unsigned blocks = gpu_rank_grid(g, chunk);
-    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->fn, blocks, 1, 1, (unsigned)g->threads, 1, 1, 0, s, params, NULL),
-                 "launching the kernel (%u blocks of %d threads)", blocks, g->threads);
+    GPU_RANK_TRY(g, g->cu->LaunchKernel(g->gpu.fn, blocks, 1, 1, (unsigned)g->gpu.threads, 1, 1, 0, s, params, NULL),
+                 "launching the kernel (%u blocks of %d threads)", blocks, g->gpu.threads);
     if (out && out_bytes && cout != sym_out)
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(cout, sym_out, out_bytes, s), "copying the output out (%zu bytes)",
                      out_bytes);
@@ -392,14 +389,14 @@ static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_
 int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
                     void *stream)
 {
-    if (!g->fn || !g->ir) {
+    if (!g->gpu.fn || !g->ir) {
         rt_error(g->log, "internal: rank %d runs without loaded code", g->rank);
         return CDSL_ERR_USAGE;
     }
     int st = gpu_rank_enter(g);
     if (st)
         return st;
-    CUstream s = stream ? (CUstream)stream : g->stream;
+    CUstream s = stream ? (CUstream)stream : g->own.stream;
     if ((uintptr_t)stream > 2)          /* 1, 2: the legacy and per-thread default streams of
                                            the current context, which is ours now */
         st = gpu_rank_stream_ok(g, s);
@@ -449,7 +446,7 @@ int gpu_rank_status(RankGpu *g, int dead, long dead_pid)
     int st = gpu_rank_enter(g);
     if (st)
         return st;
-    CUresult r = g->cu->MemcpyDtoH(rec, g->error, sizeof rec);
+    CUresult r = g->cu->MemcpyDtoH(rec, g->own.error, sizeof rec);
     gpu_rank_leave(g);
     if (r != CUDA_SUCCESS) {
         gpu_rank_fail(g, r, "reading the error record");

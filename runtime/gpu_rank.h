@@ -17,10 +17,12 @@
 #ifndef CDSL_GPU_RANK_H
 #define CDSL_GPU_RANK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "abi.h"
 #include "cuda_drv.h"
+#include "gpu_common.h"
 #include "program.h"
 #include "rank.h"
 
@@ -28,26 +30,21 @@ typedef struct RankGpu {
     CuDrv *cu;
     FILE *log;
     int rank, nranks;
-    int flavour;                    /* CDSL_BACKEND_P2P or CDSL_BACKEND_NVLS */
+    int flavour;                    /* a flavour of the registry (backends.h): p2p or nvls */
+    bool multicast;                 /* its device code uses NVLink multicast (RT_MULTICAST) */
     unsigned long long spin_limit;
-    int ordinal;
-    CUdevice dev;
-    CUcontext ctx;                  /* the primary context, retained */
+    /* The records the single-process backends keep per device and per rank (gpu_common.h),
+     * here for this rank alone: gpu.nranks is the ranks on this GPU (this one included), and
+     * own holds this rank's stream, private words and multicast addresses; its sync words and
+     * buffers are in the engine's region (peer_syncs[rank], peer_bufs[rank * 8 + b]), so
+     * own.sync, own.buf, own.joined and own.device stay unused. */
+    GpuDevice gpu;
+    GpuRank own;
     CUcontext saved;                /* the caller's, while we are inside */
     int entered;
-    char name[96], arch[16];
     CUuuid uuid;
-    int sm_count;
-    int share;                      /* ranks on this GPU (this one included) */
-    CUstream stream;                /* ours, for runs given no stream */
-    CUdeviceptr state, error;       /* private words (abi.h) */
-    CUdeviceptr peer_buf, peer_sync;                /* the device's tables */
-    CUdeviceptr *peer_bufs;         /* [nranks * 8], host copy: the engine fills it */
-    CUdeviceptr *peer_syncs;        /* [nranks] */
-    CUdeviceptr mc_sync, mc_buf[CDSL_ABI_MAX_BUFS];  /* nvls: multicast addresses */
-    CUmodule module;
-    CUfunction fn;
-    int threads, blocks_per_sm;
+    CUdeviceptr *peer_bufs;         /* [nranks * 8], host copy of gpu.peer_buf: the engine fills it */
+    CUdeviceptr *peer_syncs;        /* [nranks], of gpu.peer_sync */
     int agreed_blocks;              /* the most blocks of every rank (gpu_rank_op_agree); 0: not yet */
     char *loaded_src;
     const IrProgram *ir;

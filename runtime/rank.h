@@ -39,38 +39,36 @@ typedef struct RtId {
     unsigned char nccl[RT_NCCL_ID_BYTES];   /* nccl: the ncclUniqueId */
 } RtId;
 
-typedef struct cdsl_rank_comm RtRank;    /* inside: the public communicator */
-
 typedef struct RtRankOps {
     /* Bootstrap with every other rank (collective), set up this rank's engine state. */
-    int (*init)(RtRank *r, const RtId *id);
-    void (*destroy)(RtRank *r);
+    int (*init)(cdsl_rank_comm *r, const RtId *id);
+    void (*destroy)(cdsl_rank_comm *r);
     /* Collective: every rank's record of len bytes into all[rank * len]. */
-    int (*exchange)(RtRank *r, const char *what, const void *mine, size_t len, void *all);
+    int (*exchange)(cdsl_rank_comm *r, const char *what, const void *mine, size_t len, void *all);
     /* Collective: each rank's symmetric region holds at least `bytes` (the same on every
      * rank); a new region starts zeroed, an old one big enough is kept. No run is in flight. */
-    int (*reserve)(RtRank *r, size_t bytes);
+    int (*reserve)(cdsl_rank_comm *r, size_t bytes);
     /* The current program's buffers: buffer b of every rank at offset off[b] of that rank's
      * region (bytes[b] long; the same offsets on every rank). */
-    int (*layout)(RtRank *r, const size_t *off, const size_t *bytes, int nbufs);
+    int (*layout)(cdsl_rank_comm *r, const size_t *off, const size_t *bytes, int nbufs);
     /* This rank's address of its own buffer b, or of its region's start with b = -1. */
-    void *(*address)(RtRank *r, int b);
+    void *(*address)(cdsl_rank_comm *r, int b);
     /* Prepare this rank's part of p for dtype (sim: the IR; GPUs: this rank's cubin). */
-    int (*load)(RtRank *r, cdsl_program *p, cdsl_dtype dtype);
+    int (*load)(cdsl_rank_comm *r, cdsl_program *p, cdsl_dtype dtype);
     /* Enqueue one run on stream: the caller's input copied in first (when given and not the
      * symmetric input itself), the output copied out after; in/out bytes are the program's. */
-    int (*run)(RtRank *r, size_t chunk_bytes, const void *in, size_t in_bytes, void *out, size_t out_bytes,
+    int (*run)(cdsl_rank_comm *r, size_t chunk_bytes, const void *in, size_t in_bytes, void *out, size_t out_bytes,
                void *stream);
     /* After the caller synchronised the stream: whether this rank's run completed. */
-    int (*status)(RtRank *r);
+    int (*status)(cdsl_rank_comm *r);
     /* Zero `bytes` of this rank's own memory at `at` (its packet slots, docs/language.md §8),
      * after this rank's runs in flight have ended, and before returning. */
-    int (*zero)(RtRank *r, void *at, size_t bytes);
+    int (*zero)(cdsl_rank_comm *r, void *at, size_t bytes);
     /* GPU engines, after load: the block size and the most blocks this rank's kernel can run
      * with; and what every rank agreed on (the least of each), which every launch then uses:
      * a block of one rank waits for the same block of another. NULL on sim. */
-    void (*shape)(RtRank *r, int *threads, int *blocks);
-    void (*agree)(RtRank *r, int threads, int blocks);
+    void (*shape)(cdsl_rank_comm *r, int *threads, int *blocks);
+    void (*agree)(cdsl_rank_comm *r, int threads, int blocks);
 } RtRankOps;
 
 extern const RtRankOps rt_engine_sim;

@@ -88,21 +88,21 @@ static CUmemAllocationProp ipc_prop(const RankGpu *g)
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = g->ordinal;
+    prop.location.id = g->gpu.ordinal;
     return prop;
 }
 
 /* Reserve an address range for h (size bytes), map it, and let our device read and write it. */
 static int ipc_view(RankGpu *g, IpcMap *m, size_t align, const char *whose)
 {
-    CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, g->ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, g->gpu.ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     GPU_RANK_TRY(g, g->cu->MemAddressReserve(&m->va, m->size, align, 0, 0), "reserving %zu bytes of addresses for %s",
                  m->size, whose);
     GPU_RANK_TRY(g, g->cu->MemMap(m->va, m->size, 0, m->h, 0), "mapping %s", whose);
     m->mapped = 1;
     CUresult r = g->cu->MemSetAccess(m->va, m->size, &acc, 1);
     if (r != CUDA_SUCCESS) {
-        rt_error(g->log, "rank %d: GPU %d cannot address %s (no peer access to that GPU?): %s", g->rank, g->ordinal,
+        rt_error(g->log, "rank %d: GPU %d cannot address %s (no peer access to that GPU?): %s", g->rank, g->gpu.ordinal,
                  whose, cu_error_string(g->cu, r));
         return CDSL_ERR_SYSTEM;
     }
@@ -143,7 +143,7 @@ static size_t ipc_granularity(RankGpu *g)
     if (g->cu->MemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) != CUDA_SUCCESS ||
         gran == 0)
         gran = 2u << 20;
-    if (g->flavour == CDSL_BACKEND_NVLS) {     /* the region is also bound to a multicast object */
+    if (g->multicast) {     /* the region is also bound to a multicast object */
         CUmulticastObjectProp mp = {(unsigned)g->nranks, gran, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0};
         size_t mg = 0;
         if (g->cu->MulticastGetGranularity(&mg, &mp, CU_MULTICAST_GRANULARITY_MINIMUM) == CUDA_SUCCESS && mg > gran)
@@ -191,7 +191,7 @@ static int ipc_share(cdsl_rank_comm *r, const char *what, size_t size, IpcMap *m
 static void ipc_mc_free(RankGpu *g, IpcMc *mc)
 {
     if (mc->bound)
-        g->cu->MulticastUnbind(mc->h, g->dev, 0, mc->size);
+        g->cu->MulticastUnbind(mc->h, g->gpu.dev, 0, mc->size);
     if (mc->mapped)
         g->cu->MemUnmap(mc->va, mc->size);
     if (mc->va)
@@ -238,9 +238,9 @@ static int ipc_mc_join(cdsl_rank_comm *r, const char *what, const IpcMap *own, I
             close(fds[q]);
     free(fds);
     if (!st) {
-        CUresult cr = g->cu->MulticastAddDevice(mc->h, g->dev);
+        CUresult cr = g->cu->MulticastAddDevice(mc->h, g->gpu.dev);
         if (cr != CUDA_SUCCESS)
-            st = gpu_rank_fail(g, cr, "adding GPU %d to the multicast object", g->ordinal);
+            st = gpu_rank_fail(g, cr, "adding GPU %d to the multicast object", g->gpu.ordinal);
         mc->added = !st;
     }
     return st;
@@ -266,7 +266,7 @@ static int ipc_multicast(cdsl_rank_comm *r, const char *what, const IpcMap *own,
     GPU_RANK_TRY(g, g->cu->MemAddressReserve(&mc->va, mc->size, gran, 0, 0), "reserving the multicast addresses");
     GPU_RANK_TRY(g, g->cu->MemMap(mc->va, mc->size, 0, mc->h, 0), "mapping the multicast object");
     mc->mapped = 1;
-    CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, g->ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CUmemAccessDesc acc = {{CU_MEM_LOCATION_TYPE_DEVICE, g->gpu.ordinal}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
     GPU_RANK_TRY(g, g->cu->MemSetAccess(mc->va, mc->size, &acc, 1), "opening the multicast addresses");
     return CDSL_OK;
 }
@@ -308,21 +308,21 @@ static int ipc_devices(cdsl_rank_comm *r)
     Ipc *s = ipc(r);
     RankGpu *g = &s->g;
     int mc = 0;
-    g->cu->DeviceGetAttribute(&mc, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, g->dev);
-    IpcHello mine = {.uuid = g->uuid, .ordinal = g->ordinal, .multicast = mc}, *all = calloc((size_t)s->n, sizeof *all);
+    g->cu->DeviceGetAttribute(&mc, CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED, g->gpu.dev);
+    IpcHello mine = {.uuid = g->uuid, .ordinal = g->gpu.ordinal, .multicast = mc}, *all = calloc((size_t)s->n, sizeof *all);
     int st = all ? rt_ctl_allgather(s->ctl, "init: which GPU each rank is on", &mine, sizeof mine, all, -1, NULL)
                  : CDSL_ERR_SYSTEM;
-    g->share = 0;
+    g->gpu.nranks = 0;
     for (int q = 0; !st && q < s->n; q++)
-        g->share += !memcmp(&all[q].uuid, &g->uuid, sizeof g->uuid);
-    for (int q = 0; !st && g->flavour == CDSL_BACKEND_NVLS && q < s->n; q++)    /* the same answer everywhere */
+        g->gpu.nranks += !memcmp(&all[q].uuid, &g->uuid, sizeof g->uuid);
+    for (int q = 0; !st && g->multicast && q < s->n; q++)    /* the same answer everywhere */
         for (int p = q + 1; !st && p < s->n; p++)
             if (!memcmp(&all[q].uuid, &all[p].uuid, sizeof all[q].uuid)) {
                 rt_error(r->log, "rank %d: the nvls flavour needs one rank per GPU; ranks %d and %d share GPU %d", r->rank,
                          q, p, all[q].ordinal);
                 st = CDSL_ERR_USAGE;
             }
-    for (int q = 0; !st && g->flavour == CDSL_BACKEND_NVLS && q < s->n; q++) {
+    for (int q = 0; !st && g->multicast && q < s->n; q++) {
         if (!all[q].multicast) {
             rt_error(r->log, "rank %d: rank %d's GPU %d does not support multicast; the nvls flavour needs NVLink "
                      "SHARP (use the p2p flavour)", r->rank, q, all[q].ordinal);
@@ -351,18 +351,18 @@ static int ipc_init(cdsl_rank_comm *r, const RtId *id)
         st = rt_ctl_open(&s->ctl, &id->ctl, r->rank, r->nranks, r->cfg.timeout_s, r->log);
     if (st)
         return st;
-    r->device = s->g.ordinal;
+    r->device = s->g.gpu.ordinal;
     if ((st = ipc_devices(r)) || (st = gpu_rank_enter(&s->g)))
         return st;
     st = ipc_share(r, "init: the sync words", CDSL_SYNC_WORDS(s->n) * 8, s->sync);
-    if (!st && s->g.flavour == CDSL_BACKEND_NVLS)
+    if (!st && s->g.multicast)
         st = ipc_multicast(r, "init: the sync words' multicast", &s->sync[s->me], &s->mc_sync);
     gpu_rank_leave(&s->g);
     if (st)
         return st;
     for (int q = 0; q < s->n; q++)
         s->g.peer_syncs[q] = s->sync[q].va;
-    s->g.mc_sync = s->mc_sync.va;
+    s->g.own.mc_sync = s->mc_sync.va;
     return gpu_rank_publish(&s->g);
 }
 
@@ -384,7 +384,7 @@ static int ipc_reserve(cdsl_rank_comm *r, size_t bytes)
     ipc_mc_free(g, &s->mc_region);
     memset(g->peer_bufs, 0, (size_t)s->n * CDSL_ABI_MAX_BUFS * sizeof *g->peer_bufs);
     st = ipc_share(r, "cdsl_rank_alloc: the symmetric buffers", bytes, s->region);
-    if (!st && g->flavour == CDSL_BACKEND_NVLS)
+    if (!st && g->multicast)
         st = ipc_multicast(r, "cdsl_rank_alloc: the buffers' multicast", &s->region[s->me], &s->mc_region);
     gpu_rank_leave(g);
     return st;
@@ -398,7 +398,7 @@ static int ipc_layout(cdsl_rank_comm *r, const size_t *off, const size_t *bytes,
         for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
             g->peer_bufs[(size_t)q * CDSL_ABI_MAX_BUFS + b] = b < nbufs && bytes[b] ? s->region[q].va + off[b] : 0;
     for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
-        g->mc_buf[b] = b < nbufs && bytes[b] && s->mc_region.va ? s->mc_region.va + off[b] : 0;
+        g->own.mc_buf[b] = b < nbufs && bytes[b] && s->mc_region.va ? s->mc_region.va + off[b] : 0;
     return gpu_rank_publish(g);
 }
 

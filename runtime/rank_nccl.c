@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends.h"
 #include "gpu_common.h"
 #include "gpu_rank.h"
 #include "nccl_dl.h"
@@ -95,7 +96,7 @@ static int nccl_drain(Nccl *s, const char *what)
 {
     double deadline = nccl_now() + s->timeout_s;
     for (;;) {
-        CUresult q = s->g.cu->StreamQuery(s->g.stream);
+        CUresult q = s->g.cu->StreamQuery(s->g.own.stream);
         if (q == CUDA_SUCCESS)
             return CDSL_OK;
         if (q != CUDA_ERROR_NOT_READY)
@@ -196,8 +197,8 @@ static int nccl_comm(cdsl_rank_comm *r, const RtId *id)
     if (st)
         return st;
     int dev = -1;
-    if (s->lib->CommCuDevice(s->comm, &dev) != ncclSuccess || dev != s->g.ordinal) {
-        rt_error(r->log, "rank %d: NCCL placed the communicator on GPU %d, not on GPU %d", r->rank, dev, s->g.ordinal);
+    if (s->lib->CommCuDevice(s->comm, &dev) != ncclSuccess || dev != s->g.gpu.ordinal) {
+        rt_error(r->log, "rank %d: NCCL placed the communicator on GPU %d, not on GPU %d", r->rank, dev, s->g.gpu.ordinal);
         return CDSL_ERR_SYSTEM;
     }
     ncclTeam_t lsa = s->lib->TeamLsa(s->comm);
@@ -218,7 +219,7 @@ static int nccl_init(cdsl_rank_comm *r, const RtId *id)
     s->n = r->nranks;
     s->me = r->rank;
     s->timeout_s = r->cfg.timeout_s;
-    if (r->cfg.flavour == CDSL_BACKEND_NVLS) {
+    if (rt_flavour_of(r->cfg.flavour)->flags & RT_MULTICAST) {
         int st = rt_nvls_refuse_env(r->log);
         if (!st)
             rt_error(r->log, "rank %d: the nccl engine runs the p2p flavour only (NCCL's multimem address comes from "
@@ -230,7 +231,7 @@ static int nccl_init(cdsl_rank_comm *r, const RtId *id)
         st = rt_nccl_open(&s->lib, r->log);
     if (st)
         return st;
-    r->device = s->g.ordinal;
+    r->device = s->g.gpu.ordinal;
     if ((st = gpu_rank_enter(&s->g)))
         return st;
     st = nccl_comm(r, id);
@@ -269,7 +270,7 @@ static int nccl_exchange(cdsl_rank_comm *r, const char *what, const void *mine, 
     st = cr != CUDA_SUCCESS ? gpu_rank_fail(g, cr, "staging %s", what) : CDSL_OK;
     if (!st)
         st = nccl_settle(s, s->lib->AllGather((void *)(uintptr_t)s->xbuf, (void *)(uintptr_t)(s->xbuf + unit), unit,
-                                              ncclUint8, s->comm, g->stream), what);
+                                              ncclUint8, s->comm, g->own.stream), what);
     if (!st)
         st = nccl_drain(s, what);
     if (!st && len && (cr = g->cu->MemcpyDtoH(all, s->xbuf + unit, len * (size_t)s->n)) != CUDA_SUCCESS)

@@ -92,8 +92,8 @@ static void check_flavours(void)
         embedded &= emit_header(f->device_header, strlen(f->device_header)) != NULL;
         gpu &= (f->flags & RT_GPU) != 0;
     }
-    expect("flavours: each is a backend whose device code is its own, listed in order", n > 0 && ok &&
-                                                                                          !cdsl_list_name(CDSL_LIST_FLAVOURS, n));
+    ok &= n > 0 && !cdsl_list_name(CDSL_LIST_FLAVOURS, n);
+    expect("flavours: each is a backend whose device code is its own, listed in order", ok);
     expect("flavours: each device header is one the library embeds", embedded);
     expect("flavours: each runs on GPUs", gpu);
     const RtBackend *b;
