@@ -1,6 +1,7 @@
 /*
  * anchors.cu - the physical anchors bench/compare.sh sets cdsl's figures against, measured in
- * the same device call (issue 11; shared/reference/PERF.md says how they were first taken).
+ * the same device call, because figures move between machine sessions (about +-0.3 us at small
+ * sizes on 2 x H200) and only figures of one call compare.
  *
  *     nvcc -O2 -arch=sm_90 -o build/anchors bench/anchors.cu && build/anchors [ITERS]
  *

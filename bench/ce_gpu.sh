@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/ce_gpu.sh - the copy-engine path (issue 11) on the GPU machine, in one call, within 5
+# bench/ce_gpu.sh - the copy-engine path on the GPU machine, in one call, within 5
 # minutes: does it verify, and how fast is it next to the kernels and to plain copies?
 #
 #     bash bench/ce_gpu.sh          # results under $OUT (default bench/results/ce-<date>)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Checker scale (issue 9 "checking that scales", issue 14 item 4): full checks (parse, evaluate,
+# Checker scale: full checks (parse, evaluate,
 # rules 1-4) of every stdlib program and of generated programs that stress the checker, each run
 # as `cdslc FILE -n N [-D ...]` under /usr/bin/time, one table row per (pattern, n): wall time,
 # CPU time (user + system: what the machine's load does not inflate), peak RSS, and the
@@ -25,8 +25,8 @@
 #                       collective with C-chunk buffers, up to n=1024)
 #   switch_rounds[_race]  rank 0 puts into the last rank, then 1001 switch rounds; in the _race
 #                       one no round publishes the put (a race whose explanation crosses them all)
-#   chunk_bomb_K        issue 14's custom collective with 2^20-chunk buffers and K copies
-# Targets (issue 9): every pattern at n=1024 in under 10 s and under 2 GB.
+#   chunk_bomb_K        a tiny custom collective with 2^20-chunk buffers and K copies
+# Targets: every pattern at n=1024 in under 10 s and under 2 GB.
 # Asserts nothing (tests never assert on time); it prints the figures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -108,7 +108,7 @@ program $name implements custom {
 }
 EOF
 done
-# Issue 14's chunk bomb: K copies of 2^20 chunks (161 bytes for K=10).
+# The chunk bomb: K copies of 2^20 chunks (161 bytes for K=10).
 for k in 1 10 1000; do
     printf 'program b implements custom{input[1048576];output[1048576];for i in 0..%d{copy(output[0..1048576],input[0..1048576]);}}\n' \
         "$k" >"$dir/chunk_bomb_$k.cdsl"

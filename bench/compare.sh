@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/compare.sh - cdsl's programs against NCCL and against the physical anchors, all in one
-# call on the same GPUs, then issue 11's targets with the measured ratio and PASS/FAIL/n/a.
+# call on the same GPUs, then bench/targets.py's targets with the measured ratio and PASS/FAIL/n/a.
 #
 #   bench/compare.sh [PROGRAM ...]
 #
@@ -24,7 +24,7 @@
 # Two GPUs: one rank per GPU, as the targets are stated. One GPU: both ranks share it
 # (--ranks-per-gpu 2), NCCL cannot run (its rows say n/a), the anchors are copies within the
 # GPU, and every verdict is n/a-1gpu: such figures are NOT comparable with the targets.
-# Figures move between machine sessions (about +-0.3 us at small sizes, PERF.md): compare only
+# Figures move between machine sessions (about +-0.3 us at small sizes on 2 x H200): compare only
 # figures from the same call.
 #
 # SAFETY: the NVLS-off variables are exported and --backend nvls is never used.

@@ -13,7 +13,8 @@
 # BUDGET_S (default 540: runs that would start later are listed as skipped, so the whole
 # check fits in one 10-minute call), OUT (logs go to $OUT/gpu_check when set).
 #
-# SAFETY: multicast objects are forbidden on the shared GPU hosts (shared/reference/NVLS.md).
+# SAFETY: multicast objects are forbidden on the shared GPU hosts: creating one there can take
+# the host's GPUs, which others share, out of service for a day or more.
 # This script exports every NVLS-off variable and never passes --backend nvls; the nvls
 # backend would refuse anyway with these set.
 export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1

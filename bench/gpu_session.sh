@@ -7,18 +7,18 @@
 #
 #   build  make the tools here (no re2c/lemon on the GPU hosts: the carried build/gen is used)
 #   gen    tests/gen/diff.sh --backend p2p: generated programs the checker accepts, run on the
-#          GPU at several sizes and types, each verified (issue 9)
-#   mp     bench/mp_gpu.sh: one process per rank on the GPU engines (issue 10)
+#          GPU at several sizes and types, each verified
+#   mp     bench/mp_gpu.sh: one process per rank on the GPU engines
 #   check  bench/gpu_check.sh: every stdlib program verified on p2p, ranks sharing the GPUs
 #   ranks  one process per rank on the ipc engine (under MPS with one GPU): python3 -m
 #          cdsl.selftest -n 2, 4 and 8, every stdlib program and element type, chunks of
 #          RANK_CHUNKS bytes (default 128 to 8 MiB: buffers of about 1 KiB to 64 MiB), verified
 #   before bench/before_after.sh against the tree in .carry/old (an earlier commit with its
 #          build/gen): the same programs and sizes (BEFORE_SIZES, default 1K:1M), old and new
-#   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (issue 12)
-#   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies (issue 11)
+#   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p
+#   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies
 #   compare  bench/compare.sh: the physical anchors (bench/anchors.cu, built with nvcc), NCCL and
-#          cdsl's programs in one go, and issue 11's targets with PASS/FAIL/n/a (COMPARE_S,
+#          cdsl's programs in one go, and bench/targets.py's targets with PASS/FAIL/n/a (COMPARE_S,
 #          default 330 s; programs that would start in its last 100 s are skipped). Build, the
 #          GPU checks and the targets in one call of about 9 minutes at most:
 #          CHECK_S=60 bash bench/gpu_session.sh build check compare

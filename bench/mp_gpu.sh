@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/mp_gpu.sh - one process per GPU, on the GPU machine, in one call (issue 10).
+# bench/mp_gpu.sh - one process per GPU, on the GPU machine, in one call.
 #
 #     bash bench/mp_gpu.sh            # results under $OUT (default bench/results/mp-<date>)
 #

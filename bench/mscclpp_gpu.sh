@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/mscclpp_gpu.sh - MSCCL++ execution plans on a GPU (issue 12): imported plans and
+# bench/mscclpp_gpu.sh - MSCCL++ execution plans on a GPU: imported plans and
 # exported stdlib programs run on the p2p backend, every run verified, in one bounded call.
 #
 #   bash bench/mscclpp_gpu.sh --prepare     on the development machine, before the call: copies

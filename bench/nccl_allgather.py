@@ -16,7 +16,8 @@ starts from fresh inputs.
     bench/nccl_allgather.py [--coll allgather|reducescatter|allreduce] [--sizes 1K:1G[:F]]
                             [--iters 20] [--warmup 5] [--graph] [--nranks 2]
 
-SAFETY: multicast objects are forbidden on the shared GPU hosts (shared/reference/NVLS.md).
+SAFETY: multicast objects are forbidden on the shared GPU hosts: creating one there can take the
+host's GPUs, which others share, out of service for a day or more.
 The NVLS-off variables are forced below, before torch is imported, so that this process and
 every process it spawns inherit them.
 """

@@ -4,7 +4,8 @@
 #   bench/sass_check.sh [DIR]      allgather_nvls and allreduce_nvls from DIR (default: stdlib/,
 #                                  else tests/spec); ARCH (default sm_90), OUT
 #
-# On the shared GPU hosts the nvls backend must not run (NVLS.md, safety rule), so its code is
+# On the shared GPU hosts the nvls backend must not run (a multicast object can take their GPUs
+# out of service for a day or more), so its code is
 # verified here by compiling it (cdslc --emit-cubin --backend nvls, through NVRTC; no driver
 # call, no multicast object) and reading the SASS with cuobjdump:
 #   - which SASS opcodes multimem becomes is learned on the spot: two reference kernels, one

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/targets.py - issue 11's targets, judged from one bench/compare.sh call's raw outputs.
+"""bench/targets.py - cdsl's performance targets, judged from one bench/compare.sh call's raw outputs.
 
     bench/targets.py LOGDIR
 
@@ -12,7 +12,7 @@ n/a-1gpu: the ranks shared one GPU and the anchors are copies within it, so no f
 comparable with the two-GPU targets (the ratios are still printed, for comparing runs of the
 same kind).
 
-Targets (issue 11, 2 x H200):
+Targets (2 x H200):
   T1 allgather_nvls (p2p flavour), 1-16 KiB: <= 2.5 us and <= 0.35 x NCCL's CUDA-graph time
   T2 allgather, every size 1 KiB - 1 GiB: NCCL's better time / cdsl's best program >= 1.3
   T3 barrier_switch <= 1.9 us, and <= one graph launch + one bare barrier round + 0.1 us
@@ -125,7 +125,7 @@ def main():
             progs[coll][os.path.basename(path)[5:-4]] = read_rows(path)
     peer = anchors.get("memcpy_peer_GBps", anchors.get("local_memcpy_GBps"))
     t = Table(one_gpu)
-    print("# issue 11's targets%s" % (": ONE GPU, ranks sharing it - NOT comparable with the 2-GPU targets"
+    print("# performance targets%s" % (": ONE GPU, ranks sharing it - NOT comparable with the 2-GPU targets"
                                       if one_gpu else ", 2 GPUs"))
     print("%-4s %-50s %-34s %-16s %s" % ("#", "what", "measured", "ratio", "verdict"))
 
