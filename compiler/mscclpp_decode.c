@@ -5,7 +5,7 @@
  *
  * The ops the format defines but cdsl does not run are refused here, each with its reason
  * (docs/mscclpp.md §3.3): packet (LL) ops, semaphores, pipelines, glre, and everything on port
- * channels. Packet ops stay refused now that the language has packets: MSCCL++'s pair by
+ * channels. Packet ops are refused although the language has packets: MSCCL++'s pair by
  * scratch address, cdsl's by order with the runtime's slots (docs/mscclpp.md §3.3).
  *
  * Current generation (MSCCL++ 1f5f065d, execution_plan.cc setupOperation): channel_ids index

@@ -14,7 +14,7 @@
  * one pair of events on one device times all ranks. For iters > 1 those launches (a chain of
  * up to GPU_GRAPH_MAX_CHAIN per rank) are captured once into a CUDA graph spanning all
  * devices and replayed, which cuts the per-launch cost from microseconds to under one
- * (NVLS.md, launch costs). CDSL_NO_GRAPH=1 in the environment launches directly instead.
+ * (on 2 x H200: 3.7 us per direct launch, 0.6 us per kernel in a graph). CDSL_NO_GRAPH=1 in the environment launches directly instead.
  *
  * An asynchronous run (gpu_launch, cdsl_run_async) is the same launch of every rank, once, on
  * the caller's streams (rank q's on streams[q], each after what the caller queued there), with
@@ -606,7 +606,7 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 /* ---- Running ------------------------------------------------------------------------------- */
 
 /* Blocks per rank (gpu_common.h). One block stores about 30 GB/s to peers, so a data operation
- * needs a block per GPU_BYTES_PER_BLOCK it stores, up to every SM (PERF.md: 132 blocks reach
+ * needs a block per GPU_BYTES_PER_BLOCK it stores, up to every SM (on 2 x H200, 132 blocks reach
  * the 364 GB/s that SM stores get, 32 only 325). */
 unsigned gpu_grid_cap(long share, long sms)
 {
@@ -786,7 +786,7 @@ static int gpu_graph_warn(GpuComm *g, CUresult r, const char *what)
 /* Capture `chain` launches per rank into one graph (kept until the buffers, the module, the
  * chunk size or the grid change), instantiate and upload it outside the timed region. A run
  * whose shape and chain match the kept graph replays it without capturing: the tools warm up
- * with exactly the timed run's iteration count for that reason (issue 11), and the TRACE log
+ * with exactly the timed run's iteration count for that reason, and the TRACE log
  * says which of the two happened. */
 static int gpu_graph_ready(GpuComm *g, CdslArgs *args, size_t chunk_bytes, unsigned blocks,
                            int chain)

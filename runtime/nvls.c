@@ -2,7 +2,7 @@
  * nvls.c - the nvls backend: NVLink SHARP through a multicast object of the CUDA driver.
  *
  * SAFETY FIRST. Creating a multicast object on a host whose operators forbid it can take that
- * host's GPUs out of service (NVLS.md, safety rule). So before anything else - before the
+ * host's GPUs, which others share, out of service for a day or more. So before anything else - before the
  * driver is even loaded - nvls_create refuses when the environment disables NVLS
  * (CDSL_NVLS=0, NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1, TORCH_SYMM_MEM_DISABLE_MULTICAST=1;
  * any value that does not clearly enable counts as disabling), then when a device lacks
@@ -13,7 +13,7 @@
  * sync words and symmetric buffers are carved out of one region per device, at the same
  * offsets on every device, and that region is bound to one multicast object, so that
  * mc_sync and mc_buf[b] are the multicast addresses of sync and buf[b]. The order is the
- * driver's (NVLS.md): granularity query, cuMulticastCreate, cuMulticastAddDevice for every
+ * driver's (CUDA Driver API, multicast objects): granularity query, cuMulticastCreate, cuMulticastAddDevice for every
  * device, then per device cuMemCreate + reserve + map + access for the unicast view,
  * cuMulticastBindMem, and a reserve + map + access of the multicast handle. Teardown is the
  * exact reverse, driven by per-step flags, so an error at any step frees exactly what was
@@ -230,11 +230,12 @@ static int nvls_map_mc(GpuComm *g, NvlsGroup *grp, int d)
 }
 
 /* The reverse of nvls_build, step by step, only what was done; the unbind comes before the
- * multicast mapping is undone, in NVLS.md's order. */
+ * multicast mapping is undone, the driver's teardown order. */
 static void nvls_teardown(GpuComm *g, NvlsGroup *grp)
 {
     CuDrv *cu = g->cu;
-    /* NVLS.md step 8 (and NCCL): unbind first, with the bind's offset and size, then unmap. */
+    /* As the driver's cuMulticastUnbind asks (and NCCL does): unbind first, with the bind's
+     * offset and size, then unmap. */
     for (int d = 0; d < g->ndev; d++)
         if (grp->dev[d].bound)
             cu->MulticastUnbind(grp->mc, g->devs[d].dev, 0, grp->size);

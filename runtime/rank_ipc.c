@@ -23,7 +23,8 @@
  * driver is loaded, by the NVLS-off variables, as the nvls backend does): each region is
  * also bound to a multicast object that rank 0 creates and exports as a descriptor; every
  * rank imports it, adds its device, binds its region, and maps the multicast address, in the
- * driver's order (NVLS.md), with a barrier between adding and binding and after binding.
+ * driver's order (every device added before any bind or multicast mapping: CUDA Driver API,
+ * cuMulticastAddDevice), with a barrier between adding and binding and after binding.
  */
 #include <stdint.h>
 #include <stdlib.h>

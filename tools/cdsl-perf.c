@@ -616,7 +616,7 @@ static int timed_runs(Bench *B, cdsl_program *p, cdsl_dtype t, double *us)
 }
 
 /* The runs one timed call makes: the warm-up makes calls of exactly this many, because the
- * GPU backends capture one CUDA graph per call length (issue 11). */
+ * GPU backends capture one CUDA graph per call length. */
 static int call_runs(const Opts *o)
 {
     return o->blocking ? 1 : o->iters;

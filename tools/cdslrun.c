@@ -30,7 +30,7 @@
 
 enum { MAX_SIZES = 64, EXIT_USAGE = 2 };
 /* --bench's default timed runs per size: enough that a replay's fixed cost (about 12 us per
- * CUDA graph launch, shared/reference/PERF.md) is small per run, bounded in time at big sizes. */
+ * CUDA graph launch, measured on 2 x H200) is small per run, bounded in time at big sizes. */
 enum { BENCH_ITERS = 200, BENCH_SIM_ITERS = 20, BENCH_MIN_ITERS = 10 };
 #define BENCH_BUDGET_US 5e5
 
@@ -480,7 +480,7 @@ static int bench_iters(Run *R, Row *row)
 
 /* The warm-up, in calls of exactly the timed call's iteration count: the GPU backends capture
  * one CUDA graph per chain length, so a warm-up of another length would leave the timed call
- * to capture its own (issue 11). */
+ * to capture its own. */
 static int warm_up(Run *R, Row *row)
 {
     int calls = (R->a->warmup + row->iters - 1) / row->iters, rc = CDSL_OK;
