@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/api/hardening.sh - a library that never exits or crashes its host, and tools that say
-# when they fail (issue 14, items 5-11):
+# when they fail:
 #   - every public function of cdsl.h with NULL for each pointer argument (null_args.c), and
 #     the test's list of functions against the header's, so that none is forgotten;
 #   - a program for another rank count or an unknown type in cdsl_fill/cdsl_check, an unknown
@@ -143,7 +143,8 @@ ok "cdslc --help names exit 3" '"$CDSLC" --help | grep -q "3 system (out of memo
 
 # ---- the sim's memory budget -----------------------------------------------------------------------------
 # 4 ranks x (input + output + the output's end copy) of a 1 GiB allgather: 9 GiB, refused before
-# allocating, with a budget under ulimit -v's 1 GB (it used to be 3/4 of the machine's memory).
+# allocating, with a budget under ulimit -v's 1 GB (the budget follows the limit, not the machine's
+# memory).
 out=$( (ulimit -v 1000000; "$CDSLRUN" stdlib/allgather_ring.cdsl -n 4 --backend sim --size 1G) 2>&1); rc=$?
 may=$(echo "$out" | sed -n 's/.*it may use \([0-9.]*\) \([KMG]\)iB here.*/\1 \2/p')
 ok "sim budget under ulimit -v 1000000: refused, a budget below the limit" \

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/api/messages.sh - the library speaks to API users and tool users alike (issue 13): no
+# tests/api/messages.sh - the library speaks to API users and tool users alike: no
 # message of libcdsl (runtime/, compiler/) gives command-line advice such as "use --backend
 # sim". A message may name a tool's option only beside the library's own way of saying it
 # ("the check_steps option, cdslc --check-steps"). The tools add their own advice.

@@ -1,9 +1,9 @@
 /*
  * misuse.c - calls that fit the API's types but not each other are usage errors, not wrong
- * results (issue 14, item 11):
+ * results:
  *   - cdsl_fill and cdsl_check with a program compiled for another rank count than the
  *     communicator's (on buffers that would hold it), or with an unknown element type;
- *   - cdsl_compile_device with an unknown artifact kind (it used to mean PTX).
+ *   - cdsl_compile_device with an unknown artifact kind (refused, not compiled as PTX).
  * And the right calls on the same objects still verify.
  *
  *     misuse ALLGATHER.cdsl     (an allgather, compiled here for 2 and 4 ranks)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/check/warnings.sh - the checker's warnings are never wrong (issue 13). For every program
+# tests/check/warnings.sh - the checker's warnings are never wrong. For every program
 # here that checks clean (the warn_* goldens, tests/check/ok_*, the stdlib and the spec's
 # programs, at -n 2, 4 and 8), every -Wredundant-barrier and -Wstronger-order warning is taken
 # at its word, all of them at once: the statements of each redundant barrier deleted, each

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The JIT cache's key describes the NVRTC that actually compiled (issue 14, item 1). A stand-in
+# The JIT cache's key describes the NVRTC that actually compiled. A stand-in
 # libnvrtc.so (tests/emit/standin_nvrtc.c, soname libnvrtc.so.13) is preloaded, so dlopen returns
 # it as it would an NVRTC the host application had loaded already; its output is 81 bytes of
 # text. A plain run afterwards must compile with the real NVRTC, not be served the stand-in's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The JIT cache's housekeeping (issue 14, item 3): stale temporary files of interrupted stores
+# The JIT cache's housekeeping: stale temporary files of interrupted stores
 # are removed and fresh ones (a store under way) kept; a size cap (CDSL_CACHE_MAXSIZE, else
 # CUDA_CACHE_MAXSIZE, in bytes) evicts the least recently used entries; an entry larger than the
 # cap is not stored; `cdslc --cache-clean` removes the cache's own files and nothing else, and

@@ -1,5 +1,5 @@
 #!/bin/bash
-# What the JIT cache trusts (issue 14, item 2). A folder that others can write (mode 1777, 0777,
+# What the JIT cache trusts. A folder that others can write (mode 1777, 0777,
 # 0770) or that belongs to another user turns the cache off with one warning, and compiling goes
 # on uncached. In a good folder, these are never served and never hang a compile (each compile
 # runs under `timeout`): an entry planted in the old format with a valid checksum, another key's

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/emit/sync_ptx.sh - what synchronisation costs in the compiled code (issue 11, PERF.md):
+# tests/emit/sync_ptx.sh - what synchronisation costs in the compiled code:
 # no launch ends with atomics (the bases are handed over with plain stores, runtime/abi.h), a
 # release is one fence then relaxed reductions, and a poll is relaxed (one fence after the
 # loop). So the PTX holds exactly one atom (the CAS of the error record, on the give-up path)

@@ -17,9 +17,10 @@
  * -fsanitize=fuzzer,address,undefined by `make fuzz`).
  *
  * What this harness does not look for is slowness: the checker's own budgets are another
- * matter (issue 14, item 4). So each input's arena is capped at ARENA_CAP bytes (out of memory
- * unwinds to the trap below, as it does in cdsl_compile), and programs bigger than
- * MAX_CHECKED_OPS operations or MAX_CHECKED_CHUNKS chunks are evaluated but not checked.
+ * matter (bench/check_scale.sh measures them). So each input's arena is capped at ARENA_CAP
+ * bytes (out of memory unwinds to the trap below, as it does in cdsl_compile), and programs
+ * bigger than MAX_CHECKED_OPS operations or MAX_CHECKED_CHUNKS chunks are evaluated but not
+ * checked.
  */
 #include <setjmp.h>
 #include <stdint.h>

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/parse/editors.sh - the editor files in editors/ (issue 13) are well-formed and know the
+# tests/parse/editors.sh - the editor files in editors/ are well-formed and know the
 # language: the TextMate grammar and the VS Code package are valid JSON that point at each
 # other; every keyword of grammar/lexer.re, every collective, channel operation, memory order
 # and local operation resolve.c knows gets a scope from the grammar (its patterns run with

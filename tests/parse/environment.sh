@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/parse/environment.sh - every environment variable the tools, the library, the Python
-# package and the examples read is documented (issue 13): docs/environment.md names each one
+# package and the examples read is documented: docs/environment.md names each one
 # (as `NAME`), and both tools' --help name each one the tools and the library read. The names
 # come from the source: getenv("X") and the helpers around it (env_on, env_int, gpu_env_long:
 # any call of a function whose name holds "env" with a literal NAME), the table of NVLS

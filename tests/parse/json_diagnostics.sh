@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/parse/json_diagnostics.sh - -fdiagnostics-format=json (issue 13) writes gcc's JSON
+# tests/parse/json_diagnostics.sh - -fdiagnostics-format=json writes gcc's JSON
 # shape, valid for python's json module: one array per library call that reported, each
 # diagnostic with kind, message, locations (file, line, column; none for a message without a
 # place) and its notes as children; "[]" for a clean program; user text (a path with a quote,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/parse/options.sh - the tools read their options with getopt_long, with its conventions
-# (issue 13): -n8, -n 8, --nranks 8, --nranks=8, a long option shortened to a unique prefix,
+# -n8, -n 8, --nranks 8, --nranks=8, a long option shortened to a unique prefix,
 # options after the program, "--" before a program whose name starts with '-', "-" for a
 # program on standard input (its imports looked up from the current folder); a bad -D is a
 # usage error (exit 2), as is a -D the program has no parameter for; every message of the

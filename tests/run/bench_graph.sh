@@ -1,6 +1,6 @@
 #!/bin/bash
-# tests/run/bench_graph.sh - no CUDA graph capture between the warm-up and the timed runs
-# (issue 11), shown on the stand-in driver (tests/run/fake_streams.c) with CDSL_DEBUG=TRACE.
+# tests/run/bench_graph.sh - no CUDA graph capture between the warm-up and the timed runs,
+# shown on the stand-in driver (tests/run/fake_streams.c) with CDSL_DEBUG=TRACE.
 #
 # The GPU backends capture one graph per chain length (runtime/gpu_common.c), so a warm-up of
 # another length than the timed call left the timed call to capture a fresh graph. The tools

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/run/by_name.sh - stdlib programs by name (issue 13): `cdslrun allgather_ring -n 4` and
+# tests/run/by_name.sh - stdlib programs by name: `cdslrun allgather_ring -n 4` and
 # `cdslc allgather_ring -n 4` find the stdlib program when no file of that name exists (a file
 # of that name wins; CDSL_PATH's folders come first, as for imports), a name found nowhere is
 # an error with a pointer to --list, and `--list` shows every stdlib program with its

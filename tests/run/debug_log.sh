@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/run/debug_log.sh - CDSL_DEBUG=INFO|TRACE, NCCL's convention (issue 13): lines
+# tests/run/debug_log.sh - CDSL_DEBUG=INFO|TRACE, NCCL's convention: lines
 # "host:pid:tid cdsl INFO ..." on stderr (or in CDSL_DEBUG_FILE, %h and %p filled in) that say
 # which backend ran, how long each step took (parse, resolve, evaluate, check, warnings, run,
 # verify; emit and NVRTC for device code), which NVRTC compiled and which cache entry was used

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/run/progress.sh - long work shows what it is doing, on a terminal only (issue 13): the
+# tests/run/progress.sh - long work shows what it is doing, on a terminal only: the
 # checker ("checking NAME for N ranks"), NVRTC ("compiling ... with NVRTC"), and a sweep of sizes
 # in cdslrun ("NAME, SIZE (i of n)"); each line is erased when the work ends, and before any
 # diagnostic. Run under a pseudo-terminal from Python; CDSL_PROGRESS_AFTER=0 shows the line
