@@ -123,26 +123,19 @@ static CePlace place(int rank, IrRange r)
     return (CePlace){rank, r.buf, r.first};
 }
 
+/* A copy from the source's owner to the destination's (the op table says whose memory each
+ * is); a destination on every rank is one copy per rank. lowerable() let only copies through. */
 static void lower_data(Lowering *L, int r, int i, const IrOp *op)
 {
+    const IrOpInfo *in = ir_op_info(op->kind);
     int n = L->n, count = op->dst.count;
-    switch (op->kind) {
-    case IR_COPY:
-        batch_add(L, r, (Copy){place(r, op->dst), place(r, op->src), count, i});
-        break;
-    case IR_PUT:
-        batch_add(L, r, (Copy){place(op->peer, op->dst), place(r, op->src), count, i});
-        break;
-    case IR_GET:
-        batch_add(L, r, (Copy){place(r, op->dst), place(op->peer, op->src), count, i});
-        break;
-    case IR_SW_STORE:
-        for (int k = 0; k < n; k++)
-            batch_add(L, r, (Copy){place((r + k) % n, op->dst), place(r, op->src), count, i});
-        break;
-    default:
-        break;
+    CePlace src = place(ir_owner(in->src.on, op, r), op->src);
+    if (in->dst.on != ON_ALL) {
+        batch_add(L, r, (Copy){place(ir_owner(in->dst.on, op, r), op->dst), src, count, i});
+        return;
     }
+    for (int k = 0; k < n; k++)
+        batch_add(L, r, (Copy){place((r + k) % n, op->dst), src, count, i});
 }
 
 /* A write (or wait) of `value` on word `word` of rank `word_rank`, for IR operation i. */
@@ -214,13 +207,13 @@ static void lower_rank(Lowering *L, int r)
             continue;
         }
         batch_flush(L, r);
-        if (op->kind == IR_SIGNAL)
+        if (ir_is_signal(op->kind))         /* a peer's: packets never get here (lowerable) */
             lower_signal(L, r, i, op);
-        else if (op->kind == IR_WAIT)
+        else if (ir_is_wait(op->kind))
             lower_wait(L, r, i, op);
-        else if (op->kind == IR_SW_SIGNAL)
+        else if (ir_is_switch_signal(op->kind))
             lower_sw_signal(L, r, i);
-        else if (op->kind == IR_SW_WAIT)
+        else if (ir_is_switch_wait(op->kind))
             lower_sw_wait(L, r, i);
     }
     batch_flush(L, r);
@@ -237,20 +230,24 @@ static void where(const IrOp *op, char *out, size_t len)
     snprintf(out, len, "%s%s%d:%d", path, *path ? ":" : "line ", op->loc.line, op->loc.col);
 }
 
-/* The first reduction, or an imbalance the checker should have refused. */
+/* Computes what it stores: a second source, or the sum over every rank's copy (the switch). */
+static bool is_reduction(const IrOpInfo *in)
+{
+    return in->src2.on != ON_NONE || in->src.on == ON_ALL;
+}
+
 /* What the copy engine can do: copies (a put, get or switch store is one or more) and the
  * signals and waits between them, in one program order per rank. Anything else is refused by
  * name, not skipped: reductions and packets need the SMs, and a plan's thread blocks are units
  * that one stream per rank would put in an order the plan never promised. */
 static bool lowerable_kind(IrKind k)
 {
-    switch (k) {
-    case IR_COPY: case IR_PUT: case IR_GET: case IR_SW_STORE:
-    case IR_SIGNAL: case IR_WAIT: case IR_SW_SIGNAL: case IR_SW_WAIT:
-        return true;
-    default:
+    const IrOpInfo *in = ir_op_info(k);
+    if (in->packet)
         return false;
-    }
+    if (in->sync == SYNC_SIGNAL || in->sync == SYNC_WAIT)
+        return true;
+    return in->sync == SYNC_DATA && !is_reduction(in);
 }
 
 static bool lowerable(const IrProgram *ir, char *why, size_t len)
@@ -266,7 +263,7 @@ static bool lowerable(const IrProgram *ir, char *why, size_t len)
                 continue;
             char at[300];
             where(op, at, sizeof at);
-            bool reduction = op->kind == IR_REDUCE || op->kind == IR_SW_REDUCE || op->kind == IR_SW_REDUCE_STORE;
+            bool reduction = is_reduction(ir_op_info(op->kind));
             snprintf(why, len, "rank %d's %s at %s %s", r, ir_kind_name(op->kind), at,
                      reduction             ? "is a reduction: reductions need the SMs"
                      : ir_is_packet(op->kind) ? "is a packet operation: packets need the SMs"
@@ -287,13 +284,13 @@ static bool count_signals(Lowering *L)
     for (int r = 0; ok && r < n; r++)
         for (int i = 0; i < L->ir->ranks[r].nops; i++) {
             const IrOp *op = &L->ir->ranks[r].ops[i];
-            if (op->kind == IR_SIGNAL)
+            if (ir_is_signal(op->kind))
                 L->sigs[r * n + op->peer]++;
-            else if (op->kind == IR_WAIT)
+            else if (ir_is_wait(op->kind))
                 waits[op->peer * n + r]++;
-            else if (op->kind == IR_SW_SIGNAL)
+            else if (ir_is_switch_signal(op->kind))
                 L->arrivals[r]++;
-            else if (op->kind == IR_SW_WAIT)
+            else if (ir_is_switch_wait(op->kind))
                 sw_waits[r]++;
         }
     if (!ok)
@@ -324,9 +321,9 @@ static bool number_signals(Lowering *L)
         int sig = 0, arrived = 0, *to = L->sig_of + (size_t)r * (size_t)n;
         for (int i = 0; i < L->ir->ranks[r].nops; i++) {
             const IrOp *op = &L->ir->ranks[r].ops[i];
-            if (op->kind == IR_SIGNAL)
+            if (ir_is_signal(op->kind))
                 L->peer_sig_op[r * n + op->peer][to[op->peer]++] = sig++;
-            else if (op->kind == IR_SW_SIGNAL)
+            else if (ir_is_switch_signal(op->kind))
                 L->sw_sig_op[r][arrived++] = sig++;
         }
         memset(to, 0, (size_t)n * sizeof *to);      /* lowering counts again */

@@ -633,7 +633,7 @@ long gpu_op_chunks(const IrProgram *ir, int flavour)
     for (int r = 0; ir && r < ir->nranks; r++)
         for (int i = 0; i < ir->ranks[r].nops; i++) {
             const IrOp *op = &ir->ranks[r].ops[i];
-            bool every_rank = op->kind == IR_SW_STORE || op->kind == IR_SW_REDUCE_STORE;
+            bool every_rank = ir_op_info(op->kind)->dst.on == ON_ALL;    /* writes every rank's copy */
             long n = ir_is_data(op->kind) ? (long)op->dst.count * (every_rank && flavour != CDSL_BACKEND_NVLS ? ir->nranks : 1) : 0;
             most = n > most ? n : most;
         }
@@ -912,9 +912,11 @@ static void gpu_wait_site(const IrProgram *ir, int rank, int line, unsigned ctr,
     const IrSeq *seq = &ir->ranks[rank];
     for (int i = 0; i < seq->nops; i++) {
         const IrOp *op = &seq->ops[i];
-        int match = (op->kind == IR_SW_WAIT && ctr == CDSL_SYNC_SWITCH) ||
-                    (op->kind == IR_WAIT && ctr == (unsigned)CDSL_SYNC_CHAN(ir->nranks, op->chan, op->peer)) ||
-                    (op->kind == IR_PKT_RECV && ctr == CDSL_PKT_COUNTER(op->peer)) ||
+        IrKind k = op->kind;
+        int match = (ir_is_switch_wait(k) && ctr == CDSL_SYNC_SWITCH) ||
+                    (ir_is_wait(k) && !ir_is_packet(k) &&
+                     ctr == (unsigned)CDSL_SYNC_CHAN(ir->nranks, op->chan, op->peer)) ||
+                    (ir_is_packet_recv(k) && ctr == CDSL_PKT_COUNTER(op->peer)) ||
                     ctr == GPU_GRID_COUNTER;    /* a convergence before any operation */
         if (match && op->loc.line == line && op->loc.src) {
             snprintf(out, n, "%s:%d:%d", op->loc.src->path, line, op->loc.col);
