@@ -23,8 +23,8 @@
 # it there.
 #
 # SAFETY: multicast objects are forbidden on the shared GPU hosts (creating one there can take
-# the host's GPUs, which others share, out of service for a day or more): every NVLS-off variable is exported and --backend nvls is
-# never used.
+# the host's GPUs, which others share, out of service for a day or more): every NVLS-off
+# variable is exported and --backend nvls is never used.
 export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-/tmp/perf_gpu}

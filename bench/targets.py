@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/targets.py - cdsl's performance targets, judged from one bench/compare.sh call's raw outputs.
+"""bench/targets.py - the performance targets, judged from one bench/compare.sh call's raw outputs.
 
     bench/targets.py LOGDIR
 

@@ -14,7 +14,8 @@
  * one pair of events on one device times all ranks. For iters > 1 those launches (a chain of
  * up to GPU_GRAPH_MAX_CHAIN per rank) are captured once into a CUDA graph spanning all
  * devices and replayed, which cuts the per-launch cost from microseconds to under one
- * (on 2 x H200: 3.7 us per direct launch, 0.6 us per kernel in a graph). CDSL_NO_GRAPH=1 in the environment launches directly instead.
+ * (on 2 x H200: 3.7 us per direct launch, 0.6 us per kernel in a graph). CDSL_NO_GRAPH=1 in
+ * the environment launches directly instead.
  *
  * An asynchronous run (gpu_launch, cdsl_run_async) is the same launch of every rank, once, on
  * the caller's streams (rank q's on streams[q], each after what the caller queued there), with
@@ -633,7 +634,7 @@ long gpu_op_chunks(const IrProgram *ir, int flavour)
     for (int r = 0; ir && r < ir->nranks; r++)
         for (int i = 0; i < ir->ranks[r].nops; i++) {
             const IrOp *op = &ir->ranks[r].ops[i];
-            bool every_rank = ir_op_info(op->kind)->dst.on == ON_ALL;    /* writes every rank's copy */
+            bool every_rank = ir_op_info(op->kind)->dst.on == ON_ALL;    /* a switch's store */
             long n = ir_is_data(op->kind) ? (long)op->dst.count * (every_rank && flavour != CDSL_BACKEND_NVLS ? ir->nranks : 1) : 0;
             most = n > most ? n : most;
         }

@@ -2,23 +2,23 @@
  * nvls.c - the nvls backend: NVLink SHARP through a multicast object of the CUDA driver.
  *
  * SAFETY FIRST. Creating a multicast object on a host whose operators forbid it can take that
- * host's GPUs, which others share, out of service for a day or more. So before anything else - before the
- * driver is even loaded - nvls_create refuses when the environment disables NVLS
+ * host's GPUs, which others share, out of service for a day or more. So before anything
+ * else - before the driver is even loaded - nvls_create refuses when the environment disables NVLS
  * (CDSL_NVLS=0, NCCL_NVLS_ENABLE=0, NVSHMEM_DISABLE_NVLS=1, TORCH_SYMM_MEM_DISABLE_MULTICAST=1;
  * any value that does not clearly enable counts as disabling), then when a device lacks
  * CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED. The check is repeated right before
  * cuMulticastCreate. This backend is only ever used when asked for by name.
  *
- * Memory. One rank per GPU (a multicast object binds one memory per device). Every rank's
- * sync words and symmetric buffers are carved out of one region per device, at the same
- * offsets on every device, and that region is bound to one multicast object, so that
- * mc_sync and mc_buf[b] are the multicast addresses of sync and buf[b]. The order is the
- * driver's (CUDA Driver API, multicast objects): granularity query, cuMulticastCreate, cuMulticastAddDevice for every
+ * Memory. One rank per GPU (a multicast object binds one memory per device). Every rank's sync
+ * words and symmetric buffers are carved out of one region per device, at the same offsets on
+ * every device, and that region is bound to one multicast object, so that mc_sync and mc_buf[b]
+ * are the multicast addresses of sync and buf[b]. The order is the driver's (CUDA Driver API,
+ * multicast objects): granularity query, cuMulticastCreate, cuMulticastAddDevice for every
  * device, then per device cuMemCreate + reserve + map + access for the unicast view,
  * cuMulticastBindMem, and a reserve + map + access of the multicast handle. Teardown is the
- * exact reverse, driven by per-step flags, so an error at any step frees exactly what was
- * made. A region is rebuilt only when an allocation outgrows it; a rebuilt region starts with
- * all sync and state words zero (no kernel is in flight), like a fresh communicator.
+ * exact reverse, driven by per-step flags, so an error at any step frees exactly what was made.
+ * A region is rebuilt only when an allocation outgrows it; a rebuilt region starts with all
+ * sync and state words zero (no kernel is in flight), like a fresh communicator.
  */
 #include <stdlib.h>
 #include <string.h>

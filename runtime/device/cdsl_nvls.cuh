@@ -11,8 +11,9 @@
    words. A multicast address takes multimem.* only.
 
    The alias rule (CUDA C++ Programming Guide, virtual aliasing; PTX ISA, memory consistency
-   model, proxies and proxy-preserved causality): two accesses to the same bytes through the multicast and a unicast mapping, one
-   of them a write, are not ordered unless fence.proxy.alias lies on the path between them.
+   model, proxies and proxy-preserved causality): two accesses to the same bytes through the
+   multicast and a unicast mapping, one of them a write, are not ordered unless
+   fence.proxy.alias lies on the path between them.
    This program's emitter knows which bytes go through which mapping, so it places the fence
    exactly: each thread executes it before an operation that accesses through one mapping
    bytes that an access through the other may have touched (one of the two a write, by any
