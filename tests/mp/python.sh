@@ -63,6 +63,21 @@ else
     fail "python3 -m cdsl.selftest -n 4" "exit $rc: $(echo "$out" | grep -v PASS | head -3 | tr '\n' ' ')"
 fi
 
+# --chunk-bytes: the sizes every program runs at (2 sizes x 4 types x 2 ways = 16 runs of a
+# program that moves data), and a size that is not a multiple of 4 bytes is refused up front.
+out=$(cd python && timeout 120 "$PY" -m cdsl.selftest -n 2 --chunk-bytes 64,1024 --program allgather_ring 2>&1); rc=$?
+if [ $rc = 0 ] && echo "$out" | grep -q "^\[PASS\] allgather_ring: 2 ranks, 16 runs each, verified"; then
+    pass "selftest --chunk-bytes 64,1024: 16 runs of allgather_ring"
+else
+    fail "selftest --chunk-bytes 64,1024" "exit $rc: $(echo "$out" | head -3 | tr '\n' ' ')"
+fi
+out=$(cd python && timeout 60 "$PY" -m cdsl.selftest -n 2 --chunk-bytes 6 2>&1); rc=$?
+if [ $rc = 2 ] && echo "$out" | grep -q "a chunk is a positive multiple of 4 bytes"; then
+    pass "selftest --chunk-bytes 6: refused as usage"
+else
+    fail "selftest --chunk-bytes 6: refused as usage" "exit $rc: $(echo "$out" | tail -2 | tr '\n' ' ')"
+fi
+
 # 2.
 out=$(cd python && timeout 120 "$PY" -m cdsl.selftest -n 3 --die 2 --program allgather_ring --program barrier_switch \
       --timeout 3 2>&1); rc=$?
