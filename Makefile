@@ -32,11 +32,19 @@ XCFLAGS ?=
 LDXFLAGS ?=
 ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(XCFLAGS) -fPIC -pthread -D_GNU_SOURCE \
              -DCDSL_VERSION='"$(VERSION)"' -DCDSL_STDLIB_DIR='"$(PREFIX)/share/cdsl/stdlib"' \
-             -Icompiler -Iruntime -Ibuild/gen -MMD -MP
+             $(INCLUDES) -Ibuild/gen -MMD -MP
 LDLIBS   = -ljansson -ldl -lpthread -lm
 
+# The sources live in folders by stage (docs/internals.md has the map): compiler/ (front, ir,
+# check, lower, emit, plan, util) and runtime/ (api, engines, jit; device/ holds CUDA only).
+# Every folder is on the include path, so a file names a header by its name alone; the
+# objects mirror the folders under $(B)/obj/.
+SRC_DIRS = compiler $(sort $(patsubst %/,%,$(wildcard compiler/*/))) runtime \
+           $(filter-out runtime/device,$(sort $(patsubst %/,%,$(wildcard runtime/*/))))
+INCLUDES = $(SRC_DIRS:%=-I%)
+
 GEN      = build/gen
-LIB_SRC  = $(sort $(wildcard compiler/*.c runtime/*.c))
+LIB_SRC  = $(sort $(foreach d,$(SRC_DIRS),$(wildcard $(d)/*.c)))
 LIB_OBJ  = $(LIB_SRC:%.c=$(B)/obj/%.o) $(B)/obj/gen/lexer.o $(B)/obj/gen/parser.o $(B)/obj/gen/device_headers.o
 TOOLS    = $(B)/cdslc $(B)/cdslrun $(B)/cdsl-perf
 
@@ -138,7 +146,7 @@ fuzz: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
 		{ echo "$${why#\[SKIP\] }" >&2; exit 1; }
 	$(MAKE) B=build/fuzz CC=$(FUZZ_CC) XCFLAGS="-O1 -fsanitize=fuzzer-no-link,address,undefined" build/fuzz/libcdsl.a
 	for t in fuzz_parse fuzz_check fuzz_plan fuzz_verify; do \
-		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -Icompiler -Iruntime -Ibuild/gen \
+		$(FUZZ_CC) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined $(INCLUDES) -Ibuild/gen \
 			-o build/fuzz/$$t tests/fuzz/$$t.c build/fuzz/libcdsl.a $(LDLIBS) || exit 1; \
 	done
 
@@ -166,7 +174,11 @@ install: all
 clean:
 	rm -rf build
 
-.PHONY: all asan tsan fuzz test install clean rank_example_mpi
+# The include flags, for the test scripts that compile sources or link against the objects.
+include-flags:
+	@echo $(INCLUDES) -Ibuild/gen
+
+.PHONY: all asan tsan fuzz test install clean rank_example_mpi include-flags
 .SECONDARY:
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

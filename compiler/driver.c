@@ -23,7 +23,7 @@
 #include "check.h"
 #include "emit.h"
 #include "eval.h"
-#include "lint.h"
+#include "unneeded_sync.h"
 #include "log.h"
 #include "load.h"
 #include "mscclpp.h"

@@ -15,7 +15,7 @@
 #include "cdsl.h"
 #include "diag.h"
 #include "ir.h"
-#include "progress.h"
+#include "progress_line.h"
 
 struct AstUnit;
 struct CheckResult;

@@ -3,11 +3,12 @@
 # budget) against libcdsl, and under ASan/UBSan against build/asan/libcdsl.a when that exists,
 # and runs it. It prints one [PASS]/[FAIL] line per test and build.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/includes.bash
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 run() {
     local label=$1 lib=$2; shift 2
     if [ ! -f "$lib" ]; then echo "[SKIP] runs_unit ($label): no $lib"; return; fi
-    if ! cc -std=c11 -g -Wall -Wextra -Werror "$@" -Icompiler -Iruntime -o "$tmp/$label" tests/unit/runs_unit.c \
+    if ! cc -std=c11 -g -Wall -Wextra -Werror "$@" $CDSL_INCLUDES -o "$tmp/$label" tests/unit/runs_unit.c \
             "$lib" -ljansson -ldl -lpthread -lm 2>"$tmp/$label.log"; then
         echo "[FAIL] runs_unit ($label): does not build"; cat "$tmp/$label.log"; return
     fi

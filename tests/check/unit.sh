@@ -3,11 +3,12 @@
 # ASan/UBSan against build/asan/libcdsl.a when that exists, and runs it. One [PASS]/[FAIL]
 # line per build.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/includes.bash
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 run() {
     local label=$1 lib=$2; shift 2
     if [ ! -f "$lib" ]; then echo "[SKIP] check_unit ($label): no $lib"; return; fi
-    if ! cc -std=c11 -g "$@" -Icompiler -Iruntime -o "$tmp/$label" tests/unit/check_unit.c "$lib" \
+    if ! cc -std=c11 -g "$@" $CDSL_INCLUDES -o "$tmp/$label" tests/unit/check_unit.c "$lib" \
             -ljansson -ldl -lpthread -lm 2>"$tmp/$label.log"; then
         echo "[FAIL] check_unit ($label): does not build"; cat "$tmp/$label.log"; return
     fi

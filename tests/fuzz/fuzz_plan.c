@@ -19,7 +19,7 @@
 #include "check.h"
 #include "emit.h"
 #include "fuzz.h"
-#include "hb.h"
+#include "happens_before.h"
 #include "mscclpp.h"
 
 #define ARENA_CAP ((size_t)256 << 20)

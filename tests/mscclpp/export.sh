@@ -3,12 +3,13 @@
 # IR the exporter lowered it to (tests/unit/export_unit.c), against build/libcdsl.a and, where it
 # exists, the ASan build.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/includes.bash
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 export TMPDIR=$tmp
 run() {
     local label=$1 lib=$2; shift 2
     if [ ! -f "$lib" ]; then echo "[SKIP] export_unit ($label): no $lib"; return; fi
-    if ! cc -std=c11 -g "$@" -Icompiler -Iruntime -o "$tmp/$label" tests/unit/export_unit.c "$lib" \
+    if ! cc -std=c11 -g "$@" $CDSL_INCLUDES -o "$tmp/$label" tests/unit/export_unit.c "$lib" \
             -ljansson -ldl -lpthread -lm 2>"$tmp/$label.log"; then
         echo "[FAIL] export_unit ($label): does not build"; cat "$tmp/$label.log"; return
     fi

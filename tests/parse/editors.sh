@@ -57,7 +57,7 @@ def scope_of(text, word):
 
 lexer = open("grammar/lexer.re").read()
 keywords = re.findall(r'^\s*"([a-z]+)"\s*\{\s*return token\(l, t, TK_', lexer, re.M)
-resolve = open("compiler/resolve.c").read()
+resolve = open("compiler/front/resolve.c").read()
 collectives = re.findall(r'"(\w+)"', re.search(r"collectives\[\] = \{([^}]*)\}", resolve).group(1))
 ops = re.findall(r'"(\w+)"', re.search(r"ops\[\] = \{([^}]*)\}", resolve).group(1))
 orders = ["relaxed", "release", "acquire"]

@@ -23,8 +23,8 @@ PY
 }
 # cdsl-perf's own variables (nccl-tests' NCCL_TESTS_*) are named by its --help, not cdslc's.
 perf=$(names tools/cdsl-perf.c tools/perf*.c tools/perf.h)
-lib=$(names compiler/*.c compiler/*.h runtime/*.c runtime/*.h $(ls tools/*.c tools/*.h | grep -v -e cdsl-perf -e '/perf'))
-all=$(names compiler/*.c runtime/*.c tools/*.c tools/*.h python/cdsl/*.py examples/*.c examples/*.py examples/*.sh)
+lib=$(names $(find compiler runtime -name '*.[ch]' | sort) $(ls tools/*.c tools/*.h | grep -v -e cdsl-perf -e '/perf'))
+all=$(names $(find compiler runtime -name '*.c' | sort) tools/*.c tools/*.h python/cdsl/*.py examples/*.c examples/*.py examples/*.sh)
 [ "$(echo "$lib" | wc -w)" -ge 20 ] && pass "the source reads $(echo "$lib" | wc -w) variables in the library and tools, $(echo "$all" | wc -w) in all" ||
     fail "the names are found in the source" "only: $lib"
 missing=""

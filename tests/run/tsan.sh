@@ -5,6 +5,7 @@
 # under it too; and, as a control, a racy program forced through with --unchecked must make
 # TSan speak (so a silent TSan means no race, not a blind one). Skips when the build is missing.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/includes.bash
 TSAN_CDSLRUN=${TSAN_CDSLRUN:-$PWD/build/tsan/cdslrun}
 TSAN_LIB=${TSAN_LIB:-$(dirname "$TSAN_CDSLRUN")/libcdsl.a}
 SPEC=$PWD/tests/spec
@@ -42,7 +43,7 @@ clean "allreduce_twoshot -n 8 f16, 2 MiB" stdlib/allreduce_twoshot.cdsl -n 8 --b
 
 if [ -f "$TSAN_LIB" ]; then
     tmp=$(mktemp -d)
-    if cc -std=c11 -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE -Icompiler -Iruntime -o "$tmp/sim_unit" \
+    if cc -std=c11 -g -O1 -fsanitize=thread -pthread -D_GNU_SOURCE $CDSL_INCLUDES -o "$tmp/sim_unit" \
         tests/unit/sim_unit.c "$TSAN_LIB" -ljansson -ldl -lm 2>"$tmp/cc.log"; then
         out=$("$tmp/sim_unit" 2>&1); rc=$?
         if [ $rc = 0 ] && ! echo "$out" | grep -q ThreadSanitizer; then pass "tsan: sim_unit"

@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "check.h"
-#include "hb.h"
+#include "happens_before.h"
 #include "ir.h"
 
 static int failures, tests;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "emit.h"
-#include "hb.h"
+#include "happens_before.h"
 #include "nvrtc.h"
 #include "sha256.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runs.h"
+#include "chunk_runs.h"
 
 static int failures, tests;
 

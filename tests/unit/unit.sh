@@ -3,8 +3,9 @@
 # runs them: against build/libcdsl.a, and against build/asan/libcdsl.a under ASan/UBSan when
 # that build exists. Their "[PASS] x" / "[FAIL] x" lines pass through, labelled.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/lib/includes.bash
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1}
-CFLAGS="-std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -g -pthread -D_GNU_SOURCE -Icompiler -Iruntime"
+CFLAGS="-std=c11 -Wall -Wextra -Wpedantic -Werror -Wshadow -Wstrict-prototypes -Wno-unused-parameter -g -pthread -D_GNU_SOURCE $CDSL_INCLUDES"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 failures=0

@@ -24,7 +24,7 @@
  * map per buffer, and a map over all owners lets them be checked against peer and local
  * accesses without visiting each owner.
  */
-#include "hb.h"
+#include "happens_before.h"
 
 enum { SIG_ANY = 1, SIG_MIXED = 2 };
 

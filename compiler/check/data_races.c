@@ -28,7 +28,7 @@
  * relaxed signal or wait that breaks the release -> acquire chain.
  */
 #include "check_text.h"
-#include "hb.h"
+#include "happens_before.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -14,7 +14,7 @@
  * counters persist across launches, so either would put the next launch out of step.
  */
 #include "check_text.h"
-#include "hb.h"
+#include "happens_before.h"
 
 #include <string.h>
 

@@ -29,7 +29,7 @@
  * run maps (runs.h) of summaries per (owner, buffer), one pass asking each op's ranges; a
  * private budget bounds both, and running out clears every flag instead of failing the check.
  */
-#include "hb.h"
+#include "happens_before.h"
 
 /* How an access reaches a chunk, for the blocks: where its range starts, and whether it is a
    packet op's (word by word). The path does not matter: every path maps an element to the same

@@ -6,7 +6,7 @@
  * inserted after the old one; merging deletes the second node from the treap. Both are
  * O(log runs) expected; walking a range is O(runs in it).
  */
-#include "runs.h"
+#include "chunk_runs.h"
 
 #include <string.h>
 

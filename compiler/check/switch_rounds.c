@@ -19,7 +19,7 @@
  * looked at again, with the vector clocks of a replay of sync.c's schedule.
  */
 #include "check_text.h"
-#include "hb.h"
+#include "happens_before.h"
 
 /* q's k-th switch signal (0-based), and whether q's own (k-1)-th wait precedes it. */
 static bool after_own_wait(const HbFacts *f, int q, int k)

@@ -20,7 +20,7 @@
  * only after a complete replay, when every rank ended (as rounds.c does).
  */
 #include "check_text.h"
-#include "hb.h"
+#include "happens_before.h"
 
 #include <string.h>
 

@@ -10,7 +10,7 @@
  * refers to it). Switch rounds keep one joined clock per round. Released clocks go to a free
  * list, so memory stays proportional to the clocks alive at once, not to the number of waits.
  */
-#include "hb.h"
+#include "happens_before.h"
 
 #include <limits.h>
 #include <string.h>

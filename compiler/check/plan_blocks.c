@@ -23,7 +23,7 @@
  * violation is an error at the later op, naming the earlier one.
  */
 #include "check_text.h"
-#include "hb.h"
+#include "happens_before.h"
 
 typedef struct Stretch {
     int data;      /* the latest data op since the block's threads last met, or -1 */

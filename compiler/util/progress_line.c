@@ -5,7 +5,7 @@
  * Everything the helper prints is under the Progress's mutex, as is the erasing done for a
  * diagnostic, so the two never interleave.
  */
-#include "progress.h"
+#include "progress_line.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -13,7 +13,7 @@
 #include "check.h"
 
 #include "cdsl.h"
-#include "hb.h"
+#include "happens_before.h"
 
 static const char *size_text(Arena *a, size_t bytes)
 {

@@ -18,7 +18,7 @@
  * entered) is a happens-before fact, checked on the final EXEC clocks.
  */
 #include "check_text.h"
-#include "hb.h"
+#include "happens_before.h"
 
 #include <stdlib.h>
 #include <string.h>

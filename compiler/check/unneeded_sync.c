@@ -24,12 +24,12 @@
  * checked, each within the program's own checking limits and in an arena of its own that is
  * freed after it (running out of memory in a trial only ends the linting).
  */
-#include "lint.h"
+#include "unneeded_sync.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "hb.h"
+#include "happens_before.h"
 
 enum { LINT_MAX_OPS = 1 << 16, LINT_MAX_TRIALS = 64 };
 enum { KEEP = 0, REMOVED = 1, RELAXED = 2 };

@@ -25,7 +25,7 @@
 
 #include "diag.h"
 #include "ir.h"
-#include "runs.h"
+#include "chunk_runs.h"
 
 typedef struct HbEv {
     int rank, idx; /* idx -1: the rank's start; nops: its end */

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "arena.h"
-#include "hb.h"
+#include "happens_before.h"
 #include "ir.h"
 
 const char *check_nth(Arena *a, int k);     /* 1 -> "1st", 2 -> "2nd", 11 -> "11th" */

@@ -15,7 +15,7 @@
 
 #include "check_text.h"
 #include "escape.h"
-#include "hb.h"
+#include "happens_before.h"
 
 /* A label: each character in escape.c's printable form (names may come from a plan's
  * strings), then quoted for dot; a line break stays one inside the label. */
