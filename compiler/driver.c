@@ -1,10 +1,18 @@
 /*
- * driver.c - cdsl_compile: the phases in order, stopping after the first that failed.
+ * driver.c - cdsl_compile: every phase in order, as one table (phases[]) that it walks,
+ * stopping after the first that failed or at the stage the caller asked for.
  *
- *     load      read the file and its imports, lex and parse them     (load.c, parse.c)
- *     resolve   names, operations, argument counts, memory orders     (resolve.c)
- *     eval      per-rank operation sequences; bounds and shapes       (eval.c)
- *     check     races, synchronisation, deadlocks, postcondition      (check.c)
+ *     front/load           read the file and its imports, lex and parse   (load.c, parse.c)
+ *     front/resolve        names, operations, argument counts, orders     (resolve.c)
+ *     plan/import          an MSCCL++ plan instead of the three above     (mscclpp_import.c)
+ *     ir/eval              per-rank operation sequences; bounds, shapes   (eval.c)
+ *     lower/packet layout  where packets travel                           (packet_layout.c)
+ *     check/check          order.c's sync_before, then the four rules     (check.c)
+ *     check/warnings       synchronisation the program does not need      (unneeded_sync.c)
+ *     lower/partition      the data ops that may signal block by block    (partition.c)
+ *
+ * lower/lower.h says why each lowering runs where it does. Emission (emit/) and the
+ * copy-engine plan (lower/ce_plan.c) come after, on request.
  *
  * Everything lives in the program's arena, destroyed with the program. Running out of memory
  * anywhere in the phases unwinds to cdsl_compile (arena.h's trap), which frees the half-built
@@ -26,6 +34,7 @@
 #include "unneeded_sync.h"
 #include "log.h"
 #include "load.h"
+#include "lower.h"
 #include "mscclpp.h"
 #include "resolve.h"
 
@@ -73,44 +82,53 @@ static void timed(const char *step, double t0, const cdsl_program *p, int nranks
     log_msg(LOG_INFO, "timing: %s %.3f ms (%s%s)", step, log_ms_since(t0), p->name ? p->name : "", ranks);
 }
 
-/* Evaluation, checking and linting: the steps that grow with the rank count, shown on a
- * terminal when they take a while. */
-static int check_phases(cdsl_program *p, const cdsl_compile_opts *o, Decl *program)
+/* One compilation in hand, as the phases pass it along. */
+typedef struct Compilation {
+    cdsl_program *p;
+    const cdsl_compile_opts *o;
+    bool plan;        /* an MSCCL++ plan: imported as IR, with no syntax tree */
+    Decl *program;    /* the chosen .cdsl program, once resolved */
+    bool done;        /* the stage the caller asked for (stop_after) is reached */
+} Compilation;
+
+/* A phase returns CDSL_OK to go on (done set: stop there, successfully) or the code to stop
+ * with. The code of a phase that reported errors: usage errors are the caller's. */
+static int failed(const cdsl_program *p)
 {
-    progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
-                   "evaluating %s for %d ranks", p->name, o->nranks);
+    return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
+}
+
+static int phase_load(Compilation *c)
+{
+    cdsl_program *p = c->p;
+    const cdsl_compile_opts *o = c->o;
+    LoadOptions lo = {o->include_dirs, o->ninclude_dirs, o->source};
     double t = log_clock();
-    if (program) {   /* a .cdsl program; an imported plan's IR is made already */
-        EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
-        p->ir = eval_program(p->arena, &p->diag, program, &eo);
-        timed("evaluate", t, p, o->nranks);
-    }
-    if (!p->ir || o->stop_after == CDSL_STAGE_EVAL) {
-        progress_end(&p->progress);
-        if (!p->ir)
-            return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
-        return p->ok = true, CDSL_OK;
-    }
-    CheckLimits limits = {o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
-                          o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
-    progress_say(&p->progress, "checking %s for %d ranks", p->name, o->nranks);
-    t = log_clock();
-    p->check = check_program(p->ir, &p->diag, &limits);
-    timed("check", t, p, o->nranks);
-    if (p->diag.nerrors == 0 && program) {   /* warnings are about .cdsl text */
-        progress_say(&p->progress, "looking for synchronisation %s does not need", p->name);
-        t = log_clock();
-        lint_program(p->ir, p->check, &p->diag, &limits);
-        timed("warnings", t, p, o->nranks);
-    }
-    progress_end(&p->progress);
-    p->ok = p->diag.nerrors == 0;   /* -Werror makes a warning one */
-    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+    p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
+    log_msg(LOG_INFO, "timing: parse %.3f ms (%s, %d file%s)", log_ms_since(t), o->path,
+            p->ast ? p->ast->nfiles : 0, p->ast && p->ast->nfiles == 1 ? "" : "s");
+    return p->ast ? CDSL_OK : failed(p);   /* the file itself unreadable is the caller's error */
+}
+
+static int phase_resolve(Compilation *c)
+{
+    cdsl_program *p = c->p;
+    double t = log_clock();
+    c->program = resolve_unit(p->arena, &p->diag, p->ast, c->o->program);
+    if (!c->program)
+        return failed(p);
+    p->name = c->program->name;
+    p->collective = c->program->collective;
+    timed("resolve", t, p, 0);
+    c->done = c->o->stop_after == CDSL_STAGE_PARSE;
+    return CDSL_OK;
 }
 
 /* An MSCCL++ plan instead of load, resolve and eval: the plan is the IR. */
-static int import_plan(cdsl_program *p, const cdsl_compile_opts *o)
+static int phase_import(Compilation *c)
 {
+    cdsl_program *p = c->p;
+    const cdsl_compile_opts *o = c->o;
     if (o->stop_after == CDSL_STAGE_PARSE) {
         diag_fatal(&p->diag, "'%s' is an MSCCL++ plan: it has no syntax tree to dump (its IR dump shows what it became)",
                    o->path);
@@ -125,31 +143,122 @@ static int import_plan(cdsl_program *p, const cdsl_compile_opts *o)
     return CDSL_OK;
 }
 
+/* From evaluation on, the steps grow with the rank count: a terminal shows what is going on
+ * when they take a while (a plan's line says "evaluating" too, as it always has). */
+static int phase_eval(Compilation *c)
+{
+    cdsl_program *p = c->p;
+    const cdsl_compile_opts *o = c->o;
+    progress_begin(&p->progress, &p->diag, progress_wanted(p->progress_mode, p->diag.out),
+                   "evaluating %s for %d ranks", p->name, o->nranks);
+    if (c->plan)
+        return CDSL_OK;
+    double t = log_clock();
+    EvalOptions eo = {o->nranks, o->defines, o->ndefines, o->in_place != 0};
+    p->ir = eval_program(p->arena, &p->diag, c->program, &eo);
+    timed("evaluate", t, p, o->nranks);
+    return p->ir ? CDSL_OK : failed(p);
+}
+
+/* The packet slots take a buffer of the runtime's, which --dump-ir shows and the checker
+ * counts: laid out before either (lower.h). An error here is the evaluation's. */
+static int phase_packet_layout(Compilation *c)
+{
+    cdsl_program *p = c->p;
+    if (!ir_packet_layout(p->ir, &p->diag)) {
+        p->ir = NULL;
+        return failed(p);
+    }
+    c->done = c->o->stop_after == CDSL_STAGE_EVAL;
+    return CDSL_OK;
+}
+
+static CheckLimits check_limits(const cdsl_compile_opts *o)
+{
+    return (CheckLimits){o->check_memory ? o->check_memory : CDSL_CHECK_MEMORY_DEFAULT,
+                         o->check_steps ? o->check_steps : CDSL_CHECK_STEPS_DEFAULT};
+}
+
+/* The rules, with order.c's sync_before computed first inside (lower.h says why). */
+static int phase_check(Compilation *c)
+{
+    cdsl_program *p = c->p;
+    const cdsl_compile_opts *o = c->o;
+    CheckLimits limits = check_limits(o);
+    progress_say(&p->progress, "checking %s for %d ranks", p->name, o->nranks);
+    double t = log_clock();
+    p->check = check_program(p->ir, &p->diag, &limits);
+    timed("check", t, p, o->nranks);
+    return CDSL_OK;   /* errors stop the program after the phase list, with every finding said */
+}
+
+/* Warnings are about .cdsl text, and only for a program that checked clean. */
+static int phase_warnings(Compilation *c)
+{
+    cdsl_program *p = c->p;
+    if (p->diag.nerrors)
+        return CDSL_OK;
+    CheckLimits limits = check_limits(c->o);
+    progress_say(&p->progress, "looking for synchronisation %s does not need", p->name);
+    double t = log_clock();
+    lint_program(p->ir, p->check, &p->diag, &limits);
+    timed("warnings", t, p, c->o->nranks);
+    return CDSL_OK;
+}
+
+/* Which data ops may signal block by block: only the emitter reads it, so only for a program
+ * that passed (a warning made an error by -Werror included). */
+static int phase_partition(Compilation *c)
+{
+    if (c->p->diag.nerrors == 0)
+        partition_program(c->p->ir);
+    return CDSL_OK;
+}
+
+/* Every phase, in order. A phase may be for .cdsl programs only (front, warnings) or plans
+ * only (import); the rest take both (eval only starts a plan's progress line). After the list, on request: CUDA (emit/, through program.h's
+ * code generator), the copy-engine plan (lower/ce_plan.c, likewise, and --dump-ce), the
+ * dumps and the MSCCL++ export (emit/mscclpp_export.c). */
+typedef enum { BOTH, CDSL_ONLY, PLAN_ONLY } PhaseFor;
+
+typedef struct Phase {
+    const char *stage, *name;
+    int (*run)(Compilation *c);
+    PhaseFor takes;
+    const char *reads, *makes;
+} Phase;
+
+static const Phase phases[] = {
+    {"front", "load", phase_load, CDSL_ONLY, "the file and its imports", "the syntax tree (p->ast)"},
+    {"front", "resolve", phase_resolve, CDSL_ONLY, "the syntax tree", "names bound; the chosen program"},
+    {"plan", "import", phase_import, PLAN_ONLY, "the plan's JSON", "the IR (p->ir), one unit per thread block"},
+    {"ir", "eval", phase_eval, BOTH, "the chosen program, nranks, defines", "the IR (p->ir); rule 3"},
+    {"lower", "packet layout", phase_packet_layout, BOTH, "the IR's packet ops", "IrOp.slot, the packet-slot buffer"},
+    {"check", "check", phase_check, BOTH, "the IR", "the checker's facts and findings (p->check); sync_before"},
+    {"check", "warnings", phase_warnings, CDSL_ONLY, "the IR and the checker's facts", "-W warnings"},
+    {"lower", "partition", phase_partition, BOTH, "the checked IR", "IrOp.same_blocks"},
+};
+
+static bool phase_applies(const Phase *ph, const Compilation *c)
+{
+    return ph->takes == BOTH || (ph->takes == PLAN_ONLY) == c->plan;
+}
 
 /* The phases; any of them may unwind to cdsl_compile's trap when memory runs out. */
 static int compile_phases(cdsl_program *p, const cdsl_compile_opts *o)
 {
-    if (mscclpp_is_plan(o->path)) {
-        int rc = import_plan(p, o);
-        return rc ? rc : check_phases(p, o, NULL);
-    }
-    LoadOptions lo = {o->include_dirs, o->ninclude_dirs, o->source};
-    double t = log_clock();
-    p->ast = load_unit(p->arena, &p->diag, o->path, &lo);
-    log_msg(LOG_INFO, "timing: parse %.3f ms (%s, %d file%s)", log_ms_since(t), o->path,
-            p->ast ? p->ast->nfiles : 0, p->ast && p->ast->nfiles == 1 ? "" : "s");
-    if (!p->ast)   /* the file itself unreadable is the caller's error */
-        return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
-    t = log_clock();
-    Decl *program = resolve_unit(p->arena, &p->diag, p->ast, o->program);
-    if (!program)
-        return p->diag.nusage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
-    p->name = program->name;
-    p->collective = program->collective;
-    timed("resolve", t, p, 0);
-    if (o->stop_after == CDSL_STAGE_PARSE)
+    Compilation c = {p, o, mscclpp_is_plan(o->path) != 0, NULL, false};
+    int rc = CDSL_OK;
+    for (size_t i = 0; i < sizeof phases / sizeof *phases && rc == CDSL_OK && !c.done; i++)
+        if (phase_applies(&phases[i], &c))
+            rc = phases[i].run(&c);
+    progress_end(&p->progress);
+    if (rc != CDSL_OK)
+        return rc;
+    if (c.done)
         return p->ok = true, CDSL_OK;
-    return check_phases(p, o, program);
+    p->ok = p->diag.nerrors == 0;   /* -Werror makes a warning one */
+    return p->ok ? CDSL_OK : CDSL_ERR_PROGRAM;
 }
 
 void driver_out_of_memory(cdsl_program *p, const ArenaTrap *t)

@@ -3,10 +3,10 @@
  *
  * check_program runs the passes in dependency order: order.c (intra-rank ordering for the code
  * generator, independent of the rest), hb_match (which signal each wait consumes), for an
- * imported plan blocks.c (each thread block's ops may be taken in program order), sync.c's
- * simulation and rule 2, race.c's replay with vector clocks (rule 1), rounds.c (the switch's
- * arrivals keep to their rounds, part of rule 2), packets.c (packet sizes match, and a packet
- * slot is not reused before its reader read it), and post.c (rule 4)
+ * imported plan plan_blocks.c (each thread block's ops may be taken in program order), sync_schedule.c's
+ * simulation and rule 2, data_races.c's replay with vector clocks (rule 1), switch_rounds.c (the switch's
+ * arrivals keep to their rounds, part of rule 2), packet_rules.c (packet sizes match, and a packet
+ * slot is not reused before its reader read it), and postcondition.c (rule 4)
  * only when rules 1 and 2 passed, since with a race or a deadlock the final values depend on
  * the schedule. check_text.c keeps the passes' messages worded alike.
  */
@@ -14,6 +14,7 @@
 
 #include "cdsl.h"
 #include "happens_before.h"
+#include "lower.h"
 
 static const char *size_text(Arena *a, size_t bytes)
 {
@@ -48,8 +49,7 @@ struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limi
     r->budget.max_bytes = limits ? limits->memory : CDSL_CHECK_MEMORY_DEFAULT;
     r->budget.max_steps = limits ? limits->steps : CDSL_CHECK_STEPS_DEFAULT;
     r->budget.at = p->loc;
-    order_program(p, &r->budget);
-    partition_program(p);
+    order_program(p, &r->budget); /* lowering the rules read (lower.h): sync_before, on this budget */
     hb_match(p, &r->hb);
     int before = d->nerrors;
     order_blocks_check(r, d); /* a plan's thread blocks: each may be taken as a sequence */

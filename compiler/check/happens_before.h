@@ -1,6 +1,6 @@
 /*
- * hb.h - happens-before facts shared by the checker's passes (hb.c, sync.c, race.c, post.c,
- * order.c, dot.c) and the CheckResult that check_program returns.
+ * happens_before.h - happens-before facts shared by the checker's passes (happens_before.c, sync_schedule.c, data_races.c, postcondition.c,
+ * order.c, happens_before_dot.c) and the CheckResult that check_program returns.
  *
  * Events: rank r's start (index -1), its ops 0..nops-1, its end (index nops). Program order
  * is per unit (ir.h: a thread block of an imported plan; the whole rank in a .cdsl program,
@@ -8,16 +8,16 @@
  * units, each unit's ops follow one another, and each unit's last op precedes the rank's end.
  * hb_match pairs every wait with its signal (the k-th wait on rank r's channel c from p with
  * p's k-th signal to r on c; switch ops by round; a barrier's k-th uses by its blocks form
- * one meeting). sync.c simulates all units and records one schedule consistent with those
- * edges. hb.c replays that schedule with two vector clocks per unit: EXEC (program order
+ * one meeting). sync_schedule.c simulates all units and records one schedule consistent with those
+ * edges. happens_before.c replays that schedule with two vector clocks per unit: EXEC (program order
  * plus every edge) and SYNC (program order plus release -> acquire edges; barriers are both).
  * A clock component is a time: 0 = nothing of that unit known, 1 = its rank's start, op i of
  * the rank's list = i + 2. Clocks only change at waits, so a unit shares one clock between
  * waits and a signal just points at it (copy on write, reference counted, recycled through a
  * free list).
  */
-#ifndef CDSL_HB_H
-#define CDSL_HB_H
+#ifndef CDSL_HAPPENS_BEFORE_H
+#define CDSL_HAPPENS_BEFORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -77,7 +77,7 @@ static inline int hb_unit(const HbFacts *f, int rank, int idx)
     return f->rank_unit[rank] + f->p->ranks[rank].ops[idx].tb;
 }
 
-/* sync.c's simulation: one schedule that respects every matched edge. */
+/* sync_schedule.c's simulation: one schedule that respects every matched edge. */
 typedef struct HbRun {
     HbEv *sched;
     size_t nsched;
@@ -155,7 +155,7 @@ struct CheckResult {
     int nraces;
     CheckCycle *cycles;
     int ncycles;
-    HbEv *early;         /* switch signals that may arrive ahead of their round (rounds.c) */
+    HbEv *early;         /* switch signals that may arrive ahead of their round (switch_rounds.c) */
     int nearly;
     CheckBudget budget;  /* what checking may spend (check_program's limits) */
     /* scratch for hb_relaxed_edge, made on demand */
@@ -168,7 +168,7 @@ struct CheckResult {
 };
 typedef struct CheckResult CheckResult;
 
-/* hb.c */
+/* happens_before.c */
 void hb_match(const IrProgram *p, HbFacts *f);
 void hb_replay_init(HbReplay *rp, const HbFacts *f, Arena *a, CheckBudget *b);
 void hb_replay_step(HbReplay *rp, int rank, int idx); /* after op idx of rank ran */
@@ -180,7 +180,7 @@ HbView hb_end_view(HbReplay *rp, int q, bool sync, HbClock **made);
 void hb_end_view_done(HbReplay *rp, HbClock *made);
 /* Whether the view knows rank q's start (some unit of q is in it). */
 bool hb_knows_start(const HbFacts *f, HbView v, int q);
-/* Keeping a clock (race.c's read sets keep the reader's EXEC clock): the rank copies it
+/* Keeping a clock (data_races.c's read sets keep the reader's EXEC clock): the rank copies it
    before changing it while it is kept. NULL is ignored. */
 void hb_clock_retain(HbClock *c);
 void hb_clock_release(HbReplay *rp, HbClock *c);
@@ -189,24 +189,21 @@ bool hb_strong(const IrOp *sig, const IrOp *wait);
    edges as possible. Returns how many it has (-1: no path) and its first relaxed edge. */
 int hb_relaxed_edge(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *wait);
 
-/* sync.c: rule 2 */
+/* sync_schedule.c: rule 2 */
 void sync_simulate(const HbFacts *f, Arena *a, HbRun *run);
 void sync_report(CheckResult *r, Diag *d);
 
-/* race.c: rule 1 */
+/* data_races.c: rule 1 */
 void race_check(CheckResult *r, Diag *d);
 
-/* rounds.c: a switch arrival for round k+1 only after round k has completed */
+/* switch_rounds.c: a switch arrival for round k+1 only after round k has completed */
 void rounds_check(CheckResult *r, Diag *d);
 
-/* packets.c: matching packet sizes; a sender hears from its reader before it ends */
+/* packet_rules.c: matching packet sizes; a sender hears from its reader before it ends */
 void packets_check(CheckResult *r, Diag *d);
 
-/* post.c: rule 4 */
+/* postcondition.c: rule 4 */
 void post_check(CheckResult *r, Diag *d);
-
-/* order.c */
-void order_program(IrProgram *p, CheckBudget *b); /* b NULL: no limits */
 
 /* order.c: the memory a data op touches, for the code generator's passes (order.c, partition.c):
    up to three operands (dst, src, a reduce's src2), each with the rank that owns it (-1: every
@@ -228,9 +225,6 @@ typedef struct Touch {
 } Touch;
 
 int op_touches(const IrOp *op, int rank, Touch out[3]);
-
-/* partition.c: IrOp.same_blocks, for block-by-block signals (never fails) */
-void partition_program(IrProgram *p);
 
 /* order.c, for imported plans: each thread block's ops can be taken in program order */
 void order_blocks_check(CheckResult *r, Diag *d);

@@ -979,7 +979,5 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
         ev->ctx_dirty = true;
         eval_stmts(ev, &program->body);
     }
-    if (!d->nerrors)
-        ir_packet_layout(ir, d);
     return d->nerrors ? NULL : ir;
 }

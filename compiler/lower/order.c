@@ -17,13 +17,15 @@
  * sync_before, where the emitter puts a grid barrier.
  *
  * Cost is per run of chunks, not per chunk or per pair of ops: each (owner, buffer) keeps, for
- * the current stretch between sync points, runs of chunks (runs.h) with a summary of the
+ * the current stretch between sync points, runs of chunks (chunk_runs.h) with a summary of the
  * readers' and the writers' partitions ("none", "all the same one", "several"), which answers
  * "does an earlier op touch this chunk differently" exactly. At a grid barrier the maps that
  * the stretch touched are emptied. Switch ops touch a chunk on every rank; they keep their own
  * map per buffer, and a map over all owners lets them be checked against peer and local
  * accesses without visiting each owner.
  */
+#include "lower.h"
+
 #include "happens_before.h"
 
 enum { SIG_ANY = 1, SIG_MIXED = 2 };

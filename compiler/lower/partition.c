@@ -26,9 +26,11 @@
  * The test is coarser than it could be (two accesses by one rank with different starts also
  * clear the flag, though order.c already orders those) and never wrong in the unsafe
  * direction: a cleared flag only costs a convergence. Cost: one pass recording every access in
- * run maps (runs.h) of summaries per (owner, buffer), one pass asking each op's ranges; a
+ * run maps (chunk_runs.h) of summaries per (owner, buffer), one pass asking each op's ranges; a
  * private budget bounds both, and running out clears every flag instead of failing the check.
  */
+#include "lower.h"
+
 #include "happens_before.h"
 
 /* How an access reaches a chunk, for the blocks: where its range starts, and whether it is a

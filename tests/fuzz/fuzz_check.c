@@ -34,6 +34,7 @@
 #include "check.h"
 #include "emit.h"
 #include "eval.h"
+#include "lower.h"
 #include "parse.h"
 #include "resolve.h"
 
@@ -117,13 +118,14 @@ static void compile_for(const Decl *program, int nranks, const Defines *defs, Ar
     d->nerrors = 0;
     d->suppressed = false;
     IrProgram *ir = eval_program(a, d, program, &eo);
-    if (!ir || !small_enough(ir))
+    if (!ir || !ir_packet_layout(ir, d) || !small_enough(ir))   /* the driver's phases, in its order */
         return;
     /* The checker's own budget keeps one input's checking short; its error is a finding too. */
     const CheckLimits limits = {256u << 20, 1u << 24};
     struct CheckResult *r = check_program(ir, d, &limits);
     check_emit_dot(ir, r, sink);
     if (d->nerrors == 0) {
+        partition_program(ir);
         emit_all(ir, a, d, seed, sink);
         lower_ce(ir, seed, sink);
     }

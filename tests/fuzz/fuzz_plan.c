@@ -20,6 +20,7 @@
 #include "emit.h"
 #include "fuzz.h"
 #include "happens_before.h"
+#include "lower.h"
 #include "mscclpp.h"
 
 #define ARENA_CAP ((size_t)256 << 20)
@@ -54,8 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const struct CheckResult *r = check_program(p, &d, &limits);
         if (r->budget.over)
             runaway("spent the checker's budget");
-        if (!d.nerrors)
+        if (!d.nerrors) {
+            partition_program(p);   /* the driver's lowering after the check */
             emit_cuda(p, CDSL_BACKEND_P2P, CDSL_F32, a, &d);
+        }
     }
     arena_trap_pop(a, &trap);
     arena_destroy(a);

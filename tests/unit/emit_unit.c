@@ -14,6 +14,7 @@
 
 #include "emit.h"
 #include "happens_before.h"
+#include "lower.h"
 #include "nvrtc.h"
 #include "sha256.h"
 
