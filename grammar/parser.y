@@ -2,9 +2,9 @@
  * parser.y - the .cdsl grammar (Lemon 3.40; generated into build/gen/parser.c).
  *
  * Tokens are values (Token: a slice of the source and its position), as in SQLite's parse.y.
- * Actions build the AST in the compilation's arena (compiler/ast.h); nothing is freed, so no
+ * Actions build the AST in the compilation's arena (compiler/front/ast.h); nothing is freed, so no
  * %destructor is needed. There is no error recovery: %syntax_error reports once and the driver
- * (compiler/parse.c) stops feeding tokens.
+ * (compiler/front/parse.c) stops feeding tokens.
  *
  * Lists are left-recursive so the parser stack stays flat however long a list is.
  *

@@ -20,7 +20,7 @@
  *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is
  *                                   CDSL_SYNC_PEER + p), up to CDSL_PLAN_CHANNELS per pair
  *     a .cdsl program's (emit_cuda.c), one word per block slot w < CDSL_SYNC_BLOCKS, since block
- *     b of a rank waits for block b of its partners (compiler/partition.c says when that is
+ *     b of a rank waits for block b of its partners (compiler/lower/partition.c says when that is
  *     enough; cdsl_device.cuh, "Block-by-block arrivals"):
  *     sync[CDSL_SYNC_BLOCK(n, 0, w)]      switch arrivals from all ranks, for block w
  *     sync[CDSL_SYNC_BLOCK(n, 1 + p, w)]  arrivals that rank p made for this rank's block w

@@ -157,7 +157,7 @@ int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
  * MSCCL++ plan that says "inplace": true; 0 otherwise (also for NULL). */
 int cdsl_program_in_place(const cdsl_program *p);
 
-/* The collectives, by index 0 .. cdsl_collective_count() - 1 (the order of compiler/colls.def,
+/* The collectives, by index 0 .. cdsl_collective_count() - 1 (the order of compiler/ir/colls.def,
  * the one table that says what each means): what tools and bindings ask instead of keeping
  * lists of their own. cdsl_collective_find gives the index of a name (such as
  * cdsl_program_collective's), -1 for none; cdsl_collective_name is NULL out of range. */
@@ -224,7 +224,7 @@ int cdsl_compile_device_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype d
  * a "cdsl: error: ..." line on log (NULL: stderr). A folder that does not exist is empty. */
 int cdsl_cache_clean(FILE *report, FILE *log);
 
-/* ---- Running (runtime/api.c) ---------------------------------------------------------- */
+/* ---- Running (runtime/api/api.c) ---------------------------------------------------------- */
 /* CDSL-RUNTIME-API: the runtime's declarations follow this line. */
 
 /* A communicator: nranks ranks on one backend, each with its own copy of a program's
@@ -367,7 +367,7 @@ int cdsl_run_async(cdsl_comm *comm, cdsl_program *p, cdsl_dtype dtype, void *con
  * reset so that the next run starts as on a fresh communicator. */
 int cdsl_comm_status(cdsl_comm *comm);
 
-/* ---- One process per rank (runtime/rank_comm.c) -----------------------------------------------
+/* ---- One process per rank (runtime/api/rank_comm.c) -----------------------------------------------
  * How NCCL, torchrun and mpirun users run collectives: one process per GPU, each holding only
  * its own buffers. NCCL's shape:
  *
@@ -484,7 +484,7 @@ int cdsl_rank_run(cdsl_rank_comm *comm, cdsl_program *p, cdsl_dtype dtype, size_
  * naming a peer that has died when one has); the communicator is then failed. */
 int cdsl_rank_status(cdsl_rank_comm *comm);
 
-/* The verification pattern of one rank (runtime/verify.h), for checking a per-rank run as
+/* The verification pattern of one rank (runtime/api/verify.h), for checking a per-rank run as
  * cdsl_fill and cdsl_check do a whole communicator: cdsl_pattern_fill writes rank's input for p
  * at chunk_bytes into host memory (bytes of it, at least the input buffer's size);
  * cdsl_pattern_check compares rank's output (host memory) with the collective's
@@ -496,7 +496,7 @@ int cdsl_pattern_fill(const cdsl_program *p, cdsl_dtype dtype, int rank, size_t 
 int cdsl_pattern_check(const cdsl_program *p, cdsl_dtype dtype, int rank, size_t chunk_bytes, const void *output,
                        size_t bytes, unsigned long long *wrong, FILE *log);
 
-/* Verification (runtime/verify.c; the pattern is described in runtime/verify.h).
+/* Verification (runtime/api/verify.c; the pattern is described in runtime/api/verify.h).
  * cdsl_fill writes every rank's input with a pattern in which elements are distinct as far
  * as dtype allows exactly (small integers for the summing collectives, so that f16/bf16 sums
  * are exact) and sets output and scratch buffers to all-ones bytes. cdsl_check reads every

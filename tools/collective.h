@@ -2,7 +2,7 @@
  * collective.h - what cdslrun and cdsl-perf say about a collective's figures, alike: nccl-tests'
  * bus-bandwidth factor (busbw = algbw x it), whether there is a result to verify, whether it
  * sums, whether it has an in-place form. All of it is the collective's row of the table
- * (compiler/colls.def), asked through cdsl.h's cdsl_collective_* accessors.
+ * (compiler/ir/colls.def), asked through cdsl.h's cdsl_collective_* accessors.
  * Header-only, so that tools/ keeps one .c per tool.
  */
 #ifndef CDSL_COLLECTIVE_H

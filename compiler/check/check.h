@@ -10,8 +10,8 @@
  * switch.wait() on a rank follows the k-th switch.signal() of every rank. Execution order
  * (EXEC) is program order plus every matched edge; visibility order (SYNC) is program order
  * plus the release -> acquire edges only. The rules (docs/language.md, "The four rules"):
- * 1 data races (race.c), 2 unmatched synchronisation and deadlocks (sync.c),
- * 4 the collective's postcondition (post.c). Rule 3 (bounds and shapes) is eval.c's.
+ * 1 data races (data_races.c), 2 unmatched synchronisation and deadlocks (sync_schedule.c),
+ * 4 the collective's postcondition (postcondition.c). Rule 3 (bounds and shapes) is eval.c's.
  */
 #ifndef CDSL_CHECK_H
 #define CDSL_CHECK_H
@@ -21,9 +21,9 @@
 #include "diag.h"
 #include "ir.h"
 
-struct CheckResult; /* the checker's facts and findings (hb.h), allocated in p->arena */
+struct CheckResult; /* the checker's facts and findings (happens_before.h), allocated in p->arena */
 
-/* What checking may spend: bytes of its own structures and steps of work (runs.h). */
+/* What checking may spend: bytes of its own structures and steps of work (chunk_runs.h). */
 typedef struct CheckLimits {
     size_t memory;
     unsigned long long steps;

@@ -1,5 +1,5 @@
 /*
- * runs.c - interval maps over chunks (a treap threaded by a list), and the checker's budget.
+ * chunk_runs.c - interval maps over chunks (a treap threaded by a list), and the checker's budget.
  *
  * Treap priorities come from a counter through hb_mix64-style mixing, so the shape (and so the
  * cost) is the same on every run of the compiler. Splitting copies the payload into a new node

@@ -1,9 +1,9 @@
 /*
- * runs.h - interval maps over a buffer's chunks, and the budget the checker spends against.
+ * chunk_runs.h - interval maps over a buffer's chunks, and the budget the checker spends against.
  *
  * The checker's passes keep facts per chunk of every rank's buffers: who last wrote it and who
- * read it since (race.c), how the current stretch of ops reaches it (order.c), what value it
- * holds (post.c). Programs move whole ranges at once, so neighbouring chunks almost always
+ * read it since (data_races.c), how the current stretch of ops reaches it (order.c), what value it
+ * holds (postcondition.c). Programs move whole ranges at once, so neighbouring chunks almost always
  * carry the same fact. A RunMap stores a buffer as runs: maximal ranges [lo, hi) of chunks
  * with one payload each (a fixed-size blob, compared bytewise). A pass splits a run only where
  * an access starts or ends inside it, and merges neighbours that became equal, so the cost of
@@ -20,8 +20,8 @@
  * sets, clocks, values) and steps of work (runs visited, read sets scanned, terms merged).
  * The first pass that runs out records where and why; check.c turns that into one error.
  */
-#ifndef CDSL_RUNS_H
-#define CDSL_RUNS_H
+#ifndef CDSL_CHUNK_RUNS_H
+#define CDSL_CHUNK_RUNS_H
 
 #include <stdbool.h>
 #include <stddef.h>

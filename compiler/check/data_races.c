@@ -1,7 +1,7 @@
 /*
- * race.c - rule 1: data races, FastTrack-style, along the schedule sync.c produced.
+ * data_races.c - rule 1: data races, FastTrack-style, along the schedule sync_schedule.c produced.
  *
- * Every rank's buffer keeps an access history per run of chunks (runs.h: a run splits only
+ * Every rank's buffer keeps an access history per run of chunks (chunk_runs.h: a run splits only
  * where an access starts or ends inside it, so the cost follows the accesses, not the chunks):
  * its last write (rank, op) and the reads since that write that no later read covers. Each
  * data op's accesses are checked against the history with the accessing rank's clocks at that

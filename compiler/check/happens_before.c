@@ -1,10 +1,10 @@
 /*
- * hb.c - happens-before: matching signals to waits, vector clocks along a schedule, and the
+ * happens_before.c - happens-before: matching signals to waits, vector clocks along a schedule, and the
  * path search that explains a missing release -> acquire order.
  *
  * hb_match numbers every signal and wait on its channel and pairs them through a hash table
  * keyed (signaller, waiter, ordinal), so nothing is quadratic in the rank count. The replay
- * (hb_replay_*) follows sync.c's schedule and keeps, per rank, an EXEC and a SYNC vector
+ * (hb_replay_*) follows sync_schedule.c's schedule and keeps, per rank, an EXEC and a SYNC vector
  * clock. Clocks change only at waits: a signal keeps a reference to its rank's current clock
  * and a wait joins the referenced clock into its own (copying first if someone else still
  * refers to it). Switch rounds keep one joined clock per round. Released clocks go to a free
@@ -418,7 +418,7 @@ static void step_switch_wait(HbReplay *rp, int r, int i, int u, const IrOp *op)
     }
 }
 
-/* A barrier's meeting: its members' uses are consecutive in sync.c's schedule, so the first
+/* A barrier's meeting: its members' uses are consecutive in sync_schedule.c's schedule, so the first
    of them joins every member's clocks as they stand at the barrier (each with the time of its
    own use), and each member then takes the join: everything before the barrier in any member
    is before everything after it in every member, for execution and for visibility. */

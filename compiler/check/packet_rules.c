@@ -1,5 +1,5 @@
 /*
- * packets.c - the checker's rules for packets (send_packets / recv_packets), beyond what
+ * packet_rules.c - the checker's rules for packets (send_packets / recv_packets), beyond what
  * matching, rule 1 and rule 2 already do with them as relaxed signals and waits.
  *
  * Sizes: the k-th recv_packets of rank p from rank r takes exactly what r's k-th
@@ -16,8 +16,8 @@
  * with it every read of launch k's packets; and r begins k+2 only after it ended k+1. A pair
  * where packets go one way and nothing comes back is reported at the first send.
  *
- * The rule reads the EXEC clocks that race.c's replay left at every rank's end, so it runs
- * only after a complete replay, when every rank ended (as rounds.c does).
+ * The rule reads the EXEC clocks that data_races.c's replay left at every rank's end, so it runs
+ * only after a complete replay, when every rank ended (as switch_rounds.c does).
  */
 #include "check_text.h"
 #include "happens_before.h"

@@ -1,5 +1,5 @@
 /*
- * blocks.c - inside one thread block of an imported plan: the checks that make the block's
+ * plan_blocks.c - inside one thread block of an imported plan: the checks that make the block's
  * op list a sequence the happens-before machinery may take in program order.
  *
  * The executor runs every op of a block with all the block's threads, and synchronises them

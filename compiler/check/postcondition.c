@@ -1,17 +1,17 @@
 /*
- * post.c - rule 4: follows every chunk's value symbolically and checks the collective's
+ * postcondition.c - rule 4: follows every chunk's value symbolically and checks the collective's
  * postcondition (docs/language.md's table) at the end.
  *
  * A value is a sum of input chunks, a multiset of terms input@p[i], or "undefined" (an output
  * or scratch chunk before anything was written into it, and anything computed from one).
  * Programs move ranges, and the chunks of a range move together: chunk x of a range holds
  * input@p[x + k] when chunk x + k of its source did. So values are kept as families, one per
- * run of chunks (runs.h): a sorted multiset of (p, k) with counts, standing for
+ * run of chunks (chunk_runs.h): a sorted multiset of (p, k) with counts, standing for
  * input@p[x + k] at chunk x. Copying a range shifts k by the distance moved, adding two ranges
  * merges their families, and a whole range costs what one chunk did. Families are
  * hash-consed (an id per distinct family, 0 for undefined), shifts and sums are memoised per
  * pair, and a switch reduction over n ranks is one sort of all the terms instead of n-1
- * merges. The ops run along sync.c's schedule; since rules 1 and 2 passed when this runs, any
+ * merges. The ops run along sync_schedule.c's schedule; since rules 1 and 2 passed when this runs, any
  * schedule gives the same values. At the end each rank's output runs are compared with the
  * family the collective asks for (its row of colls.def: one per block of C chunks for a
  * gather, one for the whole output for a sum). A barrier's postcondition (no rank leaves before every rank has

@@ -1,5 +1,5 @@
 /*
- * rounds.c - the switch's counting rule: a rank arrives for round k+1 only after round k is over.
+ * switch_rounds.c - the switch's counting rule: a rank arrives for round k+1 only after round k is over.
  *
  * The language says that the k-th switch.wait completes once every rank has made its k-th
  * arrival. The hardware cannot count that way cheaply: the nvls flavour (one multimem.red on a
@@ -16,7 +16,7 @@
  * is ordered in execution (EXEC: program order and every signal -> wait edge, relaxed ones
  * included) after some rank's k-th switch wait. Almost always q's own k-th wait comes before it
  * in program order, which costs nothing to see; only the arrivals for which that fails are
- * looked at again, with the vector clocks of a replay of sync.c's schedule.
+ * looked at again, with the vector clocks of a replay of sync_schedule.c's schedule.
  */
 #include "check_text.h"
 #include "happens_before.h"

@@ -1,11 +1,11 @@
 /*
- * sync.c - rule 2: unmatched synchronisation and deadlocks, by simulating every rank.
+ * sync_schedule.c - rule 2: unmatched synchronisation and deadlocks, by simulating every rank.
  *
  * The simulation runs ranks from a ready queue; a rank runs until it reaches a wait whose
  * signal has not been made (a peer wait) or whose round not every rank has reached (a switch
  * wait), and is woken by exactly the signal it needs. Every op that runs is appended to the
  * schedule, which is therefore consistent with program order and every matched edge: the
- * race pass replays it with vector clocks and post.c follows values along it.
+ * race pass replays it with vector clocks and postcondition.c follows values along it.
  *
  * Afterwards: if a rank is stuck, either its wait can never be satisfied (the signal does not
  * exist) or it waits for a rank that is itself stuck; following "waits for" edges from stuck
@@ -71,7 +71,7 @@ static void wake(Sim *s, int r, const IrOp *op, int i)
 }
 
 /* Unit u arrives at a barrier; the last member to arrive lets every member through, their
-   uses one after the other in the schedule (hb.c's replay relies on that). False: u waits. */
+   uses one after the other in the schedule (happens_before.c's replay relies on that). False: u waits. */
 static bool barrier_arrive(Sim *s, int r, int i)
 {
     const HbFacts *f = s->f;

@@ -1,5 +1,5 @@
 /*
- * lint.c - the warnings that need the checker: synchronisation the program does not need.
+ * unneeded_sync.c - the warnings that need the checker: synchronisation the program does not need.
  *
  * Both are decided by the checker itself, on a copy of the program with the synchronisation
  * taken away, so that a warning can never suggest a change that makes the program wrong:

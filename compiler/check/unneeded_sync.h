@@ -1,10 +1,10 @@
 /*
- * lint.h - warnings about synchronisation a checked program does not need (lint.c): a
+ * unneeded_sync.h - warnings about synchronisation a checked program does not need (unneeded_sync.c): a
  * signal/wait pair without which it still checks clean (-Wredundant-barrier), a release
  * signal that could be relaxed (-Wstronger-order). Both are found by checking changed copies.
  */
-#ifndef CDSL_LINT_H
-#define CDSL_LINT_H
+#ifndef CDSL_UNNEEDED_SYNC_H
+#define CDSL_UNNEEDED_SYNC_H
 
 #include "check.h"
 

@@ -8,7 +8,7 @@
  * and waits by thread 0 on the counter of the op's channel (abi.h's plan words), nop as
  * __syncthreads(), barriers counted in the rank's state words. A wait here is the library's,
  * which makes the whole block wait: stronger than the executor's (where only the waiting
- * thread does) and so within what the checker proved, since blocks.c asked for a nop after
+ * thread does) and so within what the checker proved, since plan_blocks.c asked for a nop after
  * every wait anyway. The waits on each counter are numbered per launch, and so are each
  * barrier's uses by each block; the totals are what the rank's leave function hands on.
  */

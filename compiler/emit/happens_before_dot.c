@@ -1,5 +1,5 @@
 /*
- * dot.c - the happens-before graph as Graphviz (--emit-dot).
+ * happens_before_dot.c - the happens-before graph as Graphviz (--emit-dot).
  *
  * One cluster per rank, drawn as a column: its start, its ops in program order, its end.
  * Peer signal -> wait edges join the columns (dashed when relaxed: they order execution but

@@ -4,7 +4,7 @@
  *
  * First the program is lowered, in the IR, to what the plan will say (lower()): one thread
  * block per rank, its ops in IR order, with a nop wherever the block's threads must meet for
- * the block to be a sequence (compiler/blocks.c's rules: before a data op that order.c marked
+ * the block to be a sequence (compiler/check/plan_blocks.c's rules: before a data op that order.c marked
  * sync_before or that follows a wait, before a signal that follows a data op). A
  * switch.reduce (a multimem load-reduce into local memory, which the executor has no op for)
  * becomes, when its result is only stored on by the next op, one glres with that store; else
@@ -96,7 +96,7 @@ static void put(Lower *l, IrOp op)
     ir_append(l->x->q, l->r, op);
 }
 
-/* The nops blocks.c wants before op (and op itself). */
+/* The nops plan_blocks.c wants before op (and op itself). */
 static void put_op(Lower *l, const IrOp *op)
 {
     if (ir_op_info(op->kind)->src.on == ON_PEER && op->src.first != op->dst.first && !l->bad) { /* a get */

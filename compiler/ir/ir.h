@@ -4,7 +4,7 @@
  * Evaluation (eval.c) resolves parameters, lets, loops, branches and def calls for every rank
  * and produces one IrProgram: for each rank the straight-line list of operations that rank
  * performs, in program order, each with the source location of the statement it came from.
- * Every later phase reads this and nothing else: the checker (hb.c, race.c, sync.c, post.c)
+ * Every later phase reads this and nothing else: the checker (happens_before.c, data_races.c, sync_schedule.c, postcondition.c)
  * proves it safe, the code generator (emit_cuda.c) prints exactly these operations per rank,
  * and the sim backend executes exactly these operations. That is how "what you check is what
  * you run" holds.
@@ -17,7 +17,7 @@
  * with its own program order: op.tb names it, and a rank's ops are grouped by tb (tb 0's ops,
  * then tb 1's, ...). A .cdsl program has one unit per rank (tb 0 everywhere, ntbs NULL),
  * meaning "all the rank's blocks, converged as order.c says". An imported MSCCL++ plan
- * (compiler/mscclpp_import.c) has one unit per plan thread block, each run by one CUDA block:
+ * (compiler/plan/mscclpp_import.c) has one unit per plan thread block, each run by one CUDA block:
  * ops of different units of a rank are unordered unless a barrier (IR_BARRIER) or a chain
  * through other ranks orders them, and IR_NOP is the block's __syncthreads().
  */
@@ -193,7 +193,7 @@ typedef struct IrProgram {
     bool in_place;      /* compiled in place (ir_in_place): no operation names the aliased
                            buffer; evaluation moved those operands into the holder (an
                            in-place MSCCL++ plan's `i` operands are moved the same way by
-                           its importer: compiler/mscclpp_map.c) */
+                           its importer: compiler/plan/mscclpp_map.c) */
 } IrProgram;
 
 /* Upper bounds that keep evaluation and checking bounded on absurd inputs. */
@@ -221,12 +221,12 @@ static inline bool ir_is_data(IrKind k)
     return ir_op_info(k)->dst.on != ON_NONE || ir_op_info(k)->src.on != ON_NONE;
 }
 static inline bool ir_is_switch(IrKind k) { return ir_op_info(k)->chan == CH_SWITCH; }
-/* Packets (compiler/packet_layout.c): every packet op's place in its receiver's packet slots
+/* Packets (compiler/lower/packet_layout.c): every packet op's place in its receiver's packet slots
  * (IrOp.slot, in data chunks), and the internal buffer that holds the slots, appended to the
  * program's buffers. False (with an error) when there is no room for one more buffer. */
 bool ir_packet_layout(IrProgram *p, Diag *d);
 int ir_packet_buf(const IrProgram *p);     /* the packet slots' buffer, or -1 */
-/* What matches like a signal / a wait (hb.c, sync.c): peer signals and waits, and packets. */
+/* What matches like a signal / a wait (happens_before.c, sync_schedule.c): peer signals and waits, and packets. */
 static inline bool ir_is_signal(IrKind k)
 {
     return ir_op_info(k)->sync == SYNC_SIGNAL && ir_op_info(k)->chan == CH_PEER;

@@ -8,7 +8,7 @@
  * signal becomes stream write-value operations on the receivers' words, each wait a stream
  * wait-value on the rank's own words. A program with any reduction keeps the kernel path
  * (reductions need the SMs). This file is pure: no driver, no memory but its own. It is a
- * lowering, so it lives with the compiler: cdslc --dump-ce prints a plan, and runtime/ce.c runs
+ * lowering, so it lives with the compiler: cdslc --dump-ce prints a plan, and runtime/engines/ce.c runs
  * one on the p2p backend, reaching ce_plan_build through program.h's code generator
  * (docs/internals.md has the ordering argument: why program order, release and acquire hold).
  *

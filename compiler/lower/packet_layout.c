@@ -9,7 +9,7 @@
  * {4 bytes of data, 4 bytes of flag} (MSCCL++'s LL8 packet), and the two launch parities are
  * interleaved word by word: data word w of parity π is slot word 2w + π. Interleaving keeps
  * the parities apart whatever the chunk size of each launch (halves would move with it), so
- * the slot rule (packets.c) is all the reuse argument needs. The slots take 4 bytes per data
+ * the slot rule (packet_rules.c) is all the reuse argument needs. The slots take 4 bytes per data
  * byte (the flag doubles a word, the parity doubles again): 4 * T chunks, T the most any rank
  * receives in a launch, in one internal buffer that is the same size on every rank.
  */

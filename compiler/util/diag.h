@@ -58,7 +58,7 @@ typedef struct Diag {
     unsigned warn_off;  /* DIAG_W_* bits not reported */
     bool werror;        /* warnings are errors (-Werror) */
     struct json_t *json; /* DIAG_JSON: the diagnostics so far, a jansson array (NULL: none yet) */
-    void (*before_print)(void *arg);   /* called before anything is printed (progress.c) */
+    void (*before_print)(void *arg);   /* called before anything is printed (progress_line.c) */
     void *before_arg;
 } Diag;
 

@@ -1,5 +1,5 @@
 /*
- * progress.c - the progress line of long work (progress.h). The work itself runs on the
+ * progress_line.c - the progress line of long work (progress_line.h). The work itself runs on the
  * caller's thread, unaware; a helper thread sleeps until the line is due and then rewrites it
  * twice a second ("\r", the line, erase to its end) until progress_end wakes it to finish.
  * Everything the helper prints is under the Progress's mutex, as is the erasing done for a

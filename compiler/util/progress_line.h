@@ -1,12 +1,12 @@
 /*
- * progress.h - a line that says what long work is doing, on a terminal only: "cdsl: checking
+ * progress_line.h - a line that says what long work is doing, on a terminal only: "cdsl: checking
  * allgather_mesh for 1024 ranks ... 3 s". Shown once the work has taken CDSL_PROGRESS_AFTER
  * seconds (default 1; 0: from the start), updated every half second by a helper thread, and
  * erased when the work ends, so that the terminal is left as it was. A diagnostic printed
  * meanwhile erases it first and stops it (Diag.before_print), so that lines never mix.
  */
-#ifndef CDSL_PROGRESS_H
-#define CDSL_PROGRESS_H
+#ifndef CDSL_PROGRESS_LINE_H
+#define CDSL_PROGRESS_LINE_H
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -76,7 +76,7 @@ def stdlib_program(name):
     return path
 
 
-# ---- collectives: what each means, from the library's table (compiler/colls.def) -------------------
+# ---- collectives: what each means, from the library's table (compiler/ir/colls.def) -------------------
 
 def collectives():
     """The names of the collectives cdsl knows, in the order of its table."""

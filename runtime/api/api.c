@@ -1,5 +1,5 @@
 /*
- * api.c - communicators and runs: the running half of cdsl.h, over runtime/backend.h.
+ * api.c - communicators and runs: the running half of cdsl.h, over runtime/engines/backend.h.
  *
  * A communicator is a backend's state plus what the API checks before handing a call down:
  * the rank count, the buffer layout of the last allocation (so a program is only run on

@@ -1,6 +1,6 @@
 /*
  * last_error.h - the text of the last error, for cdsl_get_last_error() and
- * cdsl_rank_get_last_error() (runtime/rt_error.c).
+ * cdsl_rank_get_last_error() (runtime/api/rt_error.c).
  *
  * A communicator's messages all pass through one stdio stream of its own; the record reads the
  * bytes as they pass and keeps the last "cdsl: error: " line, with the "cdsl: note: " lines

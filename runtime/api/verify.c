@@ -3,7 +3,7 @@
  *
  * cdsl_fill() writes every rank's input with the pattern of verify.h and sets outputs and
  * scratch buffers to all-ones bytes; cdsl_check() reads each rank's output back and compares
- * every element with the collective's postcondition (its row of compiler/colls.def, as
+ * every element with the collective's postcondition (its row of compiler/ir/colls.def, as
  * docs/language.md's table says it):
  *   allgather      output[p*C + i] == input@p[i]
  *   reducescatter  output[i] == sum over p of input@p[r*C + i]

@@ -1,6 +1,6 @@
 /*
  * verify.h - element values: the dtype conversions the sim reduces with, and the pattern that
- * cdsl_fill() writes and cdsl_check() expects (runtime/verify.c).
+ * cdsl_fill() writes and cdsl_check() expects (runtime/api/verify.c).
  *
  * Element bits travel in a uint32_t whatever the dtype (16-bit types in the low half), so one
  * loop can fill, compare and print every dtype. The conversions are here, inline, because the

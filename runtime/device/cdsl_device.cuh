@@ -332,7 +332,7 @@ __device__ CDSL_OUTLINE bool cdsl_wait_word(const CdslArgs &a, const u64 *word, 
                     with what came before (__syncthreads): it vouches for block b's share of
                     the rank's work, which is enough when every data operation since the rank's
                     last grid barrier is reached through the same blocks on every rank
-                    (compiler/partition.c; docs/internals.md, "Block-by-block arrivals");
+                    (compiler/lower/partition.c; docs/internals.md, "Block-by-block arrivals");
      CDSL_FOR_ALL   block 0, after the rank's blocks converged (cdsl_converge), adds one to
                     every word 0 .. G-1 of the partner: it vouches for all of them.
    A release puts one fence before each thread's relaxed reduction (one instruction per warp). */
@@ -538,7 +538,7 @@ struct CdslBlock {
    and the launch (its grid and chunk size), never on the operation or on its other operands:
    two operations of a group on the same range meet in the same thread, so they need no
    barrier between them (the checker's ordering pass, order.c, relies on this for the grid, and
-   blocks.c for a plan's blocks, as in MSCCL++'s executor). Hence one choice for the whole
+   plan_blocks.c for a plan's blocks, as in MSCCL++'s executor). Hence one choice for the whole
    launch: packs when chunk_bytes is a multiple of 16 (then every chunk offset is 16-byte
    aligned, buffers being so; a plan's chunks always are), 4-byte words otherwise (a chunk is
    only a multiple of 4). */
@@ -767,7 +767,7 @@ __device__ CDSL_OUTLINE void cdsl_switch_reduce_store(const CdslArgs &a, int db,
 #else
 /* ---- An imported plan's instances: one thread block ------------------------------------------
    A plan's rank runs one op list per thread block (ir.h's units), as MSCCL++'s executor does
-   (compiler/emit_cuda.c, plan_<r>_<t>()). Its data operations are CdslBlock's; a signal or wait
+   (compiler/emit/emit_cuda.c, plan_<r>_<t>()). Its data operations are CdslBlock's; a signal or wait
    is thread 0's, on the counter of the op's channel (one word each, abi.h's plan words); a nop
    is __syncthreads(); a barrier is a counter in the rank's state words that the k-th use by
    each of its n blocks grows by k * n this launch. */

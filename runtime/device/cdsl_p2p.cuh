@@ -79,7 +79,7 @@ __device__ __forceinline__ void cdsl_switch_before_poll()
 /* An imported plan's switch signal: one arrival on every rank's switch counter (one word,
    abi.h), by threads 0 .. nranks-1 of the calling block, one rank each: a fence (for a
    release; one instruction for a warp) then a relaxed red, so the arrivals go out in parallel.
-   The block's threads have met since its data operations: blocks.c asks for a nop there. */
+   The block's threads have met since its data operations: plan_blocks.c asks for a nop there. */
 __device__ __forceinline__ void cdsl_tb_switch_signal(const CdslArgs &a, CdslOrder order)
 {
     for (int q = threadIdx.x; q < CDSL_NRANKS; q += blockDim.x) {

@@ -1,7 +1,7 @@
 /*
  * cdsl_packets.cuh - device helpers for packets (docs/language.md, section 8): send_packets
  * and recv_packets, the flag travelling inside the data. A program with packets includes it
- * after cdsl_device.cuh (compiler/emit_packets.c; it uses the argument block,
+ * after cdsl_device.cuh (compiler/emit/emit_packets.c; it uses the argument block,
  * cdsl_ld_relaxed_sys, bounded spins and the error record, cdsl_rank_buf, cdsl_at and the
  * launch's bases), for the p2p and nvls flavours alike (packets go through a peer's unicast
  * mapping; they never need the switch).
@@ -15,7 +15,7 @@
  * no particular order (it relies on the hardware writing 16 aligned bytes at once); LL8 needs
  * no such assumption, at the price of 8 bytes moved per 4 of data instead of 16 per 8.
  *
- * Layout (compiler/packet_layout.c, the sim uses the same): the receiver's packet slots are
+ * Layout (compiler/lower/packet_layout.c, the sim uses the same): the receiver's packet slots are
  * its internal buffer `pb`; a packet op's data words start at word `slot * chunk_bytes / 4` of
  * its pair's place, and data word w of launch parity e & 1 is slot word 2w + (e & 1). The flag
  * is CDSL_PKT_FLAG(e) (runtime/abi.h: e + 1, skipping 0 when it wraps), e being this

@@ -1,5 +1,5 @@
 /*
- * ce.c - running a program's copy-engine plan (compiler/ce_plan.h, made through program.h's
+ * ce.c - running a program's copy-engine plan (compiler/lower/ce_plan.h, made through program.h's
  * code generator) on the p2p backend (see ce.h).
  *
  * What a run enqueues, rank by rank in the plan's order (a wait is enqueued only after the

@@ -1,5 +1,5 @@
 /*
- * ce.h - the copy-engine path of the p2p backend: a checked program's plan (compiler/ce_plan.h) run as
+ * ce.h - the copy-engine path of the p2p backend: a checked program's plan (compiler/lower/ce_plan.h) run as
  * stream operations instead of a kernel, for bulk sizes.
  *
  * gpu_common.c asks, per run, whether the copy engine takes it (ce_chosen), and then enqueues

@@ -280,7 +280,7 @@ static int gpu_rank_most_blocks(const RankGpu *g)
 }
 
 /* Every rank must launch the same grid of the same block size: block b of one rank waits for
-   block b of another, and which elements a block moves depends on both (compiler/partition.c).
+   block b of another, and which elements a block moves depends on both (compiler/lower/partition.c).
    So each rank says what it can (gpu_rank_op_shape), rank_comm.c takes the least of all
    (gpu_rank_op_agree), and the grid follows from that and the chunk size, the same everywhere. */
 static unsigned gpu_rank_grid(const RankGpu *g, size_t chunk)

@@ -82,7 +82,7 @@ typedef struct SimRank {
      * memory shared between processes): */
     _Atomic uint64_t *arrivals;     /* [n]: arrivals[p] = signals rank p made for this rank */
     _Atomic uint64_t *sw_counter;   /* this rank's copy of the switch counter: every rank's
-                                       arrivals land in it (rounds.c says why that is exact) */
+                                       arrivals land in it (switch_rounds.c says why that is exact) */
     _Atomic uint64_t *sw_made;      /* arrivals this rank made, for the stuck report only */
     uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
@@ -398,7 +398,7 @@ static bool sim_poll(SimWorker *w, _Atomic uint64_t *ctr, uint64_t want, bool fl
 
 /* The k-th switch wait passes once this rank's copy of the counter holds k * nranks arrivals,
  * counted over all ranks together: what the nvls and p2p flavours do, and MSCCL++'s switch
- * channel. The checker's round rule (rounds.c) makes that the language's per-rank meaning. */
+ * channel. The checker's round rule (switch_rounds.c) makes that the language's per-rank meaning. */
 static bool sim_switch_wait(SimWorker *w)
 {
     Sim *s = w->s;
@@ -422,10 +422,10 @@ static void sim_switch_signal(SimWorker *w)
  * in one 64-bit word with a 32-bit flag beside them (MSCCL++'s LL8 packet), written with one
  * relaxed atomic store, so a reader that sees the flag sees the data next to it and nothing
  * else is ordered. The flag is the sender's launch number + 1 (never the 0 of fresh memory).
- * The slots are the receiver's internal buffer, laid out by compiler/packet_layout.c (the
+ * The slots are the receiver's internal buffer, laid out by compiler/lower/packet_layout.c (the
  * emitted CUDA uses the same layout): each pair's place there, the two launch parities
  * interleaved word by word. The receiver polls each word until its flag is this launch's,
- * bounded like every wait, and copies the data out. The checker's rule (packets.c) is what
+ * bounded like every wait, and copies the data out. The checker's rule (packet_rules.c) is what
  * keeps a sender from writing a parity's slot again before the receiver read it. The epoch is
  * the rank's count of launches, kept across runs (in each process, for sim_mp.c's views). */
 
@@ -441,7 +441,7 @@ static bool sim_has_packets(const IrProgram *ir)
 }
 
 /* Data word w of op i's packets, for this launch's parity, in receiver `to`'s slots
- * (compiler/packet_layout.c: parities interleaved word by word). */
+ * (compiler/lower/packet_layout.c: parities interleaved word by word). */
 static _Atomic uint64_t *sim_pkt_word(const Sim *s, int to, const IrOp *op, uint64_t epoch, size_t w)
 {
     _Atomic uint64_t *slots = (_Atomic uint64_t *)(void *)s->ranks[to].buf[s->pkt_buf];

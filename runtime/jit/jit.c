@@ -2,8 +2,8 @@
  * jit.c - from a checked program to device code: cdsl_emit_cuda() and cdsl_compile_device().
  *
  * emit (the program's code generator, program.h: once per flavour and element type, kept in the program) ->
- * NVRTC (runtime/nvrtc.c, loaded on first use, its version checked) -> cache lookup
- * (runtime/cache.c) -> compile on a miss -> cache store. The cache key covers everything that
+ * NVRTC (runtime/jit/nvrtc.c, loaded on first use, its version checked) -> cache lookup
+ * (runtime/jit/cache.c) -> compile on a miss -> cache store. The cache key covers everything that
  * decides the output: the emitted source, the device headers it includes (runtime/device/,
  * embedded in libcdsl and handed to NVRTC by name), the NVRTC library that is loaded and would
  * compile (rt_nvrtc_identity: its version, build id and file), the options (architecture and

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/api/collectives.sh - what a collective means, asked through the API, agrees with what the
-# compiler and the checker do (the one table, compiler/colls.def):
+# compiler and the checker do (the one table, compiler/ir/colls.def):
 #   - collectives.c: cdsl_collective_* against every stdlib program and a custom one at 2, 3 and 4 ranks (chunk
 #     counts are its buffers, no in-place form means in place is refused, a gather's or a sum's
 #     outputs verify after a sim run and a changed element does not), names and indices both

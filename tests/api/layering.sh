@@ -17,7 +17,7 @@
 source "$(dirname "$0")/../lib/common.bash"
 
 SEAM="program.h ir.h ops.def colls.h colls.def ce_plan.h"
-UTILITIES="arena.h diag.h escape.h log.h progress.h"
+UTILITIES="arena.h diag.h escape.h log.h progress_line.h"
 
 # Where each header of compiler/ and runtime/ is, by name ("compiler" or "runtime" first).
 declare -A where

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Builds tests/unit/runs_unit.c (compiler/runs.c: interval maps over chunks and the checker's
+# Builds tests/unit/runs_unit.c (compiler/check/chunk_runs.c: interval maps over chunks and the checker's
 # budget) against libcdsl, and under ASan/UBSan against build/asan/libcdsl.a when that exists,
 # and runs it. It prints one [PASS]/[FAIL] line per test and build.
 cd "$(dirname "$0")/../.." || exit 2

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The JIT cache (runtime/cache.c) through cdslc --emit-cubin: a second compile hits, a
+# The JIT cache (runtime/jit/cache.c) through cdslc --emit-cubin: a second compile hits, a
 # corrupted or truncated entry is detected and recompiled, CDSL_NO_CACHE=1 bypasses the cache,
 # an unusable cache folder is not an error, concurrent compiles leave one whole entry, and the
 # folder falls back to $XDG_CACHE_HOME/cdsl and ~/.cache/cdsl. [SKIP] when NVRTC is missing.

@@ -1,7 +1,7 @@
 /*
  * standin_nvrtc.c - a stand-in libnvrtc.so for tests/emit/cache_nvrtc.sh.
  *
- * It implements the NVRTC entry points runtime/nvrtc.c binds, and "compiles" every source to
+ * It implements the NVRTC entry points runtime/jit/nvrtc.c binds, and "compiles" every source to
  * the same 81 bytes of text (80 characters and a NUL), for PTX and cubin alike. Built with
  * -Wl,-soname,libnvrtc.so.13 and preloaded, it is what dlopen("libnvrtc.so.13") returns, as an
  * NVRTC already loaded by a host application would be. STANDIN_MAJOR/MINOR set the version it

@@ -23,7 +23,7 @@
  * fds prints "sent COUNT" when rank 0 closed every connection, or "rank 0 stopped closing
  * connections after K" when one stays open 3 s.
  *
- * The packet layout is written out here on purpose, as an intruder would (runtime/ctl.c's
+ * The packet layout is written out here on purpose, as an intruder would (runtime/engines/ctl.c's
  * CtlHdr and CtlHello): a change there that this misses makes the hello tests fail loudly,
  * because rank 0 then drops the packet as "not cdsl's" before reading the nonce.
  */

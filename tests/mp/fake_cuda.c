@@ -1,6 +1,6 @@
 /*
  * fake_cuda.c - a stand-in libcuda.so.1 for tests/mp/ipc.sh, for machines without a GPU:
- * enough of the driver for the ipc engine (runtime/rank_ipc.c, gpu_rank.c), in several real
+ * enough of the driver for the ipc engine (runtime/engines/rank_ipc.c, gpu_rank.c), in several real
  * processes.
  *
  * Device memory is host memory. cuMemCreate makes a memfd, cuMemExportToShareableHandle

@@ -1,6 +1,6 @@
 /*
  * send_shim.c - an LD_PRELOAD library that makes one rank of a job die, or dawdle, at a chosen
- * control-plane message, for tests/mp/init_death.sh: the control plane (runtime/ctl.c) sends
+ * control-plane message, for tests/mp/init_death.sh: the control plane (runtime/engines/ctl.c) sends
  * every message with sendmsg, so "the Nth sendmsg" is a place in the rendezvous and the
  * collectives that follow it, the same in every run.
  *

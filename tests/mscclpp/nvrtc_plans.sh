@@ -1,6 +1,6 @@
 #!/bin/bash
 # Every plan of tests/mscclpp that checks clean, for both flavours and two element types: the
-# CUDA emits (one code path per thread block, compiler/emit_cuda.c and emit_plan.c), NVRTC
+# CUDA emits (one code path per thread block, compiler/emit/emit_cuda.c and emit_plan.c), NVRTC
 # compiles it to an sm_90 cubin, and the nvls PTX has multimem instructions exactly when the
 # plan uses the switch while the p2p PTX has none; --rank 1 emits one rank's code. [SKIP] without NVRTC.
 cd "$(dirname "$0")/../.." || exit 1

@@ -4,7 +4,7 @@
 # (as `NAME`), and both tools' --help name each one the tools and the library read. The names
 # come from the source: getenv("X") and the helpers around it (env_on, env_int, gpu_env_long:
 # any call of a function whose name holds "env" with a literal NAME), the table of NVLS
-# switches in runtime/nvls.c, and os.environ reads in Python.
+# switches in runtime/engines/nvls.c, and os.environ reads in Python.
 source "$(dirname "$0")/../lib/common.bash"
 need python3 python3 || exit 0
 

@@ -2,7 +2,7 @@
 # tests/run/bench_graph.sh - no CUDA graph capture between the warm-up and the timed runs,
 # shown on the stand-in driver (tests/run/fake_streams.c) with CDSL_DEBUG=TRACE.
 #
-# The GPU backends capture one graph per chain length (runtime/gpu_common.c), so a warm-up of
+# The GPU backends capture one graph per chain length (runtime/engines/gpu_common.c), so a warm-up of
 # another length than the timed call left the timed call to capture a fresh graph. The tools
 # now warm up in calls of exactly the timed call's length. For each size the TRACE log must read:
 # one capture during the warm-up, then, for the timed run, "replaying the kept graph" and no

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/run/ce_fake.sh - the copy-engine path of the p2p backend (runtime/ce.c), end to end on a
+# tests/run/ce_fake.sh - the copy-engine path of the p2p backend (runtime/engines/ce.c), end to end on a
 # stand-in driver whose streams really run in order on threads (tests/run/fake_streams.c):
 # copies, stream write/wait-value operations, events between streams, graph capture and replay.
 # Only where no NVIDIA driver exists (the stand-in must never shadow real GPUs); the device code

@@ -1,5 +1,5 @@
 /*
- * backends_unit.c - the registry of backends and engines (runtime/backends.c) against what it
+ * backends_unit.c - the registry of backends and engines (runtime/engines/backends.c) against what it
  * promises, without a GPU.
  *
  * Every row is found by its name and by its public enum value in its own world, and the

@@ -1,5 +1,5 @@
 /*
- * cache_unit.c - unit tests for the JIT cache (runtime/cache.c) through its own interface, with
+ * cache_unit.c - unit tests for the JIT cache (runtime/jit/cache.c) through its own interface, with
  * made-up payloads, so that no NVRTC is needed: miss, store, hit; keys length-prefixed; a flipped
  * or truncated entry is corrupt and replaced; a payload of length 0 is never stored; an entry
  * names its key; the cap's precedence and its least-recently-used eviction; stale temporary

@@ -1,5 +1,5 @@
 /*
- * ce_plan_unit.c - properties of the copy-engine lowering (compiler/ce_plan.c), for every
+ * ce_plan_unit.c - properties of the copy-engine lowering (compiler/lower/ce_plan.c), for every
  * stdlib program without a reduction and the programs of tests/ce/, at 2 to 9 ranks and with
  * 1 to 8 lanes. The goldens in tests/ce/ pin down a few plans line by line; this checks what
  * every plan must satisfy, which is what the ordering argument in docs/internals.md rests on:

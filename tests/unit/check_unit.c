@@ -557,7 +557,7 @@ static void test_units(void)
             "each other in a cycle", "rank 0 waits here (threadblock 0) for threadblock 1 of rank 0 to come to barrier 0",
             NULL);
 
-    /* blocks.c: a signal right after a put publishes only thread 0's share of it. */
+    /* plan_blocks.c: a signal right after a put publishes only thread 0's share of it. */
     g = mk_blocks("blocks_put_signal", COLL_CUSTOM, 2, 1, 1);
     tb_op(&g, 0, 0, IR_PUT, 1, 0, R(1, 0, 1), R(0, 0, 1), 3);
     tb_op(&g, 0, 0, IR_SIGNAL, 1, 0, NONE, NONE, 4);

@@ -1,5 +1,5 @@
 /*
- * escape_unit.c - cdsl_escape (compiler/escape.c), what every message prints user text with:
+ * escape_unit.c - cdsl_escape (compiler/util/escape.c), what every message prints user text with:
  * which characters are shown escaped and how, what passes through unchanged, and the
  * snprintf-like cutting. Prints "[PASS] name" / "[FAIL] name".
  */

@@ -1,9 +1,9 @@
 /*
- * grid_unit.c - unit tests for the grid a .cdsl program's launch gets (runtime/gpu_common.c:
+ * grid_unit.c - unit tests for the grid a .cdsl program's launch gets (runtime/engines/gpu_common.c:
  * gpu_grid_cap, gpu_grid_for), without a GPU.
  *
  * The bound matters twice: every rank must launch the same grid (block b waits for block b of
- * its partners, compiler/partition.c), and one process per rank agrees on the least of every
+ * its partners, compiler/lower/partition.c), and one process per rank agrees on the least of every
  * rank's gpu_grid_cap before it launches (rank_comm.c). A cap that came out as one block (an
  * overflow once made it so) still runs correctly, only slowly: this is where it shows.
  */

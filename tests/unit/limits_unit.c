@@ -1,5 +1,5 @@
 /*
- * limits_unit.c - the memory the sim sizes its buffers against (runtime/mem_limit.c): cgroup
+ * limits_unit.c - the memory the sim sizes its buffers against (runtime/engines/mem_limit.c): cgroup
  * v1 and v2 limits read from made-up trees (the process's cgroup, its ancestors, "max", v1's
  * "no limit" value, a path missing under the mount as in a container), and RLIMIT_AS less
  * what is mapped. Prints "[PASS] name" / "[FAIL] name".

@@ -1,5 +1,5 @@
 /*
- * runs_unit.c - unit tests for compiler/runs.c: interval maps over chunks, and the budget.
+ * runs_unit.c - unit tests for compiler/check/chunk_runs.c: interval maps over chunks, and the budget.
  *
  * A RunMap is driven by random splits, assignments and merges next to a plain array with one
  * value per chunk; after every step the map must hold exactly the array's values, its runs must
