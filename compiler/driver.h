@@ -1,9 +1,10 @@
 /*
  * driver.h - what a compiled program is inside libcdsl (the public cdsl_program).
  *
- * driver.c runs the phases in order, like QBE's main: load (lex, parse, imports), resolve
- * names, evaluate per rank, check; each phase reports into the program's Diag and the driver
- * stops at the first phase with errors. Later consumers read `ir` and nothing above it: the
+ * driver.c runs the phases in order from one table, like QBE's main: load (lex, parse,
+ * imports), resolve names, evaluate per rank, lower (packet layout), check, warnings, lower
+ * (partition); each phase reports into the program's Diag and the driver stops at the first
+ * phase with errors. Later consumers read `ir` and nothing above it: the
  * emitter here, and the runtime (the JIT, the backends) through program.h, never this file.
  */
 #ifndef CDSL_DRIVER_H

@@ -1,8 +1,8 @@
 /*
  * check.c - the checker's entry point and the wording its messages share.
  *
- * check_program runs the passes in dependency order: order.c (intra-rank ordering for the code
- * generator, independent of the rest), hb_match (which signal each wait consumes), for an
+ * check_program runs the passes in dependency order: lower/order.c (intra-rank ordering for the
+ * code generator, a lowering that plan_blocks.c reads and that spends this budget), hb_match (which signal each wait consumes), for an
  * imported plan plan_blocks.c (each thread block's ops may be taken in program order), sync_schedule.c's
  * simulation and rule 2, data_races.c's replay with vector clocks (rule 1), switch_rounds.c (the switch's
  * arrivals keep to their rounds, part of rule 2), packet_rules.c (packet sizes match, and a packet
