@@ -57,9 +57,10 @@ def scope_of(text, word):
 
 lexer = open("grammar/lexer.re").read()
 keywords = re.findall(r'^\s*"([a-z]+)"\s*\{\s*return token\(l, t, TK_', lexer, re.M)
-resolve = open("compiler/front/resolve.c").read()
-collectives = re.findall(r'"(\w+)"', re.search(r"collectives\[\] = \{([^}]*)\}", resolve).group(1))
-ops = re.findall(r'"(\w+)"', re.search(r"ops\[\] = \{([^}]*)\}", resolve).group(1))
+# The collectives and the channels' methods, from the tables resolve.c reads them from.
+collectives = re.findall(r'^COLL\(\w+,\s*"(\w+)"', open("compiler/ir/colls.def").read(), re.M)
+ops = sorted(set(re.findall(r'^IR_OP\(\w+,\s*"[\w.]+",\s*(?:PEER|SWITCH),\s*"(\w+)"',
+                            open("compiler/ir/ops.def").read(), re.M)))
 orders = ["relaxed", "release", "acquire"]
 cases = [("%s x" % k, k) for k in keywords] + [("program p implements %s {" % c, c) for c in collectives] \
       + [("peer(1).%s(a, b);" % o, o) for o in ops] + [("switch.signal(%s);" % o, o) for o in orders] \
