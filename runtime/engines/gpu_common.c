@@ -479,7 +479,7 @@ static int gpu_launch_shape(GpuComm *g, int d)
 }
 
 /* Every rank runs the same block size: block b of one rank waits for block b of another, and
- * the elements a block moves depend on it (compiler/partition.c). The fewest threads of the
+ * the elements a block moves depend on it (compiler/lower/partition.c). The fewest threads of the
  * devices fit every device's kernel, and fewer threads only let more blocks be resident. */
 static void gpu_same_threads(GpuComm *g)
 {
