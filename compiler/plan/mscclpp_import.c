@@ -495,7 +495,7 @@ static bool read_block(Msc *m, const json_t *tb, int t)
 
 /* A plan's collective: cdsl's own when its table has one by that MSCCL++ name (colls.def), else
    one of MSCCL++'s other collectives, checked as custom. */
-static Collective collective_of(const char *s, bool *known)
+static Collective plan_collective(const char *s, bool *known)
 {
     Collective c;
     *known = true;
@@ -545,7 +545,7 @@ static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
     bool known;
     p->name = arena_strdup(m->a, json_string_value(name));
     p->loc = json_pos_loc(m->jp, name);
-    p->coll = collective_of(json_string_value(coll), &known);
+    p->coll = plan_collective(json_string_value(coll), &known);
     if (!known) {
         msc_error(m, coll, "unknown collective \"%s\" (allgather, allreduce, reducescatter, alltoall, sendrecv, test, "
                   "custom)", json_string_value(coll));
