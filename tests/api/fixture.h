@@ -12,6 +12,8 @@
  *     compile(path, nranks)   the program through the checker, or NULL after a [FAIL] line;
  *                             compile_in_place, compile_opts and compile_with for the rest;
  *                             compile_try when failing to compile is what a case expects
+ *     log_said(log, text)     whether a temporary log's messages since the last call hold
+ *                             text (said on stderr when not); forgets them
  * A test's main returns test_failures != 0.
  */
 #ifndef CDSL_TESTS_API_FIXTURE_H
@@ -19,6 +21,8 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cdsl.h"
 
@@ -49,6 +53,22 @@ static inline bool test_case(const char *name)
     test_failures += !passed;
     test_why[0] = '\0';
     return passed;
+}
+
+/* Whether the messages written to log (a tmpfile()) since the last call hold text; forgets
+ * them, so that the next case reads only its own. */
+static inline bool log_said(FILE *log, const char *text)
+{
+    char buf[4096] = "";
+    fflush(log);
+    rewind(log);
+    size_t n = fread(buf, 1, sizeof buf - 1, log);
+    buf[n] = '\0';
+    bool found = strstr(buf, text) != NULL;
+    if (!found)
+        fprintf(stderr, "expected '%s' in: %s\n", text, buf);
+    rewind(log);
+    return ftruncate(fileno(log), 0) == 0 && found;
 }
 
 #define CASE(name, cond) (EXPECT(cond), test_case(name))

@@ -26,24 +26,7 @@
 
 enum { NRANKS = 4, CHUNK = 256 };
 
-static FILE *log_file;      /* the communicators' messages, read back by said() */
-
-/* Whether the messages since the last call hold `text`; forgets them. */
-static bool said(const char *text)
-{
-    char buf[4096] = "";
-    fflush(log_file);
-    rewind(log_file);
-    size_t n = fread(buf, 1, sizeof buf - 1, log_file);
-    buf[n] = '\0';
-    bool found = strstr(buf, text) != NULL;
-    if (!found)
-        fprintf(stderr, "expected '%s' in: %s\n", text, buf);
-    rewind(log_file);
-    if (ftruncate(fileno(log_file), 0) != 0)
-        return false;
-    return found;
-}
+static FILE *log_file;      /* the communicators' messages, read back by log_said() */
 
 static int verify(cdsl_comm *c, cdsl_program *p)
 {
@@ -98,20 +81,20 @@ static void collective(cdsl_comm *c, const char *path)
     CASE(name, cdsl_comm_alloc(c, ip, CHUNK) == CDSL_OK && verify(c, ip) == CDSL_OK);
     snprintf(name, sizeof name, "%s: an out-of-place program on the in-place layout is refused", coll);
     CASE(name, cdsl_run(c, oop, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE &&
-                   said("laid out for a program compiled in place"));
+                   log_said(log_file, "laid out for a program compiled in place"));
     snprintf(name, sizeof name, "%s: the program compiled in place on an out-of-place layout is refused", coll);
     CASE(name, cdsl_comm_alloc(c, oop, CHUNK) == CDSL_OK && cdsl_run(c, ip, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE &&
-                   said("laid out for a program compiled out of place"));
+                   log_said(log_file, "laid out for a program compiled out of place"));
     void **ptrs = in_place_ptrs(ip, 0);
     snprintf(name, sizeof name, "%s in place verifies on the caller's buffers, in NCCL's in-place form", coll);
     CASE(name, ptrs && cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_OK && verify(c, ip) == CDSL_OK);
     snprintf(name, sizeof name, "%s: buffers that share memory, given to the program compiled out of place", coll);
     CASE(name, cdsl_comm_register(c, oop, CHUNK, ptrs) == CDSL_ERR_USAGE &&
-                   said("an input that shares the output's memory needs the program compiled in place"));
+                   log_said(log_file, "an input that shares the output's memory needs the program compiled in place"));
     free_ptrs(ip, ptrs);
     ptrs = in_place_ptrs(ip, CHUNK);
     snprintf(name, sizeof name, "%s: the in-place form at the wrong offset is refused", coll);
-    CASE(name, cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_ERR_USAGE && said("but is not its part of it"));
+    CASE(name, cdsl_comm_register(c, ip, CHUNK, ptrs) == CDSL_ERR_USAGE && log_said(log_file, "but is not its part of it"));
     free_ptrs(ip, ptrs);
     cdsl_program_destroy(ip);
     cdsl_program_destroy(oop);
@@ -156,7 +139,7 @@ static void first_wrong(cdsl_comm *c, const char *allgather)
     CASE("cdsl_check_detail: a wrong result, its first wrong element and both values",
          rc == CDSL_ERR_VERIFY && r.wrong == 1 && r.rank == 1 && r.chunk == 2 && r.element == 3 &&
              !strcmp(r.got, "-3.5") && strcmp(r.expected, "-3.5") && !r.never_written &&
-             said("wrong result on rank 1: output chunk 2, element 3 is -3.5"));
+             log_said(log_file, "wrong result on rank 1: output chunk 2, element 3 is -3.5"));
     cdsl_program_destroy(p);
 }
 
