@@ -1,14 +1,14 @@
 /*
- * check.c - the checker's entry point and the wording its messages share.
+ * check.c - the checker's entry point: the facts the rules read, then the rules in rules.def's
+ * order, each under its row's condition.
  *
- * check_program runs the passes in dependency order: lower/order.c (intra-rank ordering for the
- * code generator, a lowering that plan_blocks.c reads and that spends this budget), hb_match (which signal each wait consumes), for an
- * imported plan plan_blocks.c (each thread block's ops may be taken in program order), sync_schedule.c's
- * simulation and rule 2, data_races.c's replay with vector clocks (rule 1), switch_rounds.c (the switch's
- * arrivals keep to their rounds, part of rule 2), packet_rules.c (packet sizes match, and a packet
- * slot is not reused before its reader read it), and postcondition.c (rule 4)
- * only when rules 1 and 2 passed, since with a race or a deadlock the final values depend on
- * the schedule. check_text.c keeps the passes' messages worded alike.
+ * check_program first computes the facts: lower/order.c (intra-rank ordering for the code
+ * generator, a lowering that plan_blocks.c reads and that spends this budget), hb_match (which
+ * signal each wait consumes) and sync_simulate (one schedule that respects those edges). Then it
+ * walks rules.def: plan_blocks.c, sync_schedule.c's rule 2, data_races.c's rule 1,
+ * switch_rounds.c, packet_rules.c and postcondition.c's rule 4 (only when rules 1 and 2
+ * passed, since with a race or a deadlock the final values depend on the schedule), and last
+ * the budget's own error here. check_text.c keeps the rules' messages worded alike.
  */
 #include "check.h"
 
@@ -27,8 +27,8 @@ static const char *size_text(Arena *a, size_t bytes)
     return arena_printf(a, "%zu bytes", bytes);
 }
 
-/* One error where checking ran out, naming the limit and what outgrew it. */
-static void report_budget(CheckResult *r, Diag *d)
+/* One error where checking ran out, naming the limit and what outgrew it (rules.def's last row). */
+void report_budget(CheckResult *r, Diag *d)
 {
     const CheckBudget *b = &r->budget;
     Arena *a = r->p->arena;
@@ -42,6 +42,52 @@ static void report_budget(CheckResult *r, Diag *d)
               r->p->nranks);
 }
 
+typedef enum RuleWhen {
+    WHEN_ALWAYS, WHEN_STUCK, WHEN_IN_BUDGET, WHEN_ALL_ENDED, WHEN_SYNC_QUIET, WHEN_CLEAN, WHEN_OVER_BUDGET,
+} RuleWhen;
+
+#define RULE(name, function, when) RULE_##name,
+typedef enum RuleId {
+#include "rules.def"
+    NRULES
+} RuleId;
+#undef RULE
+
+typedef struct Rule {
+    void (*run)(CheckResult *r, Diag *d);
+    RuleWhen when;
+} Rule;
+
+#define RULE(name, function, when) [RULE_##name] = {function, WHEN_##when},
+static const Rule rules[NRULES] = {
+#include "rules.def"
+};
+#undef RULE
+
+/* What the rows walked so far did, for the conditions that look back. */
+typedef struct RuleLog {
+    int errors_before;       /* d->nerrors before the first row */
+    bool ran[NRULES];
+    int said[NRULES];        /* errors the row reported */
+    bool over_after[NRULES]; /* the budget was over once it returned */
+} RuleLog;
+
+static bool rule_runs(RuleWhen when, const CheckResult *r, const Diag *d, const RuleLog *log)
+{
+    bool over = r->budget.over;
+    switch (when) {
+    case WHEN_ALWAYS: return true;
+    case WHEN_STUCK: return !r->run.all_ended;
+    case WHEN_IN_BUDGET: return !over;
+    case WHEN_ALL_ENDED: return r->run.all_ended;
+    case WHEN_SYNC_QUIET:
+        return log->ran[RULE_leftover_sync] && !log->said[RULE_leftover_sync] && !log->over_after[RULE_leftover_sync];
+    case WHEN_CLEAN: return d->nerrors == log->errors_before && !over;
+    case WHEN_OVER_BUDGET: return over;
+    }
+    return false;
+}
+
 struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limits)
 {
     CheckResult *r = ARENA_NEW(p->arena, CheckResult);
@@ -51,25 +97,16 @@ struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limi
     r->budget.at = p->loc;
     order_program(p, &r->budget); /* lowering the rules read (lower.h): sync_before, on this budget */
     hb_match(p, &r->hb);
-    int before = d->nerrors;
-    order_blocks_check(r, d); /* a plan's thread blocks: each may be taken as a sequence */
     sync_simulate(&r->hb, p->arena, &r->run);
-    /* A deadlock comes first (it is why later ops never ran); leftovers after the races. */
-    if (!r->run.all_ended)
-        sync_report(r, d);
-    if (!r->budget.over)
-        race_check(r, d);
-    if (r->run.all_ended) {
-        int synced = d->nerrors;
-        sync_report(r, d);
-        if (d->nerrors == synced && !r->budget.over) { /* uneven or unconsumed arrivals say enough */
-            rounds_check(r, d);
-            packets_check(r, d);
-        }
+    RuleLog log = {.errors_before = d->nerrors};
+    for (int k = 0; k < NRULES; k++) {
+        if (!rule_runs(rules[k].when, r, d, &log))
+            continue;
+        int before = d->nerrors;
+        rules[k].run(r, d);
+        log.ran[k] = true;
+        log.said[k] = d->nerrors - before;
+        log.over_after[k] = r->budget.over;
     }
-    if (d->nerrors == before && !r->budget.over)
-        post_check(r, d);
-    if (r->budget.over)
-        report_budget(r, d);
     return r;
 }

@@ -189,21 +189,13 @@ bool hb_strong(const IrOp *sig, const IrOp *wait);
    edges as possible. Returns how many it has (-1: no path) and its first relaxed edge. */
 int hb_relaxed_edge(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *wait);
 
-/* sync_schedule.c: rule 2 */
+/* sync_schedule.c: the schedule the rules replay (rule 2 reports from it) */
 void sync_simulate(const HbFacts *f, Arena *a, HbRun *run);
-void sync_report(CheckResult *r, Diag *d);
 
-/* data_races.c: rule 1 */
-void race_check(CheckResult *r, Diag *d);
-
-/* switch_rounds.c: a switch arrival for round k+1 only after round k has completed */
-void rounds_check(CheckResult *r, Diag *d);
-
-/* packet_rules.c: matching packet sizes; a sender hears from its reader before it ends */
-void packets_check(CheckResult *r, Diag *d);
-
-/* postcondition.c: rule 4 */
-void post_check(CheckResult *r, Diag *d);
+/* The rules, one per row of rules.def, all with one signature (check.c runs them). */
+#define RULE(name, function, when) void function(CheckResult *r, Diag *d);
+#include "rules.def"
+#undef RULE
 
 /* order.c: the memory a data op touches, for the code generator's passes (order.c, partition.c):
    up to three operands (dst, src, a reduce's src2), each with the rank that owns it (-1: every
@@ -225,8 +217,5 @@ typedef struct Touch {
 } Touch;
 
 int op_touches(const IrOp *op, int rank, Touch out[3]);
-
-/* order.c, for imported plans: each thread block's ops can be taken in program order */
-void order_blocks_check(CheckResult *r, Diag *d);
 
 #endif
