@@ -31,6 +31,7 @@ done
 if [ "${2:-}" = --ptx ]; then
     for p in tests/mscclpp/*.json; do $C "$p" --emit-ptx >"$out/plan_$(basename "$p" .json).ptx" 2>&1; done
 fi
+[ -d "$SHARED/mscclpp" ] || echo "note: no MSCCL++ corpus at $SHARED/mscclpp (set SHARED): plans left out" >&2
 for d in "$SHARED/mscclpp/plans" "$SHARED/mscclpp/dsl"; do
     [ -d "$d" ] || continue
     find "$d" -name '*.json' | sort | while read -r p; do
