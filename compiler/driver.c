@@ -36,6 +36,7 @@
 #include "load.h"
 #include "lower.h"
 #include "mscclpp.h"
+#include "program.h"
 #include "resolve.h"
 
 static cdsl_program *new_program(const cdsl_compile_opts *o)
@@ -46,7 +47,8 @@ static cdsl_program *new_program(const cdsl_compile_opts *o)
         return NULL;
     p->serial = atomic_fetch_add(&serials, 1) + 1;
     p->arena = arena_create();
-    if (!p->arena) {
+    if (!p->arena || pthread_mutex_init(&p->lazy, NULL) != 0) {
+        arena_destroy(p->arena);
         free(p);
         return NULL;
     }
@@ -310,6 +312,7 @@ void cdsl_program_destroy(cdsl_program *p)
     if (!p)
         return;
     diag_free(&p->diag);
+    pthread_mutex_destroy(&p->lazy);
     arena_destroy(p->arena);
     free(p);
 }
@@ -341,21 +344,28 @@ static int program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
 }
 
 /* Dumps allocate (the graph's labels, a file's line table for a quoted line): under a trap. */
+static int program_dump_trapped(cdsl_program *p, cdsl_dump what, FILE *out)
+{
+    ArenaTrap trap;
+    arena_trap_push(p->arena, &trap);
+    if (setjmp(trap.env)) {
+        driver_out_of_memory(p, &trap);
+        return CDSL_ERR_SYSTEM;
+    }
+    int rc = program_dump(p, what, out);
+    arena_trap_pop(p->arena, &trap);
+    return rc;
+}
+
 int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
 {
     if (!p || !out)
         return CDSL_ERR_USAGE;
     cdsl_program *mp = (cdsl_program *)p;   /* the arena grows; what p means does not change */
-    ArenaTrap trap;
-    arena_trap_push(mp->arena, &trap);
-    if (setjmp(trap.env)) {
-        driver_out_of_memory(mp, &trap);
-        diag_flush(&mp->diag, false);
-        return CDSL_ERR_SYSTEM;
-    }
-    int rc = program_dump(p, what, out);
-    arena_trap_pop(mp->arena, &trap);
+    program_lock(mp);
+    int rc = program_dump_trapped(mp, what, out);
     diag_flush(&mp->diag, false);
+    program_unlock(mp);
     if (rc == CDSL_OK && (fflush(out) != 0 || ferror(out)))
         rc = CDSL_ERR_SYSTEM;
     return rc;
@@ -377,14 +387,9 @@ int cdsl_is_plan(const char *path)
     return mscclpp_is_plan(path);
 }
 
-int cdsl_emit_mscclpp(cdsl_program *p, FILE *out)
+/* Exporting allocates in the arena: under a trap. */
+static int mscclpp_export_trapped(cdsl_program *p, FILE *out)
 {
-    if (!p || !out)
-        return CDSL_ERR_USAGE;
-    if (!p->ir || !p->ok || !p->check) {
-        diag_fatal(&p->diag, "only a program that passed its checks is written as a plan");
-        return CDSL_ERR_PROGRAM;
-    }
     ArenaTrap trap;
     arena_trap_push(p->arena, &trap);
     if (setjmp(trap.env)) {
@@ -393,7 +398,21 @@ int cdsl_emit_mscclpp(cdsl_program *p, FILE *out)
     }
     bool ok = mscclpp_export(p->ir, out, &p->diag);
     arena_trap_pop(p->arena, &trap);
-    if (!ok)
+    return ok ? CDSL_OK : CDSL_ERR_PROGRAM;
+}
+
+int cdsl_emit_mscclpp(cdsl_program *p, FILE *out)
+{
+    if (!p || !out)
+        return CDSL_ERR_USAGE;
+    if (!p->ir || !p->ok || !p->check) {
+        diag_fatal(&p->diag, "only a program that passed its checks is written as a plan");
         return CDSL_ERR_PROGRAM;
+    }
+    program_lock(p);
+    int rc = mscclpp_export_trapped(p, out);
+    program_unlock(p);
+    if (rc != CDSL_OK)
+        return rc;
     return fflush(out) != 0 || ferror(out) ? CDSL_ERR_SYSTEM : CDSL_OK;
 }

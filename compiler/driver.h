@@ -10,6 +10,7 @@
 #ifndef CDSL_DRIVER_H
 #define CDSL_DRIVER_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include "arena.h"
@@ -36,6 +37,9 @@ struct cdsl_program {
                                    (program.c) */
     const char *cuda_rank[3][5];    /* one rank's source (cdsl_emit_cuda_rank), of rank */
     int cuda_rank_of[3][5];
+    pthread_mutex_t lazy;       /* held while anything is added to the arena after cdsl_compile
+                                   (the CUDA above, dumps, plans): ranks that are threads of one
+                                   process share a program and emit their code at once */
     unsigned long long serial;  /* unique in the process: a program destroyed and another made at
                                    its address (and its IR's) are never taken for each other */
 };

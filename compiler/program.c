@@ -6,7 +6,8 @@
  * and element type, and kept in the program: every rank's source once per (flavour, type), and
  * one rank's source for the rank asked last (a process of one rank asks for its own again on
  * every run). Emission allocates in the program's arena, under a trap, so that running out of
- * memory returns NULL with errno ENOMEM and leaves the program usable.
+ * memory returns NULL with errno ENOMEM and leaves the program usable. The cache and the arena
+ * are shared by every thread using the program: the caller holds program_lock (jit.c does).
  */
 #include "program.h"
 
@@ -59,6 +60,16 @@ void program_progress_end(cdsl_program *p)
     progress_end(&p->progress);
 }
 
+void program_lock(cdsl_program *p)
+{
+    pthread_mutex_lock(&p->lazy);
+}
+
+void program_unlock(cdsl_program *p)
+{
+    pthread_mutex_unlock(&p->lazy);
+}
+
 /* ---- The code generator ------------------------------------------------------------------- */
 
 static void emitted(const cdsl_program *p, const char *src, cdsl_backend flavour, cdsl_dtype dtype, int rank,
@@ -88,7 +99,7 @@ static const char *emit_trapped(cdsl_program *p, cdsl_backend flavour, cdsl_dtyp
     return src;
 }
 
-/* The caller (jit.c) checked the program, flavour, type and rank; a flavour the program keeps
+/* The caller (jit.c) holds the program's lock and checked the program, flavour, type and rank; a flavour the program keeps
  * no source for (a backend added to the registry without device code) is refused here. */
 static const char *cuda_of(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {

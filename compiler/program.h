@@ -50,11 +50,16 @@ void program_progress_begin(cdsl_program *p, const char *fmt, ...)
 #endif
     ;
 void program_progress_end(cdsl_program *p);
+/* Held around every call that makes something on first request into p (ProgramCodegen.cuda and
+ * the messages it writes): ranks that are threads of one process share one program and ask for
+ * their code at once. Not recursive. */
+void program_lock(cdsl_program *p);
+void program_unlock(cdsl_program *p);
 
 /* How device code is made from a program. */
 typedef struct ProgramCodegen {
     /* The checked program's CUDA for flavour and dtype: every rank's (rank -1) or rank's
-     * alone, made on first request and kept in p. NULL after an error on program_diag(p) (a
+     * alone, made on first request and kept in p; the caller holds program_lock(p). NULL after an error on program_diag(p) (a
      * combination that cannot be emitted; out of memory, with errno ENOMEM). */
     const char *(*cuda)(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank);
     /* The oldest NVRTC (major * 100 + minor) whose PTX has every instruction of that code, and

@@ -11,6 +11,7 @@ Pointers are device addresses of this rank's GPU (host addresses on the sim engi
 Every failure raises cdsl.Error with the library's own message; so does every call on a
 RankComm or Program after its close(). A path with a NUL byte raises ValueError.
 """
+import contextlib
 import ctypes
 import os
 import threading
@@ -114,13 +115,20 @@ class Program:
     """A .cdsl program compiled for nranks and checked for every rank (cdsl_compile).
 
     After close(), every method raises cdsl.Error; close() waits for a run of the program that
-    another thread has in the library."""
+    another thread has in the library.
+
+    A run or alloc is a collective: it waits inside the library for the other ranks, which may be
+    threads of this process sharing this Program (NCCL's thread per GPU). So those calls do not
+    hold the Program's lock while in the library (the peer would wait for it and never arrive);
+    they count themselves as users instead, and close() waits for the count to reach 0."""
 
     def __init__(self, path, nranks, program=None, defines=None, include_dirs=None, in_place=False):
         """in_place: compile NCCL's in-place form (cdsl_compile_opts.in_place): allgather's input is
         this rank's part of its output, reducescatter's output this rank's part of its input,
         allreduce's input its output. A run on an input and output that share memory needs it."""
-        self._lock = threading.RLock()
+        self._lock = threading.Condition(threading.RLock())
+        self._users = 0         # calls in the library without the lock (_use)
+        self._closing = False
         self._p = None
         self.path = path
         o = _lib.CompileOpts()
@@ -148,9 +156,24 @@ class Program:
 
     def _handle(self):
         """The C program; the caller holds self._lock for as long as the library uses it."""
-        if not self._p:
+        if not self._p or self._closing:
             raise _closed("the program %s" % self.path)
         return self._p
+
+    @contextlib.contextmanager
+    def _use(self):
+        """The C program, kept from close() while the with block runs but without self._lock,
+        for a call that waits for other ranks (the C side makes its lazy code generation safe
+        across threads)."""
+        with self._lock:
+            p = self._handle()
+            self._users += 1
+        try:
+            yield p
+        finally:
+            with self._lock:
+                self._users -= 1
+                self._lock.notify_all()
 
     @property
     def handle(self):
@@ -202,6 +225,8 @@ class Program:
         if lock is None:
             return
         with lock:
+            self._closing = True                # calls from now on raise; running ones finish
+            lock.wait_for(lambda: self._users == 0)
             if self._p:
                 _lib.program_destroy(self._p)
                 self._p = None
@@ -282,8 +307,8 @@ class RankComm:
             return _lib.rank_comm_device(self._comm())
 
     def alloc(self, program, chunk):
-        with self._lock, program._lock:
-            self._check(_lib.rank_alloc(self._comm(), program._handle(), chunk))
+        with self._lock, program._use() as p:
+            self._check(_lib.rank_alloc(self._comm(), p, chunk))
 
     def buffer(self, buf):
         """This rank's symmetric buffer `buf` (0 input, 1 output, 2.. scratch) as an address."""
@@ -301,8 +326,8 @@ class RankComm:
         communicator's own). input/output None: the symmetric buffers themselves (no copy)."""
         io = _lib.RankIo(input or None, input_bytes, output or None, output_bytes)
         t = _dtype(dtype)
-        with self._lock, program._lock:
-            self._check(_lib.rank_run(self._comm(), program._handle(), t, chunk, ctypes.byref(io), stream or None))
+        with self._lock, program._use() as p:
+            self._check(_lib.rank_run(self._comm(), p, t, chunk, ctypes.byref(io), stream or None))
 
     def status(self):
         """After the stream was synchronised: raises cdsl.Error when this rank's run failed."""

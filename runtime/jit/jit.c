@@ -68,18 +68,33 @@ static const char *flushed(cdsl_program *p, const char *src)
     return src;
 }
 
+/* emit_checked and its messages under the program's lock: ranks that are threads of one
+ * process emit into the one program they share at once. */
+static const char *emit_locked(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
+{
+    if (!p)
+        return emit_checked(p, flavour, dtype, rank);
+    program_lock(p);
+    const char *src = flushed(p, emit_checked(p, flavour, dtype, rank));
+    program_unlock(p);
+    return src;
+}
+
 const char *cdsl_emit_cuda(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype)
 {
-    return flushed(p, emit_checked(p, flavour, dtype, -1));
+    return emit_locked(p, flavour, dtype, -1);
 }
 
 const char *cdsl_emit_cuda_rank(cdsl_program *p, cdsl_backend flavour, cdsl_dtype dtype, int rank)
 {
     if (p && rank < 0) {
+        program_lock(p);
         diag_fatal(program_diag(p), "there is no rank %d (ranks are counted from 0)", rank);
-        return flushed(p, NULL);
+        flushed(p, NULL);
+        program_unlock(p);
+        return NULL;
     }
-    return flushed(p, emit_checked(p, flavour, dtype, rank));
+    return emit_locked(p, flavour, dtype, rank);
 }
 
 /* ---- Architecture ---------------------------------------------------------------------------- */

@@ -5,6 +5,8 @@
 #     cdsl.Error ("... is closed"), each in a process of its own (a crash is exit 139);
 #   - close() from another thread while runs go on: it waits for the running call, later calls
 #     raise, nothing crashes;
+#   - two ranks as threads of one process (NCCL's thread per GPU) sharing one Program: their
+#     alloc and run, collectives, finish; neither holds the Program while it waits for the other;
 #   - a closed Program: name, collective, nranks, chunk_bytes, and a run of it, raise cdsl.Error;
 #   - a path, include folder, program name or define with a NUL byte: ValueError, before the
 #     library would read the path cut at the NUL;
@@ -76,6 +78,28 @@ started.wait(30)
 c.close()
 t.join(60)
 print('ok' if seen and 'closed' in seen[0] and not t.is_alive() else 'runs ended with %r' % seen)"
+
+case_py "two ranks as threads of one process share one Program: alloc and run finish" "
+p = cdsl.Program(AG, 2)
+uid = cdsl.get_unique_id('sim')
+chunk = p.chunk_bytes(4096)
+done, errors = [], []
+def rank(r):
+    try:
+        c = cdsl.RankComm(2, uid, r, timeout=20)
+        for i in range(5):
+            c.alloc(p, chunk)
+            c.run(p, 'f32', chunk)
+            c.status()
+        c.close()
+        done.append(r)
+    except Exception as e:
+        errors.append(repr(e))
+ts = [threading.Thread(target=rank, args=(r,), daemon=True) for r in (0, 1)]
+for t in ts: t.start()
+for t in ts: t.join(30)
+print('ok' if sorted(done) == [0, 1] else 'ranks finished %r, errors %r, still running %d' %
+      (done, errors, sum(t.is_alive() for t in ts)))"
 
 case_py "a closed Program: name, collective, nranks, chunk_bytes and a run of it raise cdsl.Error" "
 p = cdsl.Program(AG, 1)
