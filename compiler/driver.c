@@ -36,7 +36,6 @@
 #include "load.h"
 #include "lower.h"
 #include "mscclpp.h"
-#include "program.h"
 #include "resolve.h"
 
 static cdsl_program *new_program(const cdsl_compile_opts *o)
@@ -362,10 +361,10 @@ int cdsl_program_dump(const cdsl_program *p, cdsl_dump what, FILE *out)
     if (!p || !out)
         return CDSL_ERR_USAGE;
     cdsl_program *mp = (cdsl_program *)p;   /* the arena grows; what p means does not change */
-    program_lock(mp);
+    pthread_mutex_lock(&mp->lazy);
     int rc = program_dump_trapped(mp, what, out);
     diag_flush(&mp->diag, false);
-    program_unlock(mp);
+    pthread_mutex_unlock(&mp->lazy);
     if (rc == CDSL_OK && (fflush(out) != 0 || ferror(out)))
         rc = CDSL_ERR_SYSTEM;
     return rc;
@@ -409,9 +408,9 @@ int cdsl_emit_mscclpp(cdsl_program *p, FILE *out)
         diag_fatal(&p->diag, "only a program that passed its checks is written as a plan");
         return CDSL_ERR_PROGRAM;
     }
-    program_lock(p);
+    pthread_mutex_lock(&p->lazy);
     int rc = mscclpp_export_trapped(p, out);
-    program_unlock(p);
+    pthread_mutex_unlock(&p->lazy);
     if (rc != CDSL_OK)
         return rc;
     return fflush(out) != 0 || ferror(out) ? CDSL_ERR_SYSTEM : CDSL_OK;
