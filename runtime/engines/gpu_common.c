@@ -95,16 +95,11 @@ static int gpu_open_device(GpuComm *g, int d)
     GpuDevice *dv = &g->devs[d];
     CuDrv *cu = g->cu;
     dv->ordinal = g->cfg.first_device + d;
-    GPU_TRY(g, d, cu->DeviceGet(&dv->dev, dv->ordinal), "cuDeviceGet");
-    if (cu->DeviceGetName(dv->name, (int)sizeof dv->name, dv->dev) != CUDA_SUCCESS)
-        snprintf(dv->name, sizeof dv->name, "GPU %d", dv->ordinal);
-    int major = 0, minor = 0, uva = 0;
-    GPU_TRY(g, d, cu->DeviceGetAttribute(&dv->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                                         dv->dev), "reading the SM count");
-    GPU_TRY(g, d, cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                         dv->dev), "reading the compute capability");
-    GPU_TRY(g, d, cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-                                         dv->dev), "reading the compute capability");
+    const char *what = "";
+    CUresult r = gpu_device_query(cu, dv, &what);
+    if (r != CUDA_SUCCESS)
+        return gpu_fail(g, d, r, "%s", what);
+    int uva = 0;
     GPU_TRY(g, d, cu->DeviceGetAttribute(&uva, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, dv->dev),
             "reading unified addressing");
     if (!uva) {
@@ -112,7 +107,6 @@ static int gpu_open_device(GpuComm *g, int d)
                  dv->ordinal, dv->name);
         return CDSL_ERR_SYSTEM;
     }
-    snprintf(dv->arch, sizeof dv->arch, "sm_%d%d", major, minor);
     GPU_TRY(g, d, cu->DevicePrimaryCtxRetain(&dv->ctx, dv->dev), "retaining its context");
     return CDSL_OK;
 }
@@ -146,14 +140,6 @@ static int gpu_enable_peers(GpuComm *g)
 
 /* ---- Per-rank and per-device memory ------------------------------------------------------- */
 
-/* cuMemAlloc + zero, on the current context. */
-static int gpu_alloc_zeroed(GpuComm *g, int d, CUdeviceptr *p, size_t bytes, const char *what)
-{
-    GPU_TRY(g, d, g->cu->MemAlloc(p, bytes), "allocating %zu bytes for %s", bytes, what);
-    GPU_TRY(g, d, g->cu->MemsetD8(*p, 0, bytes), "zeroing %s", what);
-    return CDSL_OK;
-}
-
 static int gpu_make_rank(GpuComm *g, int q)
 {
     GpuRank *rk = &g->ranks[q];
@@ -164,9 +150,9 @@ static int gpu_make_rank(GpuComm *g, int q)
             "creating rank %d's stream", q);
     GPU_TRY(g, d, g->cu->EventCreate(&rk->joined, CU_EVENT_DISABLE_TIMING),
             "creating rank %d's event", q);
-    if ((st = gpu_alloc_zeroed(g, d, &rk->state, CDSL_STATE_WORDS(g->nranks) * 8, "state words")))
-        return st;
-    return gpu_alloc_zeroed(g, d, &rk->error, CDSL_ERROR_WORDS * 4, "the error record");
+    char what[GPU_WHAT_BYTES];
+    CUresult r = gpu_words_make(g->cu, rk, g->nranks, what);
+    return r == CUDA_SUCCESS ? CDSL_OK : gpu_fail(g, d, r, "%s", what);
 }
 
 static int gpu_make_device_tables(GpuComm *g, int d)
@@ -174,11 +160,9 @@ static int gpu_make_device_tables(GpuComm *g, int d)
     int st = gpu_use(g, d);
     if (st)
         return st;
-    size_t n = (size_t)g->nranks;
-    GpuDevice *dv = &g->devs[d];
-    if ((st = gpu_alloc_zeroed(g, d, &dv->peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf")))
-        return st;
-    return gpu_alloc_zeroed(g, d, &dv->peer_sync, n * 8, "peer_sync");
+    char what[GPU_WHAT_BYTES];
+    CUresult r = gpu_tables_make(g->cu, &g->devs[d], g->nranks, what);
+    return r == CUDA_SUCCESS ? CDSL_OK : gpu_fail(g, d, r, "%s", what);
 }
 
 static int gpu_make_timing(GpuComm *g)
@@ -264,17 +248,9 @@ static void gpu_drop_graph(GpuComm *g)
     memset(&g->graph, 0, sizeof g->graph);
 }
 
-static void gpu_free_ptr(GpuComm *g, CUdeviceptr *p)
-{
-    if (*p)
-        g->cu->MemFree(*p);
-    *p = 0;
-}
-
 static void gpu_free_rank(GpuComm *g, GpuRank *rk)
 {
-    gpu_free_ptr(g, &rk->state);
-    gpu_free_ptr(g, &rk->error);
+    gpu_words_free(g->cu, rk);
     if (rk->joined)
         g->cu->EventDestroy(rk->joined);
     if (rk->stream)
@@ -285,12 +261,8 @@ static void gpu_free_rank(GpuComm *g, GpuRank *rk)
 
 static void gpu_free_device(GpuComm *g, GpuDevice *dv)
 {
-    gpu_free_ptr(g, &dv->peer_buf);
-    gpu_free_ptr(g, &dv->peer_sync);
-    if (dv->module)
-        g->cu->ModuleUnload(dv->module);
-    dv->module = NULL;
-    dv->fn = NULL;
+    gpu_tables_free(g->cu, dv);
+    gpu_device_unload(g->cu, dv);
 }
 
 void gpu_destroy(GpuComm *g)
@@ -443,33 +415,12 @@ int gpu_read(void *state, int rank, int buf, void *dst, size_t bytes)
 
 /* ---- Loading the device code --------------------------------------------------------------- */
 
-CUresult gpu_device_shape(CuDrv *cu, GpuDevice *dv, const char **what)
-{
-    int maxt = 0;
-    CUresult r = cu->FuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, dv->fn);
-    if (r != CUDA_SUCCESS) {
-        *what = "reading cdsl_main's thread limit";
-        return r;
-    }
-    int want = (int)gpu_env_long("CDSL_GPU_THREADS", GPU_MAX_THREADS);
-    dv->threads = (want < maxt ? want : maxt) / 32 * 32;
-    if (dv->threads < 32)
-        dv->threads = 32;
-    r = cu->OccupancyMaxActiveBlocksPerMultiprocessor(&dv->blocks_per_sm, dv->fn, dv->threads, 0);
-    *what = "computing cdsl_main's occupancy";
-    return r;
-}
-
-/* Block size and occupancy of cdsl_main on device d; refuse when the ranks placed there
- * cannot all be resident at once (they would wait on each other forever). */
-static int gpu_launch_shape(GpuComm *g, int d)
+/* Refuse a device where the ranks placed there cannot all be resident at once (they would wait
+ * on each other forever). */
+static int gpu_resident(GpuComm *g, int d)
 {
     GpuDevice *dv = &g->devs[d];
-    const char *what = "";
-    CUresult r = gpu_device_shape(g->cu, dv, &what);
-    if (r != CUDA_SUCCESS)
-        return gpu_fail(g, d, r, "%s", what);
-    if ((long)dv->blocks_per_sm * dv->sm_count < dv->nranks) {
+    if (!gpu_device_resident(dv)) {
         rt_error(g->cfg.log, "GPU %d (%s) cannot keep %d ranks' kernels resident at once "
                  "(%d blocks of %d threads fit); place fewer ranks on each GPU", dv->ordinal,
                  dv->name, dv->nranks, dv->blocks_per_sm * dv->sm_count, dv->threads);
@@ -521,17 +472,14 @@ static int gpu_load_device(GpuComm *g, int d, const GpuCubin *c)
     int st = gpu_use(g, d);
     if (st)
         return st;
-    CUresult r = g->cu->ModuleLoadData(&dv->module, c->data);
-    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU)
+    const char *what = "";
+    CUresult r = gpu_device_load(g->cu, dv, c->data, &what);
+    if (r == CUDA_ERROR_NO_BINARY_FOR_GPU && !dv->module)
         rt_error(g->cfg.log, "GPU %d (%s) cannot run code built for %s", dv->ordinal, dv->name,
                  c->arch);
-    if (r != CUDA_SUCCESS) {
-        dv->module = NULL;
-        return gpu_fail(g, d, r, "loading the cubin");
-    }
-    GPU_TRY(g, d, g->cu->ModuleGetFunction(&dv->fn, dv->module, "cdsl_main"),
-            "finding cdsl_main in the cubin");
-    return gpu_launch_shape(g, d);
+    if (r != CUDA_SUCCESS)
+        return gpu_fail(g, d, r, "%s", what);
+    return gpu_resident(g, d);
 }
 
 /* Forget the loaded program (its graph must be gone already). */
@@ -539,10 +487,9 @@ static void gpu_unload(GpuComm *g)
 {
     for (int d = 0; d < g->ndev; d++) {
         GpuDevice *dv = &g->devs[d];
-        if (dv->module && g->cu->CtxSetCurrent(dv->ctx) == CUDA_SUCCESS)
-            g->cu->ModuleUnload(dv->module);
-        dv->module = NULL;
-        dv->fn = NULL;
+        if (dv->module && g->cu->CtxSetCurrent(dv->ctx) != CUDA_SUCCESS)
+            dv->module = NULL;  /* no context to unload it in */
+        gpu_device_unload(g->cu, dv);
     }
     free(g->loaded_src);
     g->loaded_src = NULL;
@@ -682,27 +629,9 @@ static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
     for (int q = 0; q < g->nranks; q++) {
         const GpuRank *rk = &g->ranks[q];
         const GpuDevice *dv = &g->devs[rk->device];
-        CdslArgs *a = &args[q];
-        memset(a, 0, sizeof *a);
-        a->chunk_bytes = chunk_bytes;
-        a->spin_limit = g->spin_limit;
-        a->rank = q;
-        a->nranks = g->nranks;
-        for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++) {
-            a->buf[b] = (char *)(uintptr_t)rk->buf[b];
-            a->mc_buf[b] = (char *)(uintptr_t)rk->mc_buf[b];
-        }
-        a->peer_buf = (char *const *)(uintptr_t)dv->peer_buf;
-        a->sync = (unsigned long long *)(uintptr_t)rk->sync;
-        a->peer_sync = (unsigned long long *const *)(uintptr_t)dv->peer_sync;
-        for (int p = 0; p < g->nranks && p < CDSL_ARGS_RANKS; p++) {  /* the tables' start, in place */
-            for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
-                a->peer_bufs[p][b] = (char *)(uintptr_t)g->ranks[p].buf[b];
-            a->peer_syncs[p] = (unsigned long long *)(uintptr_t)g->ranks[p].sync;
-        }
-        a->mc_sync = (unsigned long long *)(uintptr_t)rk->mc_sync;
-        a->state = (unsigned long long *)(uintptr_t)rk->state;
-        a->error = (unsigned int *)(uintptr_t)rk->error;
+        gpu_args_own(&args[q], chunk_bytes, g->spin_limit, q, g->nranks, dv, rk);
+        for (int p = 0; p < g->nranks; p++)
+            gpu_args_peer(&args[q], p, g->ranks[p].buf, g->ranks[p].sync);
     }
 }
 

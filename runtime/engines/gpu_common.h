@@ -28,6 +28,7 @@
 #include "abi.h"
 #include "backend.h"
 #include "cuda_drv.h"
+#include "gpu_device.h"
 #include "gpu_state.h"
 #include "program.h"
 
@@ -36,7 +37,6 @@
  * true hang after roughly one to four seconds, while the longest legitimate wait (a peer's 128 MiB put, or a
  * peer kernel launched a few ms later) takes a few thousand polls. */
 #define GPU_DEFAULT_SPIN_LIMIT (1ULL << 22)
-#define GPU_MAX_THREADS 512
 #define GPU_BYTES_PER_BLOCK (32u * 1024) /* bytes one data operation stores that justify one more block */
 #define GPU_GRAPH_MAX_CHAIN 256     /* launches per rank captured in one graph */
 #define GPU_GRID_COUNTER 0xffffffffu /* error[3] when a rank's own grid barrier ran out
@@ -46,10 +46,6 @@
 int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out);
 void gpu_destroy(GpuComm *g);
 
-/* cdsl_main's block size (CDSL_GPU_THREADS, at most GPU_MAX_THREADS, a multiple of 32) and
- * occupancy on dv, for either world (GpuComm's devices, a per-rank engine's RankGpu.gpu); a
- * failed driver call's result, with *what it was doing, for the caller's message. */
-CUresult gpu_device_shape(CuDrv *cu, GpuDevice *dv, const char **what);
 /* Wait for everything on every device; CDSL_ERR_RUNTIME (reported) on a kernel fault. */
 int gpu_sync_all(GpuComm *g);
 /* Copy every rank's buffer and sync addresses into each device's peer tables. */

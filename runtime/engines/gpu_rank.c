@@ -26,6 +26,7 @@
 
 #include "backends.h"
 #include "gpu_common.h"
+#include "gpu_device.h"
 #include "program.h"
 
 int gpu_rank_fail(RankGpu *g, CUresult r, const char *fmt, ...)
@@ -79,39 +80,22 @@ static int gpu_rank_pick(RankGpu *g, int want)
 
 static int gpu_rank_device(RankGpu *g)
 {
-    int major = 0, minor = 0;
-    GPU_RANK_TRY(g, g->cu->DeviceGet(&g->gpu.dev, g->gpu.ordinal), "cuDeviceGet");
-    if (g->cu->DeviceGetName(g->gpu.name, (int)sizeof g->gpu.name, g->gpu.dev) != CUDA_SUCCESS)
-        snprintf(g->gpu.name, sizeof g->gpu.name, "GPU %d", g->gpu.ordinal);
-    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&g->gpu.sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, g->gpu.dev),
-                 "reading the SM count");
-    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, g->gpu.dev),
-                 "reading the compute capability");
-    GPU_RANK_TRY(g, g->cu->DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, g->gpu.dev),
-                 "reading the compute capability");
-    snprintf(g->gpu.arch, sizeof g->gpu.arch, "sm_%d%d", major, minor);
+    const char *what = "";
+    CUresult r = gpu_device_query(g->cu, &g->gpu, &what);
+    if (r != CUDA_SUCCESS)
+        return gpu_rank_fail(g, r, "%s", what);
     GPU_RANK_TRY(g, g->cu->DeviceGetUuid(&g->uuid, g->gpu.dev), "reading the GPU's UUID");
     GPU_RANK_TRY(g, g->cu->DevicePrimaryCtxRetain(&g->gpu.ctx, g->gpu.dev), "retaining its primary context");
-    return CDSL_OK;
-}
-
-static int gpu_rank_zeroed(RankGpu *g, CUdeviceptr *p, size_t bytes, const char *what)
-{
-    GPU_RANK_TRY(g, g->cu->MemAlloc(p, bytes), "allocating %zu bytes for %s", bytes, what);
-    GPU_RANK_TRY(g, g->cu->MemsetD8(*p, 0, bytes), "zeroing %s", what);
     return CDSL_OK;
 }
 
 static int gpu_rank_words(RankGpu *g)
 {
     size_t n = (size_t)g->nranks;
-    int st;
+    char what[GPU_WHAT_BYTES];
     GPU_RANK_TRY(g, g->cu->StreamCreate(&g->own.stream, CU_STREAM_NON_BLOCKING), "creating a stream");
-    if ((st = gpu_rank_zeroed(g, &g->own.state, CDSL_STATE_WORDS(g->nranks) * 8, "the state words")) ||
-        (st = gpu_rank_zeroed(g, &g->own.error, CDSL_ERROR_WORDS * 4, "the error record")) ||
-        (st = gpu_rank_zeroed(g, &g->gpu.peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf")) ||
-        (st = gpu_rank_zeroed(g, &g->gpu.peer_sync, n * 8, "peer_sync")))
-        return st;
+    GPU_RANK_TRY(g, gpu_words_make(g->cu, &g->own, g->nranks, what), "%s", what);
+    GPU_RANK_TRY(g, gpu_tables_make(g->cu, &g->gpu, g->nranks, what), "%s", what);
     g->peer_bufs = calloc(n * CDSL_ABI_MAX_BUFS, sizeof *g->peer_bufs);
     g->peer_syncs = calloc(n, sizeof *g->peer_syncs);
     if (!g->peer_bufs || !g->peer_syncs) {
@@ -149,25 +133,15 @@ int gpu_rank_open(RankGpu *g, const cdsl_rank_comm *r)
     return st;
 }
 
-static void gpu_rank_free(RankGpu *g, CUdeviceptr *p)
-{
-    if (*p)
-        g->cu->MemFree(*p);
-    *p = 0;
-}
-
 void gpu_rank_close(RankGpu *g)
 {
     if (!g->cu)
         return;
     if (g->gpu.ctx && gpu_rank_enter(g) == CDSL_OK) {
         g->cu->CtxSynchronize();        /* nothing of ours may still run on what we free */
-        if (g->gpu.module)
-            g->cu->ModuleUnload(g->gpu.module);
-        gpu_rank_free(g, &g->own.state);
-        gpu_rank_free(g, &g->own.error);
-        gpu_rank_free(g, &g->gpu.peer_buf);
-        gpu_rank_free(g, &g->gpu.peer_sync);
+        gpu_device_unload(g->cu, &g->gpu);
+        gpu_words_free(g->cu, &g->own);
+        gpu_tables_free(g->cu, &g->gpu);
         if (g->own.stream)
             g->cu->StreamDestroy(g->own.stream);
         gpu_rank_leave(g);
@@ -197,20 +171,6 @@ int gpu_rank_publish(RankGpu *g)
 
 /* ---- this rank's code ------------------------------------------------------------------------------ */
 
-static int gpu_rank_shape(RankGpu *g)
-{
-    const char *what = "";
-    CUresult r = gpu_device_shape(g->cu, &g->gpu, &what);
-    if (r != CUDA_SUCCESS)
-        return gpu_rank_fail(g, r, "%s", what);
-    if ((long)g->gpu.blocks_per_sm * g->gpu.sm_count < g->gpu.nranks) {
-        rt_error(g->log, "rank %d: GPU %d (%s) cannot keep the %d ranks placed on it resident at once", g->rank,
-                 g->gpu.ordinal, g->gpu.name, g->gpu.nranks);
-        return CDSL_ERR_SYSTEM;
-    }
-    return CDSL_OK;
-}
-
 static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 {
     void *cubin = NULL;
@@ -222,14 +182,17 @@ static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
                  cdsl_backend_name((cdsl_backend)g->flavour), g->gpu.ordinal, g->gpu.name, g->gpu.arch);
         return st;
     }
-    CUresult r = g->cu->ModuleLoadData(&g->gpu.module, cubin);
+    const char *what = "";
+    CUresult r = gpu_device_load(g->cu, &g->gpu, cubin, &what);
     free(cubin);
-    if (r != CUDA_SUCCESS) {
-        g->gpu.module = NULL;
-        return gpu_rank_fail(g, r, "loading the cubin");
+    if (r != CUDA_SUCCESS)
+        return gpu_rank_fail(g, r, "%s", what);
+    if (!gpu_device_resident(&g->gpu)) {
+        rt_error(g->log, "rank %d: GPU %d (%s) cannot keep the %d ranks placed on it resident at once", g->rank,
+                 g->gpu.ordinal, g->gpu.name, g->gpu.nranks);
+        return CDSL_ERR_SYSTEM;
     }
-    GPU_RANK_TRY(g, g->cu->ModuleGetFunction(&g->gpu.fn, g->gpu.module, "cdsl_main"), "finding cdsl_main");
-    return gpu_rank_shape(g);
+    return CDSL_OK;
 }
 
 int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
@@ -245,10 +208,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
     if (st)
         return st;
     g->cu->CtxSynchronize();
-    if (g->gpu.module)
-        g->cu->ModuleUnload(g->gpu.module);
-    g->gpu.module = NULL;
-    g->gpu.fn = NULL;
+    gpu_device_unload(g->cu, &g->gpu);
     free(g->loaded_src);
     g->loaded_src = NULL;
     st = gpu_rank_module(g, p, dtype);
@@ -345,26 +305,9 @@ static int gpu_rank_ptr_ok(RankGpu *g, const void *p, const char *what)
 
 static void gpu_rank_args(const RankGpu *g, size_t chunk, CdslArgs *a)
 {
-    memset(a, 0, sizeof *a);
-    a->chunk_bytes = chunk;
-    a->spin_limit = g->spin_limit;
-    a->rank = g->rank;
-    a->nranks = g->nranks;
-    for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++) {
-        a->buf[b] = (char *)(uintptr_t)g->peer_bufs[(size_t)g->rank * CDSL_ABI_MAX_BUFS + b];
-        a->mc_buf[b] = (char *)(uintptr_t)g->own.mc_buf[b];
-    }
-    a->peer_buf = (char *const *)(uintptr_t)g->gpu.peer_buf;
-    a->sync = (unsigned long long *)(uintptr_t)g->peer_syncs[g->rank];
-    a->peer_sync = (unsigned long long *const *)(uintptr_t)g->gpu.peer_sync;
-    for (int p = 0; p < g->nranks && p < CDSL_ARGS_RANKS; p++) {  /* the tables' start, in place */
-        for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
-            a->peer_bufs[p][b] = (char *)(uintptr_t)g->peer_bufs[(size_t)p * CDSL_ABI_MAX_BUFS + b];
-        a->peer_syncs[p] = (unsigned long long *)(uintptr_t)g->peer_syncs[p];
-    }
-    a->mc_sync = (unsigned long long *)(uintptr_t)g->own.mc_sync;
-    a->state = (unsigned long long *)(uintptr_t)g->own.state;
-    a->error = (unsigned int *)(uintptr_t)g->own.error;
+    gpu_args_own(a, chunk, g->spin_limit, g->rank, g->nranks, &g->gpu, &g->own);
+    for (int p = 0; p < g->nranks; p++)
+        gpu_args_peer(a, p, &g->peer_bufs[(size_t)p * CDSL_ABI_MAX_BUFS], g->peer_syncs[p]);
 }
 
 static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
