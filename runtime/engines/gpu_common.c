@@ -332,12 +332,9 @@ int gpu_publish(GpuComm *g)
         syncs[q] = g->ranks[q].sync;
     }
     for (int d = 0; !st && d < g->ndev; d++) {
-        CuDrv *cu = g->cu;
         if ((st = gpu_use(g, d)))
             break;
-        CUresult r = cu->MemcpyHtoD(g->devs[d].peer_buf, bufs, n * CDSL_ABI_MAX_BUFS * 8);
-        if (r == CUDA_SUCCESS)
-            r = cu->MemcpyHtoD(g->devs[d].peer_sync, syncs, n * 8);
+        CUresult r = gpu_tables_write(g->cu, &g->devs[d], bufs, syncs, g->nranks);
         if (r != CUDA_SUCCESS)
             st = gpu_fail(g, d, r, "writing the peer tables");
     }

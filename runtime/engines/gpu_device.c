@@ -56,6 +56,13 @@ CUresult gpu_tables_make(CuDrv *cu, GpuDevice *dv, int nranks, char what[GPU_WHA
     return r != CUDA_SUCCESS ? r : gpu_zeroed(cu, &dv->peer_sync, n * 8, "peer_sync", what);
 }
 
+CUresult gpu_tables_write(CuDrv *cu, GpuDevice *dv, const CUdeviceptr *bufs, const CUdeviceptr *syncs, int nranks)
+{
+    size_t n = (size_t)nranks;
+    CUresult r = cu->MemcpyHtoD(dv->peer_buf, bufs, n * CDSL_ABI_MAX_BUFS * 8);
+    return r != CUDA_SUCCESS ? r : cu->MemcpyHtoD(dv->peer_sync, syncs, n * 8);
+}
+
 void gpu_mem_free(CuDrv *cu, CUdeviceptr *p)
 {
     if (*p)

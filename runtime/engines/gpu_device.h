@@ -35,6 +35,8 @@ void gpu_words_free(CuDrv *cu, GpuRank *own);
 /* A device's peer tables for nranks ranks, zeroed: peer_buf[nranks*8] and peer_sync[nranks]. */
 CUresult gpu_tables_make(CuDrv *cu, GpuDevice *dv, int nranks, char what[GPU_WHAT_BYTES]);
 void gpu_tables_free(CuDrv *cu, GpuDevice *dv);
+/* Fill them from host copies: bufs[nranks*8] (rank q's buffer b at q*8+b) and syncs[nranks]. */
+CUresult gpu_tables_write(CuDrv *cu, GpuDevice *dv, const CUdeviceptr *bufs, const CUdeviceptr *syncs, int nranks);
 /* cuMemFree, once: *p is 0 afterwards. */
 void gpu_mem_free(CuDrv *cu, CUdeviceptr *p);
 

@@ -156,13 +156,10 @@ void gpu_rank_close(RankGpu *g)
 
 int gpu_rank_publish(RankGpu *g)
 {
-    size_t n = (size_t)g->nranks;
     int st = gpu_rank_enter(g);
     if (st)
         return st;
-    CUresult r = g->cu->MemcpyHtoD(g->gpu.peer_buf, g->peer_bufs, n * CDSL_ABI_MAX_BUFS * 8);
-    if (r == CUDA_SUCCESS)
-        r = g->cu->MemcpyHtoD(g->gpu.peer_sync, g->peer_syncs, n * 8);
+    CUresult r = gpu_tables_write(g->cu, &g->gpu, g->peer_bufs, g->peer_syncs, g->nranks);
     if (r == CUDA_SUCCESS)
         r = g->cu->CtxSynchronize();   /* our kernels run on other streams: be done first */
     gpu_rank_leave(g);
