@@ -30,9 +30,9 @@
 #include "backends.h"
 #include "cdsl.h"
 #include "last_error.h"
-#include "layout.h"
 #include "log.h"
 #include "program.h"
+#include "program_layout.h"
 #include "verify.h"
 
 struct cdsl_comm {
@@ -96,13 +96,6 @@ const char *cdsl_get_last_error(const cdsl_comm *c)
 }
 
 /* ---- create / destroy ---------------------------------------------------------------------- */
-
-/* A NULL communicator: refused, with the message on stderr (there is no log to use). */
-static int comm_missing(const char *function)
-{
-    rt_error(NULL, "%s: the communicator is NULL", function);
-    return CDSL_ERR_USAGE;
-}
 
 void cdsl_comm_opts_init(cdsl_comm_opts *opts)
 {
@@ -314,25 +307,20 @@ static const IrProgram *comm_ir(cdsl_comm *c, const cdsl_program *p)
 
 /* bytes[b] = chunks(b) * chunk_bytes for p's layout, refusing a chunk size that is not a
  * multiple of 4, a buffer whose size does not fit in a size_t, and an in-place layout whose
- * aliased buffer does not fit in its holder (layout.c). */
+ * aliased buffer does not fit in its holder (program_layout.c). */
 static int comm_layout_bytes(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, size_t *bytes)
 {
     if (!rt_in_place_fits(ir, c->log))
         return CDSL_ERR_USAGE;
-    if (chunk_bytes % 4) {
-        rt_error(c->log, "a chunk of %zu bytes: chunks are a multiple of 4 bytes", chunk_bytes);
-        return CDSL_ERR_USAGE;
-    }
-    for (int b = 0; b < ir->nbufs; b++) {
-        size_t n = (size_t)ir->bufs[b].nchunks;
-        if (n && chunk_bytes > SIZE_MAX / n) {
-            rt_error(c->log, "out of memory: buffer %s of %zu chunks of %zu bytes", ir->bufs[b].name, n,
-                     chunk_bytes);
-            return CDSL_ERR_SYSTEM;
-        }
-        bytes[b] = n * chunk_bytes;
-    }
-    return CDSL_OK;
+    int rc = rt_chunk_ok(chunk_bytes, 1, true, c->log, "");
+    if (rc)
+        return rc;
+    int b = rt_layout_bytes(ir, chunk_bytes, SIZE_MAX, bytes);
+    if (b < 0)
+        return CDSL_OK;
+    rt_error(c->log, "out of memory: buffer %s of %zu chunks of %zu bytes", ir->bufs[b].name,
+             (size_t)ir->bufs[b].nchunks, chunk_bytes);
+    return CDSL_ERR_SYSTEM;
 }
 
 /* The backend now holds buffers for ir's layout: remember it, so runs can be checked. */
@@ -352,34 +340,30 @@ static void comm_set_layout(cdsl_comm *c, const IrProgram *ir, size_t chunk_byte
         c->stride = ir_in_place_first(ir, 1);
 }
 
-/* In place: where rank's aliased buffer starts in its holder, in bytes. */
+/* In place: where rank's aliased buffer starts in its holder, in bytes (rt_alias_offset for
+ * the program the layout was made for: every collective's window starts at rank * stride). */
 static size_t comm_alias_offset(const cdsl_comm *c, int rank)
 {
     return (size_t)rank * (size_t)c->stride * c->chunk_bytes;
 }
 
 /* Two buffers of one rank that share memory are refused unless they are the in-place form of
- * a program compiled in place (then the aliased one must be exactly its part of the holder). */
-static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, void *const *ptrs, int r)
+ * a program compiled in place (program_layout.h). */
+static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, const size_t *bytes,
+                              void *const *ptrs, int r)
 {
     int aliased = -1, holder = -1, n = ir->nbufs;
     ir_in_place(ir, &aliased, &holder);
     for (int x = 0; x < n; x++)
         for (int y = x + 1; y < n; y++) {
-            uintptr_t px = (uintptr_t)ptrs[r * n + x], py = (uintptr_t)ptrs[r * n + y];
-            if (!bytes[x] || !bytes[y] || px >= py + bytes[y] || py >= px + bytes[x])
+            RtShare share = rt_buffers_share(ir, r, chunk_bytes, (const void *const *)&ptrs[r * n], bytes, x, y);
+            if (share == RT_SHARE_NONE || share == RT_SHARE_IN_PLACE)
                 continue;
-            bool pair = (x == aliased && y == holder) || (y == aliased && x == holder);
-            uintptr_t want = pair ? (uintptr_t)ptrs[r * n + holder] + (size_t)ir_in_place_first(ir, r) *
-                                                                         (bytes[holder] / (size_t)ir->bufs[holder].nchunks)
-                                  : 0;
-            if (pair && (uintptr_t)ptrs[r * n + aliased] == want)
-                continue;
-            if (pair)
+            if (share == RT_SHARE_MISPLACED)
                 rt_error(c->log, "rank %d's %s (ptrs[%d]) overlaps its %s but is not its part of it: %s compiled "
                          "in place needs %s == %s + %zu bytes on rank %d", r, ir->bufs[aliased].name, r * n + aliased,
                          ir->bufs[holder].name, ir->name, ir->bufs[aliased].name, ir->bufs[holder].name,
-                         (size_t)(want - (uintptr_t)ptrs[r * n + holder]), r);
+                         rt_alias_offset(ir, r, chunk_bytes), r);
             else
                 rt_error(c->log, "rank %d's buffers %s (ptrs[%d]) and %s (ptrs[%d]) overlap; %s%s", r,
                          ir->bufs[x].name, r * n + x, ir->bufs[y].name, r * n + y,
@@ -397,8 +381,8 @@ static int comm_ptrs_alias_ok(cdsl_comm *c, const IrProgram *ir, const size_t *b
  * is 0, so nothing in them passes for a packet until one is written (docs/language.md §8). */
 static int comm_zero_slots(cdsl_comm *c, const IrProgram *ir, const size_t *bytes)
 {
-    int b = ir_packet_buf(ir);
-    if (b < 0 || !bytes[b])
+    int b = rt_slots_to_zero(ir, bytes);
+    if (b < 0)
         return CDSL_OK;
     void *zeros = calloc(1, bytes[b]);
     if (!zeros) {
@@ -415,7 +399,7 @@ static int comm_zero_slots(cdsl_comm *c, const IrProgram *ir, const size_t *byte
 int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     const IrProgram *ir = comm_ir(c, p);
     size_t bytes[IR_MAX_BUFS] = {0};
     int rc = ir ? comm_layout_bytes(c, ir, chunk_bytes, bytes) : CDSL_ERR_USAGE;
@@ -430,7 +414,7 @@ int cdsl_comm_alloc(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes)
 
 /* Every pointer the layout needs is there and 16-byte aligned (the kernels move 16-byte
  * packs when a chunk is a multiple of 16 bytes). */
-static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, void *const *ptrs)
+static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, size_t chunk_bytes, const size_t *bytes, void *const *ptrs)
 {
     if (!ptrs) {
         rt_error(c->log, "cdsl_comm_register needs %d pointers (ranks x buffers), not NULL",
@@ -449,7 +433,7 @@ static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, 
             }
         }
     for (int r = 0; r < c->cfg.nranks; r++) {
-        int rc = comm_ptrs_alias_ok(c, ir, bytes, ptrs, r);
+        int rc = comm_ptrs_alias_ok(c, ir, chunk_bytes, bytes, ptrs, r);
         if (rc)
             return rc;
     }
@@ -459,12 +443,12 @@ static int comm_ptrs_ok(cdsl_comm *c, const IrProgram *ir, const size_t *bytes, 
 int cdsl_comm_register(cdsl_comm *c, const cdsl_program *p, size_t chunk_bytes, void *const *ptrs)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     const IrProgram *ir = comm_ir(c, p);
     size_t bytes[IR_MAX_BUFS] = {0};
     int rc = ir ? comm_layout_bytes(c, ir, chunk_bytes, bytes) : CDSL_ERR_USAGE;
     if (!rc)
-        rc = comm_ptrs_ok(c, ir, bytes, ptrs);
+        rc = comm_ptrs_ok(c, ir, chunk_bytes, bytes, ptrs);
     if (rc)
         return rc;
     if (!c->ops->attach) {
@@ -535,7 +519,7 @@ static int comm_alias_transfer(cdsl_comm *c, int rank, bool write, void *host, s
 int cdsl_comm_write(cdsl_comm *c, int rank, int buf, const void *src, size_t bytes)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     int rc = comm_transfer_ok(c, "write", rank, buf, src, bytes);
     if (!rc && buf == c->aliased)
         return comm_alias_transfer(c, rank, true, (void *)src, bytes);
@@ -545,7 +529,7 @@ int cdsl_comm_write(cdsl_comm *c, int rank, int buf, const void *src, size_t byt
 int cdsl_comm_read(cdsl_comm *c, int rank, int buf, void *dst, size_t bytes)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     int rc = comm_transfer_ok(c, "read", rank, buf, dst, bytes);
     if (!rc && buf == c->aliased)
         return comm_alias_transfer(c, rank, false, dst, bytes);
@@ -555,7 +539,7 @@ int cdsl_comm_read(cdsl_comm *c, int rank, int buf, void *dst, size_t bytes)
 int cdsl_comm_buffer(cdsl_comm *c, int rank, int buf, void **ptr)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     if (!ptr) {
         rt_error(c->log, "cdsl_comm_buffer needs a place for the address");
         return CDSL_ERR_USAGE;
@@ -601,15 +585,9 @@ bool rt_comm_layout_matches(const cdsl_comm *c, const IrProgram *ir)
 
 static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir, cdsl_dtype t, int iters)
 {
-    if (!program_ok(p)) {
-        rt_error(c->log, "%s has errors; it cannot run", ir->name);
-        return CDSL_ERR_USAGE;
-    }
-    if (ir->nranks != c->cfg.nranks) {
-        rt_error(c->log, "%s was compiled for %d ranks; the communicator has %d", ir->name, ir->nranks,
-                 c->cfg.nranks);
-        return CDSL_ERR_USAGE;
-    }
+    int rc = rt_program_fits(p, c->cfg.nranks, c->log, "");
+    if (rc)
+        return rc;
     if (!rt_comm_layout_matches(c, ir)) {
         if (c->allocated && (c->aliased >= 0) != ir_in_place(ir, NULL, NULL))
             rt_error(c->log, "the communicator's buffers were laid out for a program compiled %s, and %s was "
@@ -619,7 +597,7 @@ static int comm_run_ok(cdsl_comm *c, const cdsl_program *p, const IrProgram *ir,
             rt_error(c->log, "the communicator's buffers were not allocated for %s's layout", ir->name);
         return CDSL_ERR_USAGE;
     }
-    if (iters < 1 || (unsigned)t > CDSL_S32) {
+    if (iters < 1 || !rt_dtype_known(t)) {
         rt_error(c->log, "a run needs at least one iteration and a known element type");
         return CDSL_ERR_USAGE;
     }
@@ -637,7 +615,7 @@ static int comm_prepare(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int ite
 int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double *us_per_iter)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     double t = log_clock();
     int rc = comm_prepare(c, p, dtype, iters);
     if (rc)
@@ -658,7 +636,7 @@ int cdsl_run(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, int iters, double 
 int cdsl_run_async(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, void *const *streams)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     int rc = comm_prepare(c, p, dtype, 1);
     return rc ? rc : c->ops->launch(c->state, c->chunk_bytes, streams);
 }
@@ -666,6 +644,6 @@ int cdsl_run_async(cdsl_comm *c, cdsl_program *p, cdsl_dtype dtype, void *const 
 int cdsl_comm_status(cdsl_comm *c)
 {
     if (!c)
-        return comm_missing(__func__);
+        return rt_comm_null(__func__);
     return c->ops->status(c->state);
 }

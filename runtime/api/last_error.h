@@ -33,6 +33,9 @@ const char *rt_last_error_text(RtLastError *e);
 /* on: rt_error in the calling thread stops recording its last error (off: records again), for
  * errors the caller hides because they are not the call's (a backend tried and given up). */
 void rt_last_error_quiet(bool on);
+/* A public function was given no communicator: the calling thread's last error says so
+ * ("cdsl_run: the communicator is NULL", on stderr); CDSL_ERR_USAGE. */
+int rt_comm_null(const char *function);
 /* A stream that writes through to `to` (flushed at every line) and feeds e; NULL when out of
  * memory. Closing it leaves `to` and e open. */
 FILE *rt_last_error_stream(RtLastError *e, FILE *to);

@@ -22,9 +22,9 @@
 
 #include "backends.h"
 #include "last_error.h"
-#include "layout.h"
 #include "log.h"
 #include "program.h"
+#include "program_layout.h"
 #include "rank.h"
 #include "sha256.h"
 
@@ -210,46 +210,43 @@ int rt_program_digest(const cdsl_program *p, unsigned char digest[32])
     return CDSL_OK;
 }
 
+/* "rank 3: ", what this rank's messages begin with. */
+static const char *rt_who(const cdsl_rank_comm *c, char who[24])
+{
+    snprintf(who, 24, "rank %d: ", c->rank);
+    return who;
+}
+
 /* The program's checks that need no other rank. */
 static int rt_program_ok(cdsl_rank_comm *c, const cdsl_program *p, const char *what)
 {
-    const IrProgram *ir = program_ir(p);
-    if (!ir) {
+    char who[24];
+    if (!program_ir(p)) {
         rt_error(c->log, "rank %d: %s needs an evaluated program", c->rank, what);
         return CDSL_ERR_USAGE;
     }
-    if (!program_ok(p)) {
-        rt_error(c->log, "rank %d: %s has errors; it cannot run", c->rank, ir->name);
-        return CDSL_ERR_USAGE;
-    }
-    if (ir->nranks != c->nranks) {
-        rt_error(c->log, "rank %d: %s was compiled for %d ranks; the communicator has %d", c->rank, ir->name,
-                 ir->nranks, c->nranks);
-        return CDSL_ERR_USAGE;
-    }
-    return CDSL_OK;
+    return rt_program_fits(p, c->nranks, c->log, rt_who(c, who));
 }
 
 /* Offsets of p's buffers at chunk_bytes, each aligned; *total is the region they need. */
 static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_t *off, size_t *bytes, size_t *total)
 {
-    if (chunk == 0 || chunk % 4) {
-        rt_error(c->log, "rank %d: a chunk of %zu bytes: chunks are a positive multiple of 4 bytes", c->rank, chunk);
-        return CDSL_ERR_USAGE;
-    }
+    char who[24];
+    int st = rt_chunk_ok(chunk, 1, false, c->log, rt_who(c, who));
+    if (st)
+        return st;
     if (!rt_in_place_fits(ir, c->log))
         return CDSL_ERR_USAGE;
+    int big = rt_layout_bytes(ir, chunk, SIZE_MAX / 2, bytes);
+    if (big >= 0) {
+        rt_error(c->log, "rank %d: buffer %s of %zu chunks of %zu bytes is too large", c->rank, ir->bufs[big].name,
+                 (size_t)ir->bufs[big].nchunks, chunk);
+        return CDSL_ERR_SYSTEM;
+    }
     size_t at = 0;
     int aliased = -1, holder = -1;
     ir_in_place(ir, &aliased, &holder);
     for (int b = 0; b < ir->nbufs; b++) {
-        size_t n = (size_t)ir->bufs[b].nchunks;
-        if (n && chunk > (SIZE_MAX / 2) / n) {
-            rt_error(c->log, "rank %d: buffer %s of %zu chunks of %zu bytes is too large", c->rank, ir->bufs[b].name,
-                     n, chunk);
-            return CDSL_ERR_SYSTEM;
-        }
-        bytes[b] = n * chunk;
         if (b == aliased)
             continue;
         off[b] = at;
@@ -258,7 +255,7 @@ static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_
     /* In place, the aliased buffer is this rank's part of the holder (its offset differs from
      * rank to rank, which is fine: only this rank reaches it; the program names the holder). */
     if (aliased >= 0)
-        off[aliased] = off[holder] + (size_t)ir_in_place_first(ir, c->rank) * chunk;
+        off[aliased] = off[holder] + rt_alias_offset(ir, c->rank, chunk);
     *total = at ? at : RT_REGION_ALIGN;
     return CDSL_OK;
 }
@@ -372,8 +369,8 @@ static int rt_loaded_everywhere(cdsl_rank_comm *c, int mine)
  * the engine waits for this rank's launches in flight, which have read their packets. */
 static int rt_zero_slots(cdsl_rank_comm *c, const IrProgram *ir, const size_t *bytes)
 {
-    int b = ir_packet_buf(ir);
-    if (b < 0 || !bytes[b])
+    int b = rt_slots_to_zero(ir, bytes);
+    if (b < 0)
         return CDSL_OK;
     if (!c->ops->zero) {
         rt_error(c->log, "rank %d: the %s engine cannot zero the packet slots %s needs", c->rank, c->kind->name, ir->name);
@@ -440,17 +437,10 @@ static int rt_failed(cdsl_rank_comm *c)
     return CDSL_ERR_RUNTIME;
 }
 
-/* A NULL communicator: the calling thread's last error says so (cdsl_rank_get_last_error(NULL)). */
-static int rt_missing(const char *function)
-{
-    rt_error(NULL, "%s: the communicator is NULL", function);
-    return CDSL_ERR_USAGE;
-}
-
 int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
 {
     if (!c)
-        return rt_missing(__func__);
+        return rt_comm_null(__func__);
     rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
@@ -526,16 +516,17 @@ static int rt_io_fits(cdsl_rank_comm *c, const IrProgram *ir, int b, size_t chun
 }
 
 /* An input and output that share memory are the in-place form of a program compiled in place,
- * or refused: the copies in and out would hide nothing the checker looked at, but what runs
- * must be what the program was checked as (as NCCL, which requires sendbuff == recvbuff +
- * rank * count for an in-place allgather). */
+ * or refused (program_layout.h): the copies in and out would hide nothing the checker looked
+ * at, but what runs must be what the program was checked as. */
 static int rt_io_alias_ok(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, const cdsl_rank_io *io)
 {
     if (!io || !io->input || !io->output || ir->nbufs <= IR_OUTPUT)
         return CDSL_OK;
-    uintptr_t in = (uintptr_t)io->input, out = (uintptr_t)io->output;
-    size_t in_bytes = (size_t)ir->bufs[IR_INPUT].nchunks * chunk, out_bytes = (size_t)ir->bufs[IR_OUTPUT].nchunks * chunk;
-    if (!in_bytes || !out_bytes || in >= out + out_bytes || out >= in + in_bytes)
+    const void *at[] = {[IR_INPUT] = io->input, [IR_OUTPUT] = io->output};
+    size_t bytes[] = {[IR_INPUT] = (size_t)ir->bufs[IR_INPUT].nchunks * chunk,
+                      [IR_OUTPUT] = (size_t)ir->bufs[IR_OUTPUT].nchunks * chunk};
+    RtShare share = rt_buffers_share(ir, c->rank, chunk, at, bytes, IR_INPUT, IR_OUTPUT);
+    if (share == RT_SHARE_NONE || share == RT_SHARE_IN_PLACE)
         return CDSL_OK;
     int aliased, holder;
     if (!ir_in_place(ir, &aliased, &holder)) {
@@ -544,12 +535,10 @@ static int rt_io_alias_ok(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, 
                  c->rank, ir->name);
         return CDSL_ERR_USAGE;
     }
-    size_t at = (size_t)ir_in_place_first(ir, c->rank) * chunk;
-    if ((aliased == IR_INPUT ? in - out : out - in) == at && (aliased == IR_INPUT ? in >= out : out >= in))
-        return CDSL_OK;
+    size_t at_bytes = rt_alias_offset(ir, c->rank, chunk);
     rt_error(c->log, "rank %d: the input and output given to the run share memory, but not as %s in place: its %s "
              "must be its %s + %zu bytes on rank %d", c->rank, ir->name, ir->bufs[aliased].name,
-             ir->bufs[holder].name, at, c->rank);
+             ir->bufs[holder].name, at_bytes, c->rank);
     return CDSL_ERR_USAGE;
 }
 
@@ -558,14 +547,13 @@ static int rt_run_ok(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_
     int st = rt_program_ok(c, p, "cdsl_rank_run");
     if (st)
         return st;
-    if ((unsigned)dtype > CDSL_S32) {
+    if (!rt_dtype_known(dtype)) {
         rt_error(c->log, "rank %d: unknown element type %d", c->rank, (int)dtype);
         return CDSL_ERR_USAGE;
     }
-    if (chunk == 0 || chunk % 4 || chunk % cdsl_dtype_size(dtype)) {
-        rt_error(c->log, "rank %d: a chunk of %zu bytes: chunks are a positive multiple of 4 bytes", c->rank, chunk);
-        return CDSL_ERR_USAGE;
-    }
+    char who[24];
+    if ((st = rt_chunk_ok(chunk, cdsl_dtype_size(dtype), false, c->log, rt_who(c, who))))
+        return st;
     if (io && (st = rt_io_fits(c, program_ir(p), IR_INPUT, chunk, io->input, io->input_bytes)))
         return st;
     if (io && (st = rt_io_fits(c, program_ir(p), IR_OUTPUT, chunk, io->output, io->output_bytes)))
@@ -594,7 +582,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
                   void *stream)
 {
     if (!c)
-        return rt_missing(__func__);
+        return rt_comm_null(__func__);
     rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
@@ -626,7 +614,7 @@ int cdsl_rank_run(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t c
 int cdsl_rank_status(cdsl_rank_comm *c)
 {
     if (!c)
-        return rt_missing(__func__);
+        return rt_comm_null(__func__);
     rt_last_error_begin(c->errs);
     int st = c->ops->status(c);
     if (st == CDSL_ERR_RUNTIME)

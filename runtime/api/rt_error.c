@@ -63,6 +63,12 @@ void rt_error(FILE *log, const char *fmt, ...)
     va_end(copy);
 }
 
+int rt_comm_null(const char *function)
+{
+    rt_error(NULL, "%s: the communicator is NULL", function);
+    return CDSL_ERR_USAGE;
+}
+
 void rt_last_error_quiet(bool on)
 {
     thread_quiet = on;

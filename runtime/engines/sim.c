@@ -587,7 +587,7 @@ static void sim_start_rank(SimWorker *w)
             continue;
         }
         /* Clamped to the holder: the communicator refuses a window that does not fit
-           (layout.c, rt_comm_layout_matches), and a fill must not write past the end if one
+           (program_layout.c, rt_comm_layout_matches), and a fill must not write past the end if one
            ever slips through. */
         size_t lo = (size_t)ir_in_place_first(s->ir, w->rank) * s->chunk;
         size_t hi = lo + (size_t)s->ir->bufs[aliased].nchunks * s->chunk;

@@ -9,6 +9,7 @@
 #   - buffers laid out for an in-place window at one place, refused to a program of the same
 #     buffer sizes with its window at another (layout_stride.c);
 #   - the last error's text, per communicator (from any thread) and per thread (last_error.c);
+#   - the refusals both communicators share (program_layout.c), word for word (front_ends.c);
 #   - the packet slots: a program without packets is refused on them, CDSL_PKT_FLAG (packet_slots.c);
 #   - a .cdsl program and an imported plan in turn on one communicator, every run verified (program_mix.c);
 #   - out of memory through the API (oom.c, address space limited: plain build only) and in
@@ -79,6 +80,10 @@ build misuse asan && run_c misuse asan $AG
 # ---- the last error: cdsl_get_last_error, cdsl_rank_get_last_error ----------------------------------
 build last_error "" && run_c last_error "" $AG
 build last_error asan && run_c last_error asan $AG
+
+# ---- the refusals both front ends share ------------------------------------------------------------
+build front_ends "" && run_c front_ends "" $AG
+build front_ends asan && run_c front_ends asan $AG
 
 # ---- in place: the API's in-place layouts and refusals, the first wrong element -----------------
 IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_nvls.cdsl"
