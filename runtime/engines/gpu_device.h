@@ -10,7 +10,8 @@
  *
  * A step does not report: it returns the driver's result and says what it was doing, and each
  * world reports that in its own words ("GPU 1: ..." for a device of many ranks, "rank 3 (GPU
- * 1): ..." for a process's one rank). The device's context is current for every step.
+ * 1): ..." for a process's one rank). A step that touches the device's memory or module needs
+ * its context current; reading the device needs none, and filling an argument block is host work.
  */
 #ifndef CDSL_GPU_DEVICE_H
 #define CDSL_GPU_DEVICE_H
