@@ -5,10 +5,13 @@
  * sentinel (re2c:eof), so a NUL inside the file is an ordinary bad byte, not the end. Lines
  * are counted as newlines are crossed (also inside block comments), so every token carries
  * its line and column (a byte column, 1-based). Keywords are matched as literal rules ahead
- * of the identifier rule; re2c prefers the longest match and then the first rule.
+ * of the identifier rule; re2c prefers the longest match and then the first rule. The channels'
+ * keywords come from their table (compiler/ir/chans.def): an identifier that is one is a
+ * channel token, so a new channel needs no rule here.
  */
 #include <stdio.h>
 
+#include "chans.h"
 #include "lex.h"
 #include "parser.h"
 
@@ -81,6 +84,12 @@ static int token(Lexer *l, Token *t, int kind)
     return kind;
 }
 
+/* An identifier, or a channel's keyword (chans.def). */
+static int ident_kind(const Lexer *l)
+{
+    return chan_by_keyword((const char *)l->tok, (size_t)(l->cur - l->tok)) ? TK_CHAN : TK_IDENT;
+}
+
 int lex_next(Lexer *l, Token *t)
 {
     for (;;) {
@@ -104,9 +113,7 @@ int lex_next(Lexer *l, Token *t)
             "in"                { return token(l, t, TK_IN); }
             "if"                { return token(l, t, TK_IF); }
             "else"              { return token(l, t, TK_ELSE); }
-            "switch"            { return token(l, t, TK_SWITCH); }
-            "peer"              { return token(l, t, TK_PEER); }
-            ident               { return token(l, t, TK_IDENT); }
+            ident               { return token(l, t, ident_kind(l)); }
 
             "0" [xX] [0-9a-fA-F]+ { return token(l, t, TK_INT); }
             [0-9]+              { return token(l, t, TK_INT); }
@@ -163,8 +170,7 @@ const char *lex_spelling(int kind)
     case TK_IN: return "'in'";
     case TK_IF: return "'if'";
     case TK_ELSE: return "'else'";
-    case TK_SWITCH: return "'switch'";
-    case TK_PEER: return "'peer'";
+    case TK_CHAN: return "channel";
     case TK_IDENT: return "identifier";
     case TK_INT: return "integer";
     case TK_STRING: return "string";

@@ -66,6 +66,14 @@ static Expr *node(Parser *px, Expr *e, Expr *l, Expr *r)
     return e;
 }
 
+/* A channel: its keyword (chans.def) as the name, its rank, if written, as lhs. */
+static Expr *chan(Parser *px, Token k, Expr *rank)
+{
+    Expr *e = ast_expr(px->arena, E_CHAN, k.loc);
+    e->name = tok_text(px, k);
+    return node(px, e, rank, NULL);
+}
+
 static Expr *binary(Parser *px, Token op, Expr *l, Expr *r)
 {
     Expr *e = ast_expr(px->arena, E_BINARY, op.loc);
@@ -81,7 +89,7 @@ static Expr *binary(Parser *px, Token op, Expr *l, Expr *r)
     px->failed = true;
 }
 
-%token IMPORT DEF PROGRAM IMPLEMENTS SCRATCH LET FOR IN IF ELSE SWITCH PEER IDENT INT STRING
+%token IMPORT DEF PROGRAM IMPLEMENTS SCRATCH LET FOR IN IF ELSE CHAN IDENT INT STRING
        DOTDOT DOT COMMA SEMI LPAREN RPAREN LBRACKET RBRACKET LBRACE RBRACE ASSIGN.
 
 %left OR.
@@ -216,8 +224,8 @@ ifstmt(S) ::= IF(K) expr(E) block(B) ELSE ifstmt(O). {
 }
 
 %type channel {Expr *}
-channel(C) ::= SWITCH(K).                 { C = ast_expr(px->arena, E_SWITCH, K.loc); }
-channel(C) ::= PEER(K) LPAREN expr(E) RPAREN. { C = node(px, ast_expr(px->arena, E_PEER, K.loc), E, NULL); }
+channel(C) ::= CHAN(K).                   { C = chan(px, K, NULL); }
+channel(C) ::= CHAN(K) LPAREN expr(E) RPAREN. { C = chan(px, K, E); }
 channel(C) ::= IDENT(N).                  { C = ast_expr(px->arena, E_NAME, N.loc); C->name = tok_text(px, N); }
 
 %type args {ExprList}
@@ -241,8 +249,8 @@ expr(E) ::= IDENT(N) LBRACKET expr(I) DOTDOT expr(J) RBRACKET. {
     E->name = tok_text(px, N);
     node(px, E, I, J);
 }
-expr(E) ::= PEER(K) LPAREN expr(A) RPAREN. { E = node(px, ast_expr(px->arena, E_PEER, K.loc), A, NULL); }
-expr(E) ::= SWITCH(K).                    { E = ast_expr(px->arena, E_SWITCH, K.loc); }
+expr(E) ::= CHAN(K) LPAREN expr(A) RPAREN. { E = chan(px, K, A); }
+expr(E) ::= CHAN(K).                      { E = chan(px, K, NULL); }
 expr(E) ::= MINUS(O) expr(A). [NOT]       { E = node(px, ast_expr(px->arena, E_UNARY, O.loc), A, NULL); E->op = O.kind; }
 expr(E) ::= NOT(O) expr(A).               { E = node(px, ast_expr(px->arena, E_UNARY, O.loc), A, NULL); E->op = O.kind; }
 expr(E) ::= expr(A) OR(O) expr(B).        { E = binary(px, O, A, B); }

@@ -81,8 +81,7 @@ static void dump_expr(const Expr *e, int depth, FILE *out)
     switch (e->kind) {
     case E_INT: fprintf(out, "int %lld\n", e->ival); return;
     case E_NAME: fprintf(out, "name %s\n", e->name); return;
-    case E_SWITCH: fputs("switch\n", out); return;
-    case E_PEER: fputs("peer\n", out); break;
+    case E_CHAN: fprintf(out, "%s\n", e->name); break;
     case E_UNARY: fprintf(out, "unary %s\n", op_text(e->op)); break;
     case E_BINARY: fprintf(out, "binary %s\n", op_text(e->op)); break;
     case E_INDEX: fprintf(out, "chunks %s%s\n", e->name, e->rhs ? " range" : ""); break;

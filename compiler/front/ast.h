@@ -27,8 +27,8 @@ typedef enum ExprKind {
     E_UNARY,    /* op ('-' or '!'), lhs */
     E_BINARY,   /* op (a TK_ code), lhs, rhs */
     E_INDEX,    /* name[lhs] or name[lhs .. rhs]: a chunk reference */
-    E_PEER,     /* peer(lhs): a point-to-point channel */
-    E_SWITCH,   /* switch: the NVLS channel */
+    E_CHAN,     /* a channel: name is its keyword (chans.def), lhs its rank when written
+                   (peer(lhs)), else NULL (switch) */
 } ExprKind;
 
 struct Expr {
@@ -56,7 +56,7 @@ typedef enum StmtKind {
     S_FOR,      /* for name in lo .. hi { body } */
     S_IF,       /* if cond { body } else { orelse } (orelse may hold one S_IF: else if) */
     S_CALL,     /* name(args); a builtin (copy, reduce) or a def */
-    S_METHOD,   /* channel.name(args); channel is an Expr (E_SWITCH, E_PEER, or E_NAME) */
+    S_METHOD,   /* channel.name(args); channel is an Expr (E_CHAN, or E_NAME) */
     S_SCRATCH,  /* scratch name[size]; */
     S_BUFFER,   /* input[size]; or output[size]; in a custom program */
 } StmtKind;

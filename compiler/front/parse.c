@@ -40,6 +40,8 @@ static const char *token_words(Token t, char *buf, size_t size)
 {
     if (t.kind == TK_IDENT || t.kind == TK_INT)
         snprintf(buf, size, "%s '%.*s'", lex_spelling(t.kind), t.len > 24 ? 24 : t.len, t.start);
+    else if (t.kind == TK_CHAN)     /* a keyword, as the others are named: by its spelling */
+        snprintf(buf, size, "'%.*s'", t.len > 24 ? 24 : t.len, t.start);
     else
         snprintf(buf, size, "%s", lex_spelling(t.kind));
     return buf;

@@ -130,16 +130,31 @@ static void unknown_name(Resolver *r, Loc at, const char *name, bool channel)
     if (reported_unknown(r, name))
         return;
     char buf[128];
-    const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)r->nnames + 1);
+    int n = r->nnames;
+    IrChan written[CH_COUNT];
+    int nwritten = channel ? chan_written(written) : 0;
+    const char **names = ARENA_ARRAY(r->arena, const char *, (size_t)n + CH_COUNT);
     for (int i = 0; i < r->nnames; i++)
         names[i] = r->names[i].name;
-    int n = r->nnames;
-    if (channel)
-        names[n++] = "switch";
+    for (int i = 0; i < nwritten; i++)
+        if (!chan_info(written[i])->rank)   /* a bare name can only be a channel written alone */
+            names[n++] = chan_info(written[i])->keyword;
     const char *hint = suggest_text(name, names, n, buf, sizeof buf);
+    char list[160];
     if (channel && !*hint)
-        hint = "; the channels are 'switch' (NVLS) and peer(R)";
+        hint = arena_printf(r->arena, "; the channels are %s", chan_list(false, ", ", " and ", list, sizeof list));
     diag_error(r->diag, at, "unknown name '%s'%s", name, hint);
+}
+
+/* A channel written as its keyword: with a rank where its row takes one, else without. */
+static void resolve_chan(Resolver *r, const Expr *e)
+{
+    const ChanInfo *c = chan_by_keyword(e->name, strlen(e->name));
+    if (c->rank && !e->lhs)
+        diag_error(r->diag, e->loc, "'%s' needs the rank at its other end: write %s(R)", c->keyword, c->keyword);
+    else if (!c->rank && e->lhs)
+        diag_error(r->diag, e->loc, "'%s' is one channel of every rank and takes no rank: write %s", c->keyword,
+                   c->keyword);
 }
 
 static void resolve_expr(Resolver *r, const Expr *e)
@@ -152,6 +167,8 @@ static void resolve_expr(Resolver *r, const Expr *e)
         else
             unknown_name(r, e->loc, e->name, false);
     }
+    if (e->kind == E_CHAN)
+        resolve_chan(r, e);
     resolve_expr(r, e->lhs);
     resolve_expr(r, e->rhs);
 }
@@ -217,22 +234,23 @@ static void unknown_method(Resolver *r, const Stmt *s, const char *on, const IrC
 static void resolve_method(Resolver *r, Stmt *s)
 {
     const Expr *ch = s->channel;
-    bool sw = ch->kind == E_SWITCH;
     if (ch->kind == E_NAME && !in_scope(r, ch->name)) {
         unknown_name(r, ch->loc, ch->name, true);
         return;
     }
-    resolve_expr(r, ch->lhs);
-    /* A let-bound channel may be the switch or a peer: eval.c checks which, once it knows. */
-    static const IrChan any[] = {CH_SWITCH, CH_PEER};
+    resolve_expr(r, ch);
+    /* A let-bound channel may be any channel: eval.c checks which, once it knows. */
+    IrChan chans[CH_COUNT];
     bool named = ch->kind == E_NAME;
-    const IrChan *chans = named || sw ? any : any + 1;
-    int nchans = named ? 2 : 1;
+    const ChanInfo *written = named ? NULL : chan_by_keyword(ch->name, strlen(ch->name));
+    int nchans = named ? chan_written(chans) : 1;
+    if (written)
+        chans[0] = written->id;
     const IrOpInfo *op = NULL;
     for (int i = 0; i < nchans && !op; i++)
         op = ir_op_by_method(chans[i], s->name);
     if (!op) {
-        unknown_method(r, s, named ? "a channel" : sw ? "the switch" : "a peer channel", chans, nchans);
+        unknown_method(r, s, named ? "a channel" : written->what, chans, nchans);
         return;
     }
     if (ir_takes_order(op->kind)) {

@@ -25,11 +25,13 @@
 
 enum { EVAL_MAX_STEPS = 50 * 1000 * 1000, EVAL_MAX_REPORTED = 64, CTX_MAX = 64 };
 
-typedef enum VKind { V_INT, V_PEER, V_SWITCH, V_BUF } VKind;
+typedef enum VKind { V_INT, V_CHAN, V_BUF } VKind;
 
 typedef struct Value {
     VKind kind;
-    long long i;    /* V_INT: the value; V_PEER: the rank; V_BUF: the buffer index */
+    long long i;    /* V_INT: the value; V_CHAN: the rank at its other end (-1: none); V_BUF:
+                       the buffer index */
+    IrChan chan;    /* V_CHAN: which channel */
 } Value;
 
 typedef struct Binding {
@@ -180,12 +182,11 @@ static const char *context(Eval *ev)
 
 static bool eval_expr(Eval *ev, const Expr *e, Value *out);
 
-static const char *kind_name(VKind k)
+static const char *kind_name(Value v)
 {
-    switch (k) {
+    switch (v.kind) {
     case V_INT: return "an integer";
-    case V_PEER: return "a peer channel";
-    case V_SWITCH: return "the switch";
+    case V_CHAN: return chan_info(v.chan)->what;
     case V_BUF: return "a buffer";
     }
     return "?";
@@ -197,7 +198,7 @@ static bool eval_int(Eval *ev, const Expr *e, long long *out)
     if (!eval_expr(ev, e, &v))
         return false;
     if (v.kind != V_INT) {
-        ev_error(ev, e->loc, "expected an integer here, but this is %s", kind_name(v.kind));
+        ev_error(ev, e->loc, "expected an integer here, but this is %s", kind_name(v));
         return false;
     }
     *out = v.i;
@@ -240,7 +241,7 @@ static bool eval_binary(Eval *ev, const Expr *e, Value *out)
     long long a, b;
     if (!eval_int(ev, e->lhs, &a))
         return false;
-    *out = (Value){V_INT, 0};
+    *out = (Value){V_INT, 0, CH_LOCAL};
     if (e->op == TK_AND || e->op == TK_OR) {   /* short-circuit, as users expect */
         if ((e->op == TK_AND) != (a != 0)) {
             out->i = a != 0;
@@ -256,21 +257,26 @@ static bool eval_binary(Eval *ev, const Expr *e, Value *out)
     return arith(ev, e, a, b, &out->i);
 }
 
-static bool eval_peer(Eval *ev, const Expr *e, Value *out)
+/* A channel by its row (chans.def); one written with a rank, keyword(R), is the channel to
+ * that other rank. */
+static bool eval_chan(Eval *ev, const Expr *e, Value *out)
 {
-    long long p;
-    if (!eval_int(ev, e->lhs, &p))
-        return false;
-    if (ev->rank >= 0 && p == ev->rank) {
-        ev_error(ev, e->loc, "peer(%lld) is this rank itself; a rank has no channel to itself", p);
-        return false;
+    const ChanInfo *c = chan_by_keyword(e->name, strlen(e->name));
+    long long p = -1;
+    if (c->rank) {
+        if (!eval_int(ev, e->lhs, &p))
+            return false;
+        if (ev->rank >= 0 && p == ev->rank) {
+            ev_error(ev, e->loc, "%s(%lld) is this rank itself; a rank has no channel to itself", c->keyword, p);
+            return false;
+        }
+        if (p < 0 || p >= ev->ir->nranks) {
+            ev_error(ev, e->loc, "%s(%lld) is outside 0 .. %d (nranks is %d)", c->keyword, p, ev->ir->nranks - 1,
+                     ev->ir->nranks);
+            return false;
+        }
     }
-    if (p < 0 || p >= ev->ir->nranks) {
-        ev_error(ev, e->loc, "peer(%lld) is outside 0 .. %d (nranks is %d)", p, ev->ir->nranks - 1,
-                 ev->ir->nranks);
-        return false;
-    }
-    *out = (Value){V_PEER, p};
+    *out = (Value){V_CHAN, p, c->id};
     return true;
 }
 
@@ -283,7 +289,7 @@ static bool eval_name(Eval *ev, const Expr *e, Value *out)
             ev_error(ev, e->loc, "'rank' cannot be used here: this value must be the same on every rank");
             return false;
         }
-        *out = (Value){V_INT, ev->rank};
+        *out = (Value){V_INT, ev->rank, CH_LOCAL};
         return true;
     }
     ev_error(ev, e->loc, "'%s' has no value here", e->name);
@@ -293,24 +299,23 @@ static bool eval_name(Eval *ev, const Expr *e, Value *out)
 static bool eval_expr(Eval *ev, const Expr *e, Value *out)
 {
     switch (e->kind) {
-    case E_INT: *out = (Value){V_INT, e->ival}; return true;
+    case E_INT: *out = (Value){V_INT, e->ival, CH_LOCAL}; return true;
     case E_NAME: return eval_name(ev, e, out);
-    case E_SWITCH: *out = (Value){V_SWITCH, 0}; return true;
-    case E_PEER: return eval_peer(ev, e, out);
+    case E_CHAN: return eval_chan(ev, e, out);
     case E_BINARY: return eval_binary(ev, e, out);
     case E_UNARY: {
         long long a;
         if (!eval_int(ev, e->lhs, &a))
             return false;
         if (e->op == TK_NOT) {
-            *out = (Value){V_INT, !a};
+            *out = (Value){V_INT, !a, CH_LOCAL};
             return true;
         }
         if (a == (-0x7fffffffffffffffLL - 1)) {
             ev_error(ev, e->loc, "integer overflow in -(%lld)", a);
             return false;
         }
-        *out = (Value){V_INT, -a};
+        *out = (Value){V_INT, -a, CH_LOCAL};
         return true;
     }
     case E_INDEX:
@@ -329,7 +334,7 @@ static bool eval_buffer(Eval *ev, const Expr *e, int *buf)
     if (!eval_name(ev, &name, &v))
         return false;
     if (v.kind != V_BUF) {
-        ev_error(ev, e->loc, "'%s' is %s, not a buffer", e->name, kind_name(v.kind));
+        ev_error(ev, e->loc, "'%s' is %s, not a buffer", e->name, kind_name(v));
         return false;
     }
     *buf = (int)v.i;
@@ -367,7 +372,7 @@ static bool eval_range(Eval *ev, const Expr *e, IrRange *out)
         if (!eval_expr(ev, e, &v))
             return false;
         if (v.kind != V_BUF) {
-            ev_error(ev, e->loc, "expected chunks of a buffer here, but this is %s", kind_name(v.kind));
+            ev_error(ev, e->loc, "expected chunks of a buffer here, but this is %s", kind_name(v));
             return false;
         }
         *out = (IrRange){(int)v.i, 0, ev->ir->bufs[v.i].nchunks};
@@ -570,8 +575,10 @@ static bool eval_channel(Eval *ev, const Expr *e, Value *out)
 {
     if (!eval_expr(ev, e, out))
         return false;
-    if (out->kind != V_PEER && out->kind != V_SWITCH) {
-        ev_error(ev, e->loc, "expected a channel (switch or peer(...)), but this is %s", kind_name(out->kind));
+    if (out->kind != V_CHAN) {
+        char list[160];
+        ev_error(ev, e->loc, "expected a channel (%s), but this is %s", chan_list(true, ", ", " or ", list, sizeof list),
+                 kind_name(*out));
         return false;
     }
     return true;
@@ -641,15 +648,21 @@ static void eval_method(Eval *ev, const Stmt *s)
     Value ch;
     if (!eval_channel(ev, s->channel, &ch))
         return;
-    bool sw = ch.kind == V_SWITCH;
-    const char *on = sw ? "the switch" : "a peer channel", *other = sw ? "a peer channel" : "the switch";
-    const IrOpInfo *in = ir_op_by_method(sw ? CH_SWITCH : CH_PEER, s->name);
-    if (!in && ir_op_by_method(sw ? CH_PEER : CH_SWITCH, s->name))
-        ev_error(ev, s->name_loc, "%s is an operation of %s, not of %s", s->name, other, on);
-    else if (!in)
+    const char *on = chan_info(ch.chan)->what;
+    const IrOpInfo *in = ir_op_by_method(ch.chan, s->name);
+    IrChan written[CH_COUNT];
+    int n = chan_written(written);
+    for (int i = 0; i < n && !in; i++) {
+        const IrOpInfo *other = ir_op_by_method(written[i], s->name);
+        if (other) {
+            ev_error(ev, s->name_loc, "%s is an operation of %s, not of %s", s->name, chan_info(written[i])->what, on);
+            return;
+        }
+    }
+    if (!in)
         ev_error(ev, s->name_loc, "%s is not an operation of %s", s->name, on);
     else
-        eval_op(ev, s, in, sw ? -1 : (int)ch.i);
+        eval_op(ev, s, in, (int)ch.i);
 }
 
 /* ---- statements --------------------------------------------------------------------------- */
@@ -678,7 +691,7 @@ static void eval_for(Eval *ev, const Stmt *s)
         return;
     for (long long i = lo; i < hi && !ev->failed; i++) {
         int mark = ev->nenv;
-        bind(ev, s->name, (Value){V_INT, i});
+        bind(ev, s->name, (Value){V_INT, i, CH_LOCAL});
         ev->ctx[ev->nctx - 1].val = i;
         ev->ctx_dirty = true;
         eval_stmts(ev, &s->body);
@@ -708,7 +721,7 @@ static void eval_call(Eval *ev, const Stmt *s)
     int mark = ev->nenv, floor = ev->floor;
     ev->floor = ev->nenv;
     for (int i = 0; i < n; i++)
-        bind(ev, def->params[i].name, (Value){V_INT, args[i]});
+        bind(ev, def->params[i].name, (Value){V_INT, args[i], CH_LOCAL});
     eval_stmts(ev, &def->body);
     ev->nenv = mark;
     ev->floor = floor;
@@ -829,7 +842,7 @@ static bool bind_params(Eval *ev, const EvalOptions *opt)
         bool given = define_for(ev, opt, p->params[i].name, &v);
         if (!given && !eval_int(ev, p->params[i].init, &v))
             return false;
-        bind(ev, p->params[i].name, (Value){V_INT, v});
+        bind(ev, p->params[i].name, (Value){V_INT, v, CH_LOCAL});
         if (!strcmp(p->params[i].name, "chunks")) {
             if (v < 1 || v > IR_MAX_CHUNKS) {
                 if (given)   /* the command line is wrong, not the declaration */
@@ -907,7 +920,7 @@ static bool declare_buffers(Eval *ev)
             return false;
     }
     for (int b = 0; b < ir->nbufs; b++)
-        bind(ev, ir->bufs[b].name, (Value){V_BUF, b});
+        bind(ev, ir->bufs[b].name, (Value){V_BUF, b, CH_LOCAL});
     return true;
 }
 
@@ -957,7 +970,7 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
     ev->ir = new_ir(a, program, opt->nranks);
     if (!check_defines(ev, opt) || !check_in_place(ev, opt))
         return NULL;
-    bind(ev, "nranks", (Value){V_INT, opt->nranks});
+    bind(ev, "nranks", (Value){V_INT, opt->nranks, CH_LOCAL});
     IrProgram *ir = ev->ir;
     /* Buffers first (their sizes may use parameters), visible everywhere, even inside defs. */
     int params_at = ev->nenv;

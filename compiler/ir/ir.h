@@ -32,6 +32,7 @@
 
 enum { IR_INPUT = 0, IR_OUTPUT = 1, IR_MAX_BUFS = 8, IR_MAX_BARRIERS = 16 };
 
+#include "chans.h"   /* IrChan: what an operation is a method of, from chans.def */
 #include "colls.h"   /* Collective: what each one means, from colls.def */
 
 /* The operation kinds, one per row of ops.def (what each does is said there). */
@@ -93,7 +94,6 @@ typedef struct IrOp {
 
 /* What ops.def says of a kind (its header explains each column). The enumerators have no IR_
    prefix: a test of a property reads as one, not as a test of a kind. */
-typedef enum IrChan { CH_LOCAL, CH_PEER, CH_SWITCH, CH_BLOCK } IrChan;
 typedef enum IrOn { ON_NONE, ON_SELF, ON_PEER, ON_ALL, ON_SELF_OR_PEER } IrOn;
 typedef enum IrSync { SYNC_DATA, SYNC_SIGNAL, SYNC_WAIT, SYNC_BARRIER, SYNC_NOP } IrSync;
 typedef enum IrOrder { ORDER_NONE, ORDER_RELEASE, ORDER_ACQUIRE, ORDER_RELAXED } IrOrder;
