@@ -43,8 +43,24 @@ static const char *order_of(const IrOp *op)
     return op->relaxed ? "CDSL_RELAXED" : wait ? "CDSL_ACQUIRE" : "CDSL_RELEASE";
 }
 
+/* A port channel's proxy (port_proxy.h) is MSCCL++'s CPU thread; the GPU backends do not run
+   one yet, and a thread block standing in for it would not be what the checker proved. */
+static bool no_port_proxy(const IrProgram *p, Diag *d)
+{
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            if (p->ranks[r].ops[i].thread < 0) {
+                diag_error(d, p->ranks[r].ops[i].loc, "not supported on the GPU backends: port channels, whose "
+                           "proxy runs on the sim only for now (docs/mscclpp.md, \"Port channels\")");
+                return false;
+            }
+    return true;
+}
+
 bool emit_plan_emittable(const IrProgram *p, Diag *d)
 {
+    if (!no_port_proxy(p, d))
+        return false;
     for (int r = 0; r < p->nranks; r++)
         if (ir_ntbs(p, r) > CDSL_MAX_BLOCKS) {
             diag_error(d, p->loc, "gpu %d of the plan has %d thread blocks; the device code has room for %d", r,

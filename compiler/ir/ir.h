@@ -86,7 +86,8 @@ typedef struct IrOp {
                            (ir_packet_layout), in data chunks */
     int16_t blocks;     /* BARRIER: how many of the rank's thread blocks meet there */
     int16_t thread;     /* SIGNAL/WAIT of a plan: the block's thread that does it (the
-                           executor's thread j works on the op's j-th channel); 0 otherwise */
+                           executor's thread j works on the op's j-th channel); -1: every op of
+                           a port channel's proxy unit, one agent (port_proxy.h); 0 otherwise */
     Loc loc;            /* the statement (the operation's name in it) */
     const char *ctx;    /* loop iterations and def calls around it, e.g. "step=2" or
                            "p=3, in gather() called at 12:5"; NULL when there are none */

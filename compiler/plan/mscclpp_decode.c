@@ -4,9 +4,10 @@
  * buffer type, index, size), with every index checked against what the plan declares.
  *
  * The ops the format defines but cdsl does not run are refused here, each with its reason
- * (docs/mscclpp.md §3.3): packet (LL) ops, semaphores, pipelines, glre, and everything on port
- * channels. Packet ops are refused although the language has packets: MSCCL++'s pair by
- * scratch address, cdsl's by order with the runtime's slots (docs/mscclpp.md §3.3).
+ * (docs/mscclpp.md §3.3): packet (LL) ops, semaphores, pipelines and glre. Port channels' ops
+ * are read like the others; mscclpp_map.c lowers them through their proxy (port_proxy.h).
+ * Packet ops are refused although the language has packets: MSCCL++'s pair by scratch address,
+ * cdsl's by order with the runtime's slots (docs/mscclpp.md §3.3).
  *
  * Current generation (MSCCL++ 1f5f065d, execution_plan.cc setupOperation): channel_ids index
  * the block's channel list of the op's channel_type; an operand is {type, index, size} (local),
@@ -19,7 +20,7 @@
 
 #include <string.h>
 
-typedef enum Refusal { OK, PACKETS, SEMAPHORES, PIPELINE, GLRE, PROXY } Refusal;
+typedef enum Refusal { OK, PACKETS, SEMAPHORES, PIPELINE, GLRE } Refusal;
 
 /* The ops of either generation, as MSCCL++ defines them. Which IR kind an op reads as comes
    from ops.def's MSCCL++ column, by the name `as` (the op's own current name when NULL): pws
@@ -37,7 +38,7 @@ static const OpName OPS[] = {
     {"nop", "nop", false, OK, NULL, false},           {"barrier", "barrier", false, OK, NULL, false},
     {"signal", "signal", false, OK, NULL, false},     {"rlxsignal", "rlxsignal", false, OK, NULL, false},
     {"wait", "wait", false, OK, NULL, false},         {"rlxwait", "rlxwait", false, OK, NULL, false},
-    {"flush", "flush", false, PROXY, NULL, false},    {"put", "put", false, OK, NULL, false},
+    {"flush", "flush", false, OK, NULL, false},       {"put", "put", false, OK, NULL, false},
     {"pws", "pws", false, OK, "put", false},          {"pwsf", "pwsf", false, OK, "put", false},
     {"get", "get", false, OK, NULL, false},           {"copy", "copy", false, OK, NULL, false},
     {"re", "re", false, OK, NULL, false},             {"res", "res", false, OK, "re", true},
@@ -56,7 +57,7 @@ static const OpName OPS[] = {
     /* old generation */
     {"nop", "nop", true, OK, NULL, false},            {"barrier", "barrier", true, OK, NULL, false},
     {"signal", "signal", true, OK, NULL, false},      {"wait", "wait", true, OK, NULL, false},
-    {"flush", "flush", true, PROXY, NULL, false},     {"put", "put", true, OK, NULL, false},
+    {"flush", "flush", true, OK, NULL, false},        {"put", "put", true, OK, NULL, false},
     {"pws", "pws", true, OK, "put", false},           {"pwsf", "pwsf", true, OK, "put", false},
     {"get", "get", true, OK, NULL, false},            {"copy", "copy", true, OK, NULL, false},
     {"re", "re", true, OK, NULL, false},              {"rs", "res", true, OK, "re", true},
@@ -81,8 +82,6 @@ static const char *refusal_text(Refusal r)
                "program for every size";
     case GLRE:
         return "the executor rejects it too: it runs a switch load-reduce only fused with a store, as glres";
-    case PROXY:
-        return "port channels go through MSCCL++'s CPU proxy, which cdsl neither models nor runs";
     case OK:
         break;
     }
@@ -479,6 +478,8 @@ bool msc_decode(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
     }
     op->ir = ir_op_by_msc(on->as ? on->as : on->kind, &op->alt);
     op->send = on->send;
+    if (!op->ir && !strcmp(on->kind, "flush"))
+        op->ir = ir_op_info(IR_NOP); /* a port channel's; msc_map reads port ops by name (port_proxy.h) */
     if (!op->ir) {
         msc_unsupported(m, op, "cdsl has no mapping for it");
         return false;
@@ -493,10 +494,9 @@ bool msc_decode(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
     } else if (json_object_get(ov, "tbg_info")) {
         return false;
     }
-    bool ok = m->old ? decode_old(m, ov, blk, op) : decode_current(m, ov, blk, op);
-    if (ok && op->chan == MSC_PORT) {
-        msc_unsupported(m, op, "%s", refusal_text(PROXY));
+    if (!strcmp(op->kind, "flush") && m->old) {
+        msc_unsupported(m, op, "the old format's flush is not read (no plan of that generation has one)");
         return false;
     }
-    return ok;
+    return m->old ? decode_old(m, ov, blk, op) : decode_current(m, ov, blk, op);
 }

@@ -720,9 +720,11 @@ static bool read_plan_body(Msc *m, const json_t *gpus)
         m->rank = r;
         m->sw_unit[r] = -1;
         p->ntbs[r] = json_array_size(m->gpu[r].tbs) ? (int)json_array_size(m->gpu[r].tbs) : 1;
+        m->proxies = (PortProxies){.rank = r};
         json_array_foreach(m->gpu[r].tbs, t, tb)
             if (!read_block(m, tb, (int)t))
                 return false;
+        port_finish(p, &m->proxies);
     }
     return m->d->nerrors == m->errors_before && channel_users(m) && barrier_users(m);
 }

@@ -8,6 +8,8 @@
  *     on the channel's pairing ordinal, done by the block's thread j for the j-th channel;
  *   gsignal, grlxsignal, gwait, grlxwait (MSCCL++ PR #843) -> IR_SW_SIGNAL/IR_SW_WAIT;
  *   put, pws, pwsf (memory: the executor puts and does not signal) -> one IR_PUT per destination;
+ *   on port channels, put, pws, pwsf, signal, wait and flush -> a block's requests to its proxy
+ *     and the proxy's puts and signals (port_proxy.h);
  *   get -> one IR_GET per source, only where the executor's swapped offsets are equal;
  *   copy -> IR_COPY; re, rre -> IR_REDUCE chains (rre's sources on peers); res, rres -> the
  *     same, then one IR_PUT of the sum per remote destination;
@@ -377,6 +379,103 @@ static void map_barrier(Map *x)
     emit(x, o);
 }
 
+/* ---- Port channels (port_proxy.h) ------------------------------------------------------------ */
+
+/* One thread block signals, and one waits, on a port channel: its semaphore counts every
+   signal together, as a memory channel's does (channel_users in mscclpp_import.c). */
+static bool port_user(Map *x, MscChannel *c, bool signal)
+{
+    int *user = signal ? &c->sig_tb : &c->wait_tb;
+    if (*user < 0)
+        *user = x->m->tb;
+    if (*user == x->m->tb)
+        return true;
+    refuse(x, arena_printf(x->m->a, "%ss on one port channel of gpu %d (to gpu %d) from threadblocks %d and %d: "
+                           "the executor counts them on one semaphore, so which %s a threadblock's %s serves "
+                           "depends on timing", signal ? "signal" : "wait", x->m->rank, c->peer, *user, x->m->tb,
+                           signal ? "wait" : "signal", signal ? "signal" : "wait"));
+    return false;
+}
+
+static IrOp port_issue(Map *x, int thread)
+{
+    IrOp o = x->base;
+    o.thread = (int16_t)thread;
+    o.ctx = x->ctx_named;
+    return o;
+}
+
+/* put, pws, pwsf: the executor's thread i pushes destination i through the op's channel i
+   (execution_kernel.hpp:168-184, handlePut). */
+static void map_port_put(Map *x, unsigned work)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->ndst, 1, false))
+        return;
+    if (op->nchans < op->ndst) {
+        fail(x, op->at, arena_printf(x->m->a, "a port put sends destination i through channel i, and it names %d "
+                                     "channel%s for %d destinations", op->nchans, op->nchans == 1 ? "" : "s", op->ndst));
+        return;
+    }
+    for (int i = 0; i < op->ndst && !x->failed; i++) {
+        MscChannel *c = &x->m->gpu[x->m->rank].ch[MSC_PORT][op->chans[i]];
+        if (i >= op->nsrc) {
+            refuse(x, "its src_buff is shorter than its dst_buff, and the executor sends nothing for the destinations "
+                      "without a source");
+            return;
+        }
+        if (!is(x, &op->dst[i], MSC_REMOTE) || !is(x, &op->src[i], MSC_LOCAL))
+            return;
+        if (op->dst[i].rank != c->peer) {
+            fail(x, op->dst[i].at, arena_printf(x->m->a, "destination %d is on gpu %d, but its channel (channel_ids[%d]) "
+                                                "goes to gpu %d", i, op->dst[i].rank, i, c->peer));
+            return;
+        }
+        if ((work & PORT_SIGNAL) && !port_user(x, c, true))
+            return;
+        IrOp o = data_op(x, IR_PUT, c->peer, range(x, &op->dst[i], op->dst[i].size),
+                         range(x, &op->src[i], op->dst[i].size));
+        rule3(x, &o, op->dst[i].at);
+        if (!x->failed)
+            port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, work, o.dst, o.src);
+    }
+    no_extra(x, op->nsrc, op->ndst, true);
+}
+
+/* signal, wait (execution_kernel.hpp:96-98, 115-117) and flush, whose thread i flushes channel
+   i for i below the op's number of destinations (execution_kernel.hpp:120-127; nOutputs is the
+   size of dst_buff, 0 without one: execution_plan.cc:463, 551), so a flush with no dst_buff
+   does nothing. */
+static void map_port_sync(Map *x)
+{
+    const MscOp *op = x->op;
+    bool signal = !strcmp(op->kind, "signal"), wait = !strcmp(op->kind, "wait");
+    int n = signal || wait ? op->nchans : (op->ndst < op->nchans ? op->ndst : op->nchans);
+    if (!op->nchans)
+        fail(x, op->at, "it names no channel");
+    for (int j = 0; j < n && !x->failed; j++) {
+        MscChannel *c = &x->m->gpu[x->m->rank].ch[MSC_PORT][op->chans[j]];
+        if ((signal || wait) && !port_user(x, c, signal))
+            return;
+        if (wait)
+            port_wait(x->m->p, x->m->rank, port_issue(x, j), c->peer, c->pair);
+        else
+            port_request(x->m->p, &x->m->proxies, port_issue(x, j), c->peer, c->pair, signal ? PORT_SIGNAL : PORT_FLUSH,
+                         (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+    }
+}
+
+static void map_port(Map *x)
+{
+    const char *k = x->op->kind;
+    if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf"))
+        map_port_put(x, PORT_PUT | (strcmp(k, "put") ? PORT_SIGNAL : 0) | (!strcmp(k, "pwsf") ? PORT_FLUSH : 0));
+    else if (!strcmp(k, "signal") || !strcmp(k, "wait") || !strcmp(k, "flush"))
+        map_port_sync(x);
+    else
+        refuse(x, "the executor does not run it on a port channel");
+}
+
 /* How each kind with an MSCCL++ name (ops.def) is read; NULL: it is never read from a plan. */
 static void (*const MAPPERS[IR_NKINDS])(Map *) = {
     [IR_NOP] = map_nop,       [IR_BARRIER] = map_barrier,    [IR_SIGNAL] = map_sync,
@@ -394,7 +493,7 @@ void msc_map(Msc *m, const MscOp *op)
     x.base.loc = json_pos_loc(m->jp, op->name_at);
     x.base.ctx = arena_printf(m->a, "threadblock %d, op %d", m->tb, m->k);
     x.ctx_named = arena_printf(m->a, "%s at threadblock %d, op %d", op->name, m->tb, m->k);
-    void (*map)(Map *) = MAPPERS[op->ir->kind];
+    void (*map)(Map *) = op->chan == MSC_PORT ? map_port : MAPPERS[op->ir->kind];
     if (map)
         map(&x);
     else

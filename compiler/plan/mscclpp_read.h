@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "diag.h"
 #include "ir.h"
+#include "port_proxy.h"
 #include "json_pos.h"
 
 enum {
@@ -108,6 +109,7 @@ typedef struct Msc {
     int scale;         /* IR chunks per plan chunk: the lcm of thread-block-group sizes */
     int sw_barrier;    /* the switch channel (group index) gsignal/gwait use; -1 none yet */
     int *sw_unit;      /* [n]: the thread block of each rank that uses it, -1 none */
+    PortProxies proxies; /* the port channels' proxies of the rank being read (port_proxy.h) */
     /* where the op being read is, for messages */
     int rank, tb, k;
     int errors_before;

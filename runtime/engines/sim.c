@@ -1043,8 +1043,8 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
         return peer_ok && sim_range_ok(ir, op->dst) && sim_range_ok(ir, op->src) &&
                op->dst.count == op->src.count;
     case IR_SIGNAL:
-    case IR_WAIT:
-        return peer_ok && op->chan >= 0 && op->chan < 4096;
+    case IR_WAIT: /* to the rank itself: between a thread block and its port channel's proxy */
+        return (peer_ok || op->peer == rank) && op->chan >= 0 && op->chan < 4096;
     case IR_SW_STORE:
     case IR_SW_REDUCE:
     case IR_SW_REDUCE_STORE:
