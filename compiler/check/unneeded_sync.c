@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "happens_before.h"
+#include "port_proxy.h"
 
 enum { LINT_MAX_OPS = 1 << 16, LINT_MAX_TRIALS = 64 };
 enum { KEEP = 0, REMOVED = 1, RELAXED = 2 };
@@ -58,15 +59,16 @@ typedef struct Lint {
 } Lint;
 
 /* The signals and waits a program writes with a memory order it could weaken or drop (packet
-   ops are always relaxed and carry data: not these). */
-static bool is_sync(IrKind k)
+   ops are always relaxed and carry data: not these; a port channel's, lowered from what the
+   user wrote, take no order: not these either). */
+static bool is_sync(const IrOp *op, int rank)
 {
-    return ir_takes_order(k);
+    return ir_takes_order(op->kind) && !port_lowered(op, rank);
 }
 
 static bool is_signal(IrKind k)
 {
-    return is_sync(k) && ir_op_info(k)->sync == SYNC_SIGNAL;
+    return ir_takes_order(k) && ir_op_info(k)->sync == SYNC_SIGNAL;
 }
 
 static bool same_loc(Loc a, Loc b)
@@ -118,7 +120,7 @@ static void group_statements(Lint *l)
     size_t nsync = 0;
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++)
-            nsync += is_sync(p->ranks[r].ops[i].kind);
+            nsync += is_sync(&p->ranks[r].ops[i], r);
     size_t size = 16;
     while (size < 2 * nsync + 16)
         size *= 2;
@@ -129,13 +131,13 @@ static void group_statements(Lint *l)
     for (int r = 0; r < p->nranks; r++) {
         l->id[r] = ARENA_ARRAY(l->a, int, (size_t)p->ranks[r].nops + 1);
         for (int i = 0; i < p->ranks[r].nops; i++)
-            l->id[r][i] = is_sync(p->ranks[r].ops[i].kind) ? stmt_of(l, &p->ranks[r].ops[i]) : -1;
+            l->id[r][i] = is_sync(&p->ranks[r].ops[i], r) ? stmt_of(l, &p->ranks[r].ops[i]) : -1;
     }
     const HbFacts *f = &l->r->hb;
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
-            if (is_signal(op->kind) && ir_is_signal(op->kind) && f->partner[r][i] >= 0)
+            if (l->id[r][i] >= 0 && is_signal(op->kind) && ir_is_signal(op->kind) && f->partner[r][i] >= 0)
                 unite(l, l->id[r][i], l->id[op->peer][f->partner[r][i]]);
         }
     for (int k = 0; k < f->nrounds; k++) {

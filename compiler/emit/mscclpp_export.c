@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "port_proxy.h"
 
 typedef struct Export {
     const IrProgram *p;
@@ -197,18 +198,21 @@ static bool lower(Export *x)
     int total = x->nscratch + x->slot_size * p->nranks;
     q->nbufs = total ? 3 : 2;
     q->bufs[2] = (IrBuf){"scratch", total, p->loc, false};
+    q->plan = true;
     for (int r = 0; r < p->nranks; r++) {
-        IrSeq s = {ARENA_ARRAY(x->a, IrOp, (size_t)p->ranks[r].nops + 1), p->ranks[r].nops, 0};
+        IrSeq s = {ARENA_ARRAY(x->a, IrOp, (size_t)p->ranks[r].nops + 1), 0, 0};
         Lower l = {x, r, false, false, false, false};
-        q->ntbs[r] = 1;
-        for (int i = 0; i < s.nops; i++) {
-            s.ops[i] = p->ranks[r].ops[i];
-            move_op(x, &s.ops[i]);
-            if (s.ops[i].tb != 0) {
-                diag_error(x->d, s.ops[i].loc, "a plan of several thread blocks per rank is written back only as it "
+        q->ntbs[r] = ir_ntbs(p, r);
+        for (int i = 0; i < p->ranks[r].nops; i++) {
+            IrOp op = p->ranks[r].ops[i];
+            move_op(x, &op);
+            if (op.tb != 0 && op.thread >= 0) { /* a block of a plan; port proxies are below */
+                diag_error(x->d, op.loc, "a plan of several thread blocks per rank is written back only as it "
                            "was read: export the .cdsl program instead");
                 return false;
             }
+            if (op.tb == 0)
+                s.ops[s.nops++] = op;
         }
         for (int i = 0; i < s.nops;) {
             if (is_switch_reduce(s.ops[i].kind)) {
@@ -219,6 +223,12 @@ static bool lower(Export *x)
         }
         if (l.bad)
             return false;
+        for (int i = 0; i < p->ranks[r].nops; i++) /* port proxies (port_proxy.h): the plan's ops remake them */
+            if (p->ranks[r].ops[i].tb != 0) {
+                IrOp op = p->ranks[r].ops[i];
+                move_op(x, &op);
+                ir_append(q, r, op);
+            }
     }
     return true;
 }
@@ -233,7 +243,10 @@ static bool lower(Export *x)
 typedef struct Plan {
     Export *x;
     int *peers, npeers;          /* memory channels of this rank, by peer */
-    int *rb_rank, *rb_type, nrb; /* remote buffers */
+    int *ports, nports;          /* port channels of this rank, by peer */
+    int *rb_rank, *rb_type, nrb; /* remote buffers through memory channels */
+    int *prb_rank, *prb_type, nprb; /* through port channels */
+    int *cursor;                 /* [unit]: how far the writer has read each port proxy */
     int sw_type[4], nsw;         /* switch channels: the buffer type each binds ('i', 'o', 's') */
     bool bad;                    /* an op the plan cannot hold was reported */
 } Plan;
@@ -249,6 +262,25 @@ static int peer_channel(const Plan *pl, int peer)
         if (pl->peers[k] == peer)
             return k;
     return -1;
+}
+
+static int add_peer(int *list, int *n, int peer)
+{
+    for (int k = 0; k < *n; k++)
+        if (list[k] == peer)
+            return k;
+    list[*n] = peer;
+    return (*n)++;
+}
+
+static int port_buffer(Plan *pl, int rank, const char *t)
+{
+    for (int k = 0; k < pl->nprb; k++)
+        if (pl->prb_rank[k] == rank && pl->prb_type[k] == t[0])
+            return k;
+    pl->prb_rank[pl->nprb] = rank;
+    pl->prb_type[pl->nprb] = t[0];
+    return pl->nprb++;
 }
 
 static int remote_buffer(Plan *pl, int rank, const char *t)
@@ -270,17 +302,33 @@ static int switch_channel(Plan *pl, const char *t)
     return pl->nsw++;
 }
 
+static void sort_ints(int *v, int n)
+{
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            if (v[b] < v[a]) {
+                int t = v[a];
+                v[a] = v[b];
+                v[b] = t;
+            }
+}
+
 /* The channels and buffers every rank declares: the same switch channels on every rank (in
    one order: the multicast objects are made in it), memory channels to the ranks it syncs
    with (each pair has one on each side), remote buffers for its puts and gets. */
 static void collect(Plan *pl, const IrProgram *q, int r)
 {
     bool barrier = false;
-    pl->npeers = pl->nrb = pl->nsw = 0;
+    pl->npeers = pl->nrb = pl->nsw = pl->nports = pl->nprb = 0;
     for (int s = 0; s < q->nranks; s++)
         for (int i = 0; i < q->ranks[s].nops; i++) {
             const IrOp *op = &q->ranks[s].ops[i];
             const IrOpInfo *in = ir_op_info(op->kind);
+            if (port_lowered(op, s)) { /* a port channel's (port_proxy.h): its own list, none of the rest */
+                if (s == r || op->port_peer == r)
+                    add_peer(pl->ports, &pl->nports, s == r ? op->port_peer : s);
+                continue;
+            }
             if (ir_takes_order(op->kind) && in->chan == CH_PEER && (s == r || op->peer == r)) {
                 int other = s == r ? op->peer : s;
                 if (peer_channel(pl, other) < 0)
@@ -294,15 +342,12 @@ static void collect(Plan *pl, const IrProgram *q, int r)
         }
     if (barrier && !pl->nsw) /* the barrier's counter comes with a switch channel: switch channel 0 */
         switch_channel(pl, "o");
-    for (int a = 0; a < pl->npeers; a++) /* in rank order: both sides then pair channel 0 with 0 */
-        for (int b = a + 1; b < pl->npeers; b++)
-            if (pl->peers[b] < pl->peers[a]) {
-                int t = pl->peers[a];
-                pl->peers[a] = pl->peers[b];
-                pl->peers[b] = t;
-            }
+    sort_ints(pl->peers, pl->npeers); /* in rank order: both sides then pair channel 0 with 0 */
+    sort_ints(pl->ports, pl->nports);
     const IrSeq *s = &q->ranks[r];
     for (int i = 0; i < s->nops; i++) {
+        if (port_lowered(&s->ops[i], r))
+            continue;
         IrEffects fx = ir_effects(&s->ops[i]);
         for (int k = 0; k < fx.n; k++)
             if (fx.acc[k].on == ON_PEER)
@@ -400,6 +445,52 @@ static json_t *op_json(Plan *pl, const IrOp *op)
     return o;
 }
 
+/* ---- Port channels: a block's request, written as the plan op its proxy serves ---------------- */
+
+/* The proxy's work for rank r's request `req` (port_proxy.h): its ops after the wait for the
+   request, up to the next request. */
+static void served(Plan *pl, const IrProgram *q, int r, const IrOp *req, bool *put, bool *sig, bool *flush,
+                   const IrOp **data)
+{
+    const IrSeq *s = &q->ranks[r];
+    int unit = 1 + req->chan / 2, i = pl->cursor[unit];
+    while (i < s->nops && (s->ops[i].tb != unit || s->ops[i].kind != IR_WAIT || s->ops[i].chan != req->chan))
+        i++;
+    *put = *sig = *flush = false;
+    for (i++; i < s->nops && s->ops[i].tb == unit && s->ops[i].kind != IR_WAIT; i++) {
+        const IrOp *op = &s->ops[i];
+        if (ir_is_data(op->kind))
+            *put = true, *data = op;
+        else if (op->peer == r)
+            *flush = true;
+        else
+            *sig = true;
+    }
+    pl->cursor[unit] = i;
+}
+
+static json_t *port_json(Plan *pl, const IrProgram *q, int r, const IrOp *op)
+{
+    int chan = add_peer(pl->ports, &pl->nports, op->port_peer);
+    json_t *o = json_object();
+    if (op->kind == IR_WAIT) /* on the port semaphore (a flush's own wait is the flush's) */
+        return with(with(with(o, "name", json_string("wait")), "channel_ids", json_pack("[i]", chan)),
+                    "channel_type", json_string("port"));
+    bool put, sig, flush;
+    const IrOp *data = NULL;
+    served(pl, q, r, op, &put, &sig, &flush, &data);
+    const char *name = put ? (sig ? (flush ? "pwsf" : "pws") : "put") : sig ? "signal" : "flush";
+    o = with(o, "name", json_string(name));
+    if (put)
+        o = with(with(o, "src_buff", json_pack("[o]", range_json(data->src))), "dst_buff",
+                 json_pack("[{s:i, s:i, s:i}]", "buffer_id", port_buffer(pl, op->port_peer, type_of(data->dst.buf)),
+                           "index", data->dst.first, "size", data->dst.count));
+    else if (flush) /* the executor flushes as many channels as the op has destinations */
+        o = with(o, "dst_buff", json_pack("[{s:i, s:i, s:i}]", "buffer_id", port_buffer(pl, op->port_peer, "o"),
+                                          "index", 0, "size", 1));
+    return with(with(o, "channel_ids", json_pack("[i]", chan)), "channel_type", json_string("port"));
+}
+
 /* [0, 1, ..., n-1], or v[0..n-1] */
 static json_t *ints(int n, const int *v)
 {
@@ -418,6 +509,8 @@ static json_t *block_channels(const Plan *pl)
     json_t *a = json_array();
     if (pl->npeers)
         append(&a, json_pack("{s:s, s:o}", "channel_type", "memory", "channel_ids", ints(pl->npeers, NULL)));
+    if (pl->nports)
+        append(&a, json_pack("{s:s, s:o}", "channel_type", "port", "channel_ids", ints(pl->nports, NULL)));
     if (pl->nsw)
         append(&a, json_pack("{s:s, s:o}", "channel_type", "switch", "channel_ids", ints(pl->nsw, NULL)));
     return a;
@@ -428,6 +521,8 @@ static json_t *rank_channels(const Plan *pl, const IrProgram *q)
     json_t *a = json_array();
     if (pl->npeers)
         append(&a, json_pack("{s:s, s:o}", "channel_type", "memory", "connected_to", ints(pl->npeers, pl->peers)));
+    if (pl->nports)
+        append(&a, json_pack("{s:s, s:o}", "channel_type", "port", "connected_to", ints(pl->nports, pl->ports)));
     for (int k = 0; k < pl->nsw; k++) {
         char t[2] = {(char)pl->sw_type[k], 0};
         append(&a, json_pack("{s:s, s:s, s:[{s:i, s:o}]}", "channel_type", "switch", "buffer_type", t,
@@ -439,10 +534,26 @@ static json_t *rank_channels(const Plan *pl, const IrProgram *q)
 static json_t *remote_buffers(const Plan *pl)
 {
     json_t *a = json_array();
-    for (int k = 0; k < pl->nrb; k++) {
-        char t[2] = {(char)pl->rb_type[k], 0};
-        append(&a, json_pack("{s:i, s:s, s:[s]}", "rank", pl->rb_rank[k], "type", t, "access_channel_types",
-                             "memory"));
+    for (int k = 0; k < pl->nrb + pl->nprb; k++) {
+        bool port = k >= pl->nrb;
+        char t[2] = {(char)(port ? pl->prb_type[k - pl->nrb] : pl->rb_type[k]), 0};
+        append(&a, json_pack("{s:i, s:s, s:[s]}", "rank", port ? pl->prb_rank[k - pl->nrb] : pl->rb_rank[k], "type", t,
+                             "access_channel_types", port ? "port" : "memory"));
+    }
+    return a;
+}
+
+/* The block's remote buffers by access type: the memory ones, then the port ones. */
+static json_t *remote_refs(const Plan *pl)
+{
+    json_t *a = json_array();
+    if (pl->nrb)
+        append(&a, json_pack("{s:s, s:o}", "access_channel_type", "memory", "remote_buffer_ids", ints(pl->nrb, NULL)));
+    if (pl->nprb) {
+        json_t *ids = json_array();
+        for (int k = 0; k < pl->nprb; k++)
+            append(&ids, json_integer(pl->nrb + k));
+        append(&a, json_pack("{s:s, s:o}", "access_channel_type", "port", "remote_buffer_ids", ids));
     }
     return a;
 }
@@ -453,13 +564,17 @@ static json_t *gpu_json(Plan *pl, const IrProgram *q, int r)
     collect(pl, q, r);
     json_t *ops = json_array();
     const IrSeq *s = &q->ranks[r];
-    for (int i = 0; i < s->nops && ops; i++)
-        append(&ops, op_json(pl, &s->ops[i]));
+    for (int u = 0; u < ir_ntbs(q, r); u++)
+        pl->cursor[u] = 0;
+    for (int i = 0; i < s->nops && ops && s->ops[i].tb == 0; i++) {
+        const IrOp *op = &s->ops[i];
+        if (!port_lowered(op, r))
+            append(&ops, op_json(pl, op));
+        else if (!(op->kind == IR_WAIT && op->peer == r)) /* a flush's wait is part of the flush */
+            append(&ops, port_json(pl, q, r, op));
+    }
     json_t *block = json_pack("{s:i, s:o, s:o, s:o}", "id", 0, "ops", ops, "channels", block_channels(pl),
-                              "remote_buffer_refs",
-                              pl->nrb ? json_pack("[{s:s, s:o}]", "access_channel_type", "memory", "remote_buffer_ids",
-                                                  ints(pl->nrb, NULL))
-                                      : json_array());
+                              "remote_buffer_refs", remote_refs(pl));
     return json_pack("{s:i, s:i, s:i, s:i, s:[o], s:o, s:o, s:[]}", "id", r, "input_chunks", C ? C : 1,
                      "output_chunks", O ? O : 1, "scratch_chunks", q->nbufs > 2 ? q->bufs[2].nchunks : 0,
                      "threadblocks", block, "channels", rank_channels(pl, q), "remote_buffers",
@@ -492,6 +607,13 @@ static bool write_plan(Export *x, FILE *out)
         most += (size_t)q->ranks[r].nops;
     pl.rb_rank = ARENA_ARRAY(x->a, int, most);
     pl.rb_type = ARENA_ARRAY(x->a, int, most);
+    pl.prb_rank = ARENA_ARRAY(x->a, int, most);
+    pl.prb_type = ARENA_ARRAY(x->a, int, most);
+    pl.ports = ARENA_ARRAY(x->a, int, (size_t)q->nranks + 1);
+    int units = 1;
+    for (int r = 0; r < q->nranks; r++)
+        units = ir_ntbs(q, r) > units ? ir_ntbs(q, r) : units;
+    pl.cursor = ARENA_ARRAY(x->a, int, (size_t)units);
     json_t *root = plan_json(&pl, q);   /* no arena allocation from here on: the tree is malloc's */
     if (pl.bad) {
         json_decref(root);

@@ -257,6 +257,13 @@ static void resolve_method(Resolver *r, Stmt *s)
         check_order_arg(r, s, op);
         return;
     }
+    const Expr *first = s->args.n ? s->args.items[0] : NULL;
+    if (!ir_is_data(op->kind) && s->args.n == 1 && first->kind == E_NAME && is_order(first->name)) {
+        const char *fixed = op->sync == SYNC_WAIT ? ": it always acquires" : op->sync == SYNC_SIGNAL ? ": it always "
+                            "releases" : "";
+        diag_error(r->diag, first->loc, "%s takes no memory order%s", op->name, fixed);
+        return;
+    }
     check_arity(r, s, op->name, ir_op_arity(op));
     for (int i = 0; i < s->args.n; i++)
         resolve_expr(r, s->args.items[i]);

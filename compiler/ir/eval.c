@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "parser.h"
+#include "port_proxy.h"
 #include "resolve.h"
 #include "suggest.h"
 
@@ -62,6 +63,7 @@ typedef struct Eval {
     bool ctx_dirty;
     long long steps;
     bool failed;            /* the current rank hit an error: stop evaluating it */
+    PortProxies proxies;    /* the current rank's port channels' proxies (port_proxy.h) */
     Loc reported[EVAL_MAX_REPORTED];
     int nreported;
 } Eval;
@@ -438,6 +440,28 @@ static void emit(Eval *ev, const Stmt *s, IrOp op)
     ir_append(ev->ir, ev->rank, op);
 }
 
+/* A port channel's operation, as the block's request and its proxy's work (port_proxy.h); the
+   op table says which (a put writes, a signal signals, a wait waits, a flush is neither). One
+   port channel joins two ranks in .cdsl, so its pairing ordinal is 0. */
+static void emit_port(Eval *ev, const Stmt *s, const IrOpInfo *in, IrOp op)
+{
+    IrOp issue = op;
+    issue.loc = s->name_loc;
+    issue.ctx = context(ev);
+    ev->nops += 3;
+    if (ev->nops > IR_MAX_OPS_TOTAL) {
+        ev_error(ev, s->name_loc, "the program is too large: more than %d operations over all ranks",
+                 IR_MAX_OPS_TOTAL);
+        return;
+    }
+    if (in->sync == SYNC_WAIT)
+        port_wait(ev->ir, ev->rank, issue, op.peer, 0);
+    else
+        port_request(ev->ir, &ev->proxies, issue, op.peer, 0,
+                     in->dst.on != ON_NONE ? PORT_PUT : in->sync == SYNC_SIGNAL ? PORT_SIGNAL : PORT_FLUSH, op.dst,
+                     op.src);
+}
+
 static IrOp new_op(IrKind k)
 {
     IrOp op;
@@ -584,6 +608,11 @@ static bool eval_channel(Eval *ev, const Expr *e, Value *out)
     return true;
 }
 
+static bool order_name(const char *name)
+{
+    return !strcmp(name, "relaxed") || !strcmp(name, "release") || !strcmp(name, "acquire");
+}
+
 static bool order_relaxed(const Stmt *s)
 {
     return s->args.n == 1 && !strcmp(s->args.items[0]->name, "relaxed");
@@ -632,7 +661,10 @@ static void eval_op(Eval *ev, const Stmt *s, const IrOpInfo *in, int peer)
         if (touches_own_twice(in) && !no_overlap(ev, s, in->name, &op, &orig, !ir_is_local_copy(in->kind)))
             return;
     }
-    emit(ev, s, op);
+    if (in->chan == CH_PORT)
+        emit_port(ev, s, in, op);
+    else
+        emit(ev, s, op);
 }
 
 /* copy(...) and reduce(...): resolve.c made sure the name is one. */
@@ -641,6 +673,19 @@ static void eval_local(Eval *ev, const Stmt *s)
     const IrOpInfo *in = ir_op_by_method(CH_LOCAL, s->name);
     if (in)
         eval_op(ev, s, in, -1);
+}
+
+/* A let-bound channel's operation with the wrong arguments: resolve.c could not tell which
+   channel it is (it says the same where the channel is written out). */
+static void named_channel_arity(Eval *ev, const Stmt *s, const IrOpInfo *in)
+{
+    const Expr *a = s->args.n ? s->args.items[0] : NULL;
+    int want = ir_op_arity(in);
+    if (s->args.n == 1 && a->kind == E_NAME && order_name(a->name))
+        ev_error(ev, a->loc, "%s takes no memory order%s", in->name, in->sync == SYNC_WAIT ? ": it always acquires"
+                 : in->sync == SYNC_SIGNAL ? ": it always releases" : "");
+    else
+        ev_error(ev, s->name_loc, "%s takes %d argument%s, not %d", in->name, want, want == 1 ? "" : "s", s->args.n);
 }
 
 static void eval_method(Eval *ev, const Stmt *s)
@@ -661,6 +706,8 @@ static void eval_method(Eval *ev, const Stmt *s)
     }
     if (!in)
         ev_error(ev, s->name_loc, "%s is not an operation of %s", s->name, on);
+    else if (!ir_takes_order(in->kind) && s->args.n != ir_op_arity(in))
+        named_channel_arity(ev, s, in); /* resolve.c checked this where the channel was written out */
     else
         eval_op(ev, s, in, (int)ch.i);
 }
@@ -990,7 +1037,9 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
         ev->failed = false;
         ev->nctx = 0;
         ev->ctx_dirty = true;
+        ev->proxies = (PortProxies){.rank = r};
         eval_stmts(ev, &program->body);
+        port_finish(ir, &ev->proxies);
     }
     return d->nerrors ? NULL : ir;
 }

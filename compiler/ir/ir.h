@@ -53,6 +53,9 @@ enum {
 /* Packet ops are numbered on a channel of their own: the k-th recv_packets from p matches
    p's k-th send_packets to this rank, apart from the signals and waits of channel 0. */
 enum { IR_PKT_CHAN = 4095 };
+/* A port channel's semaphore between two ranks is IR channel IR_PORT_CHAN + its pairing ordinal,
+   apart from memory channels' (lower/port_proxy.h); a .cdsl program's port(p) is ordinal 0. */
+enum { IR_PORT_CHAN = 2048 };
 
 /* Chunks [first, first+count) of buffer buf; buf < 0 means "no operand". */
 typedef struct IrRange {
@@ -88,6 +91,8 @@ typedef struct IrOp {
     int16_t thread;     /* SIGNAL/WAIT of a plan: the block's thread that does it (the
                            executor's thread j works on the op's j-th channel); -1: every op of
                            a port channel's proxy unit, one agent (port_proxy.h); 0 otherwise */
+    int16_t port_peer;  /* ops port_lowered() holds for (port_proxy.h): the other rank of the
+                           port channel they serve; unread elsewhere */
     Loc loc;            /* the statement (the operation's name in it) */
     const char *ctx;    /* loop iterations and def calls around it, e.g. "step=2" or
                            "p=3, in gather() called at 12:5"; NULL when there are none */
@@ -188,7 +193,9 @@ typedef struct IrProgram {
     IrBuf bufs[IR_MAX_BUFS];
     int nbufs;
     IrSeq *ranks;       /* [nranks], each rank's ops grouped by unit (op.tb) */
-    int *ntbs;          /* [nranks]: units (thread blocks) of each rank; NULL: one each */
+    int *ntbs;          /* [nranks]: units (thread blocks) of each rank; NULL: one each. A
+                           .cdsl program with port channels has one more per proxy */
+    bool plan;          /* imported from an MSCCL++ plan: its units are the plan's thread blocks */
     int chunk_align;    /* a chunk is a multiple of this many bytes (0: 4) */
     Arena *arena;
     bool in_place;      /* compiled in place (ir_in_place): no operation names the aliased

@@ -46,9 +46,11 @@ void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair,
 {
     int k = proxy_of(p, pp, issue.tb, peer, pair), me = pp->rank;
     IrSeq *proxy = &pp->v[k].ops;
+    issue.port_peer = (int16_t)peer;
     IrOp served = issue;
     served.thread = -1;
     served.ctx = arena_printf(p->arena, "the port proxy of %s", issue.ctx ? issue.ctx : "the rank");
+    issue.ctx = arena_printf(p->arena, "a request to the port proxy, %s", issue.ctx ? issue.ctx : "the rank");
     ir_append(p, me, sync_op(issue, IR_SIGNAL, me, 2 * k));
     seq_append(p->arena, proxy, sync_op(served, IR_WAIT, me, 2 * k));
     if (work & PORT_PUT) {
@@ -58,7 +60,7 @@ void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair,
         seq_append(p->arena, proxy, put);
     }
     if (work & PORT_SIGNAL)
-        seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, peer, IR_PORT_CHAN_BASE + pair));
+        seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, peer, IR_PORT_CHAN + pair));
     if (work & PORT_FLUSH) {
         seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, me, 2 * k + 1));
         ir_append(p, me, sync_op(issue, IR_WAIT, me, 2 * k + 1));
@@ -67,18 +69,25 @@ void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair,
 
 void port_wait(IrProgram *p, int rank, IrOp issue, int peer, int pair)
 {
-    ir_append(p, rank, sync_op(issue, IR_WAIT, peer, IR_PORT_CHAN_BASE + pair));
+    issue.port_peer = (int16_t)peer;
+    ir_append(p, rank, sync_op(issue, IR_WAIT, peer, IR_PORT_CHAN + pair));
 }
 
 void port_finish(IrProgram *p, PortProxies *pp)
 {
-    int first = p->ntbs ? p->ntbs[pp->rank] : 1;
+    if (!pp->n)
+        return;
+    if (!p->ntbs) { /* a .cdsl program: one unit per rank so far */
+        p->ntbs = ARENA_ARRAY(p->arena, int, (size_t)p->nranks);
+        for (int r = 0; r < p->nranks; r++)
+            p->ntbs[r] = 1;
+    }
+    int first = p->ntbs[pp->rank];
     for (int k = 0; k < pp->n; k++)
         for (int i = 0; i < pp->v[k].ops.nops; i++) {
             IrOp op = pp->v[k].ops.ops[i];
             op.tb = first + k;
             ir_append(p, pp->rank, op);
         }
-    if (p->ntbs)
-        p->ntbs[pp->rank] = first + pp->n;
+    p->ntbs[pp->rank] = first + pp->n;
 }

@@ -23,7 +23,7 @@
  * from one thread block. The signals between a block and its proxy are signals of the rank to
  * itself (IrOp.peer is the rank), on channels of their own: 2k (requests) and 2k + 1 (flushes
  * done) for the rank's k-th proxy. A port channel's semaphore is IR channel
- * IR_PORT_CHAN_BASE + its pairing ordinal, apart from memory channels' ordinals.
+ * IR_PORT_CHAN (ir.h) + its pairing ordinal, apart from memory channels' ordinals.
  */
 #ifndef CDSL_PORT_PROXY_H
 #define CDSL_PORT_PROXY_H
@@ -32,7 +32,6 @@
 
 #include "ir.h"
 
-enum { IR_PORT_CHAN_BASE = 2048 };   /* below IR_PKT_CHAN */
 
 typedef struct PortProxy {
     int issuer, peer, pair;     /* the thread block it serves, and the channel (peer, ordinal) */
@@ -58,7 +57,11 @@ void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair,
 void port_wait(IrProgram *p, int rank, IrOp issue, int peer, int pair);
 /* After the rank's blocks: its proxies as units, and p->ntbs[rank] counting them. */
 void port_finish(IrProgram *p, PortProxies *pp);
-/* A signal or wait between a thread block and its proxy (or the other way). */
-static inline bool port_is_proxy_sync(const IrOp *op, int rank) { return op->peer == rank; }
+/* Made by this lowering, not written with a memory order: the proxy's ops, a block's requests
+   and flush waits (signals of the rank to itself), a block's wait on a port semaphore. */
+static inline bool port_lowered(const IrOp *op, int rank)
+{
+    return op->thread < 0 || op->peer == rank || op->chan >= IR_PORT_CHAN;
+}
 
 #endif

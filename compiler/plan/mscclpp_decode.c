@@ -478,8 +478,6 @@ bool msc_decode(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
     }
     op->ir = ir_op_by_msc(on->as ? on->as : on->kind, &op->alt);
     op->send = on->send;
-    if (!op->ir && !strcmp(on->kind, "flush"))
-        op->ir = ir_op_info(IR_NOP); /* a port channel's; msc_map reads port ops by name (port_proxy.h) */
     if (!op->ir) {
         msc_unsupported(m, op, "cdsl has no mapping for it");
         return false;

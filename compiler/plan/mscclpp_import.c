@@ -712,6 +712,7 @@ static bool read_plan_body(Msc *m, const json_t *gpus)
     IrProgram *p = m->p;
     p->ranks = ARENA_ARRAY(m->a, IrSeq, (size_t)m->n);
     p->ntbs = ARENA_ARRAY(m->a, int, (size_t)m->n);
+    p->plan = true;
     m->sw_unit = ARENA_ARRAY(m->a, int, (size_t)m->n);
     m->sw_barrier = -1;
     for (int r = 0; r < m->n; r++) {

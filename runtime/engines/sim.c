@@ -84,7 +84,10 @@ typedef struct SimRank {
     _Atomic uint64_t *sw_counter;   /* this rank's copy of the switch counter: every rank's
                                        arrivals land in it (switch_rounds.c says why that is exact) */
     _Atomic uint64_t *sw_made;      /* arrivals this rank made, for the stuck report only */
+    _Atomic uint64_t *port_arrivals; /* [n]: on IR_PORT_CHAN, the port channel of a .cdsl program,
+                                       which processes share as they share arrivals */
     uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
+    uint64_t *port_consumed;        /* [n]: the same on IR_PORT_CHAN (private) */
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
@@ -490,11 +493,15 @@ static bool sim_pkt_recv(SimWorker *w, const IrOp *op)
 /* Arrivals rank `from` made on `at`'s semaphore for it, on channel c; and those `at` consumed. */
 static _Atomic uint64_t *sim_arrivals(Sim *s, int at, int from, int c)
 {
+    if (c == IR_PORT_CHAN)
+        return &s->ranks[at].port_arrivals[from];
     return c == 0 ? &s->ranks[at].arrivals[from] : &s->ranks[at].chan_arrivals[(size_t)(c - 1) * (size_t)s->n + (size_t)from];
 }
 
 static uint64_t *sim_consumed(Sim *s, int at, int from, int c)
 {
+    if (c == IR_PORT_CHAN)
+        return &s->ranks[at].port_consumed[from];
     return c == 0 ? &s->ranks[at].consumed[from] : &s->ranks[at].chan_consumed[(size_t)(c - 1) * (size_t)s->n + (size_t)from];
 }
 
@@ -560,6 +567,11 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
         w->want = ++s->units[w->unit].bar_uses[op->barrier] * (uint64_t)op->blocks;
         atomic_fetch_add_explicit(&self->bar[op->barrier], 1, memory_order_acq_rel);
         return sim_wait(w, &self->bar[op->barrier], w->want);
+    case IR_PORT_PUT:    /* evaluation lowered these (port_proxy.h); sim_op_ok refused them */
+    case IR_PORT_SIGNAL:
+    case IR_PORT_WAIT:
+    case IR_PORT_FLUSH:
+        return false;
     }
     return true;
 }
@@ -760,7 +772,8 @@ static void sim_reset_counters(Sim *s)
         SimRank *rk = &s->ranks[r];
         for (int p = 0; p < s->n; p++) {
             atomic_store(&rk->arrivals[p], 0);
-            rk->consumed[p] = 0;
+            atomic_store(&rk->port_arrivals[p], 0);
+            rk->consumed[p] = rk->port_consumed[p] = 0;
         }
         atomic_store(rk->sw_counter, 0);
         atomic_store(rk->sw_made, 0);
@@ -807,6 +820,7 @@ static void sim_destroy(void *state)
         sim_free_bufs(s);
         for (int r = 0; r < s->n; r++) {
             free(s->ranks[r].consumed);
+            free(s->ranks[r].port_consumed);
             free(s->ranks[r].chan_arrivals);
             free(s->ranks[r].chan_consumed);
         }
@@ -825,6 +839,7 @@ void sim_view_words(Sim *s, int rank, _Atomic uint64_t *words)
     rk->arrivals = words;
     rk->sw_counter = words + s->n;
     rk->sw_made = words + s->n + 1;
+    rk->port_arrivals = words + s->n + 2;
 }
 
 void sim_view_control(Sim *s, _Atomic uint64_t *control)
@@ -862,7 +877,8 @@ static int sim_new(const RtConfig *cfg, bool own_words, Sim **out)
     for (int r = 0; ok && r < s->n; r++) {
         SimRank *rk = &s->ranks[r];
         rk->consumed = calloc((size_t)s->n, sizeof *rk->consumed);
-        ok = rk->consumed != NULL;
+        rk->port_consumed = calloc((size_t)s->n, sizeof *rk->port_consumed);
+        ok = rk->consumed != NULL && rk->port_consumed != NULL;
         if (ok && own_words)
             sim_view_words(s, r, s->own_words + per * (size_t)r);
     }
@@ -1060,6 +1076,11 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
         return peer_ok && sim_range_ok(ir, op->dst) && sim_slot_ok(ir, op, op->dst.count);
     case IR_BARRIER:
         return op->barrier >= 0 && op->barrier < IR_MAX_BARRIERS && op->blocks >= 1;
+    case IR_PORT_PUT:    /* lowered by evaluation into the block's requests and its proxy's ops */
+    case IR_PORT_SIGNAL:
+    case IR_PORT_WAIT:
+    case IR_PORT_FLUSH:
+        return false;
     }
     return false;
 }
@@ -1375,33 +1396,76 @@ static void sim_report_view(Sim *s, int rank)
                  where[0] ? " at " : "", where);
 }
 
+/* Rank r's units: its thread blocks, or for a .cdsl program the rank and its port channels'
+   proxies. Their workers, or NULL after a message; *first and *n say which units. */
+static SimWorker *sim_rank_workers(Sim *s, int rank, int *first, int *n)
+{
+    *first = -1, *n = 0;
+    for (int u = 0; u < s->nunits; u++)
+        if (s->units[u].rank == rank) {
+            *first = *first < 0 ? u : *first;
+            ++*n;
+        }
+    SimWorker *ws = calloc((size_t)*n, sizeof *ws);
+    bool ok = ws != NULL;
+    for (int k = 0; ok && k < *n; k++)
+        ok = sim_worker_init(s, &ws[k], *first + k);
+    if (!ok) {
+        sim_workers_free(ws, ws ? *n : 0);
+        rt_error(s->cfg.log, "out of memory starting the sim's rank %d", rank);
+        return NULL;
+    }
+    return ws;
+}
+
+/* The rank's first unit on this thread, the others (port proxies) on threads of their own. */
+static int sim_rank_threads(Sim *s, SimWorker *ws, int n)
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, SIM_STACK_BYTES);
+    int started = 1, err = 0;
+    while (started < n && !(err = pthread_create(&ws[started].thread, &attr, sim_rank_main, &ws[started])))
+        started++;
+    pthread_attr_destroy(&attr);
+    if (err)
+        atomic_store(s->stop, 1);
+    sim_rank_main(&ws[0]);
+    for (int k = 1; k < started; k++)
+        pthread_join(ws[k].thread, NULL);
+    if (err)
+        rt_error(s->cfg.log, "cannot start the sim's %d threads for one rank: %s", n, strerror(err));
+    return err ? CDSL_ERR_SYSTEM : CDSL_OK;
+}
+
 int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
 {
     if (!sim_run_ready(s, chunk_bytes, 1) || rank < 0 || rank >= s->n)
         return CDSL_ERR_USAGE;
-    if (s->ir->ntbs) {
+    if (s->ir->plan) {
         rt_error(s->cfg.log, "%s is an MSCCL++ plan; one process per rank runs .cdsl programs only (the threaded "
                  "sim runs plans)", s->ir->name);
         return CDSL_ERR_USAGE;
     }
-    SimWorker w = {0};
-    if (!sim_worker_init(s, &w, rank)) {
-        sim_worker_free(&w);
-        rt_error(s->cfg.log, "out of memory starting the sim's rank %d", rank);
+    int first, n;
+    SimWorker *ws = sim_rank_workers(s, rank, &first, &n);
+    if (!ws)
         return CDSL_ERR_SYSTEM;
-    }
     s->chunk = chunk_bytes;
     s->iters = 1;
     s->gate_open = true;
-    s->units[rank].stuck_op = -1;
+    for (int k = 0; k < n; k++)
+        s->units[first + k].stuck_op = -1;
     s->ranks[rank].final_valid = false;
     atomic_store(&s->ranks[rank].started, 0);
     atomic_store(&s->ranks[rank].units_done, 0);
     double t0 = sim_now_us();
-    sim_rank_main(&w);
+    int rc = sim_rank_threads(s, ws, n);
     if (us)
         *us = sim_now_us() - t0;
-    sim_worker_free(&w);
+    sim_workers_free(ws, n);
+    if (rc != CDSL_OK)
+        return rc;
     if (!sim_stopped(s)) {
         s->ranks[rank].launches++;
         return CDSL_OK;

@@ -3,7 +3,7 @@
  *
  * A view is a Sim of nranks ranks that owns none of their memory: every rank's words (its
  * arrival counters, SIM_RANK_WORDS(n) 64-bit atomics: arrivals[n], the switch counter, the
- * switch arrivals made) and buffers, and the run's control words (stop, progress), are
+ * switch arrivals made, port arrivals[n] (a .cdsl program's port(p) semaphores)) and buffers, and the run's control words (stop, progress), are
  * pointed at memory that the processes share. sim_run_rank then executes exactly one rank's
  * operations on the calling thread, with the same code and the same meaning as the threaded
  * sim (sim.c): the switch counts arrivals in aggregate, one counter per rank that every
@@ -21,7 +21,7 @@
 
 #include "backend.h"
 
-#define SIM_RANK_WORDS(n) ((size_t)(n) + 2)
+#define SIM_RANK_WORDS(n) (2 * (size_t)(n) + 2)
 enum { SIM_CONTROL_WORDS = 3 };     /* stop, progress, 1 + the first rank found dead */
 
 typedef struct Sim Sim;

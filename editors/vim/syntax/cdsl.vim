@@ -11,11 +11,11 @@ endif
 syn keyword cdslKeyword     import def program implements scratch let
 syn keyword cdslConditional if else
 syn keyword cdslRepeat      for in
-syn keyword cdslChannel     switch peer
+syn keyword cdslChannel     switch peer port
 syn keyword cdslCollective  allgather reducescatter allreduce barrier custom
 syn keyword cdslOrder       relaxed release acquire
 syn keyword cdslBuiltin     rank nranks chunks input output
-syn match   cdslOperation   "\.\@<=\<\(signal\|wait\|store\|reduce_store\|reduce\|put\|get\|send_packets\|recv_packets\)\>"
+syn match   cdslOperation   "\.\@<=\<\(signal\|wait\|flush\|store\|reduce_store\|reduce\|put\|get\|send_packets\|recv_packets\)\>"
 syn match   cdslLocalOp     "\<\(copy\|reduce\)\>\ze\s*("
 syn match   cdslNumber      "\<0[xX]\x\+\>"
 syn match   cdslNumber      "\<\d\+\>"
