@@ -1,8 +1,8 @@
 #!/bin/bash
 # tests/api/layering.sh - the library's parts depend on each other in one direction:
 #   - the runtime sees a compiled program only through the seam, compiler/program.h (the
-#     per-rank operations of ir.h with the two tables they are made of, ops.def for op kinds
-#     and colls.def for collectives, the copy-engine plan of ce_plan.h, and the table through
+#     per-rank operations of ir.h with the two tables they are made of, ops.def for op kinds,
+#     chans.def for channels and colls.def for collectives, the copy-engine plan of ce_plan.h, and the table through
 #     which device code is made): no runtime file reaches, directly or through the headers it
 #     includes, a compiler header beyond those and the shared utilities (arena, diagnostics,
 #     escaping, the debug log, the progress line). driver.h, check.h, emit.h and the rest are
@@ -16,7 +16,7 @@
 # The second check reads the objects of the last build (build/obj/).
 source "$(dirname "$0")/../lib/common.bash"
 
-SEAM="program.h ir.h ops.def colls.h colls.def ce_plan.h"
+SEAM="program.h ir.h ops.def chans.h chans.def colls.h colls.def ce_plan.h"
 UTILITIES="arena.h diag.h escape.h log.h progress_line.h"
 
 # Where each header of compiler/ and runtime/ is, by name ("compiler" or "runtime" first).
