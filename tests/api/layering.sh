@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/api/layering.sh - the library's parts depend on each other in one direction:
 #   - the runtime sees a compiled program only through the seam, compiler/program.h (the
-#     per-rank operations of ir.h with the two tables they are made of, ops.def for op kinds,
+#     per-rank operations of ir.h with the three tables they are made of, ops.def for op kinds,
 #     chans.def for channels and colls.def for collectives, the copy-engine plan of ce_plan.h, and the table through
 #     which device code is made): no runtime file reaches, directly or through the headers it
 #     includes, a compiler header beyond those and the shared utilities (arena, diagnostics,
