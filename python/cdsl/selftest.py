@@ -24,6 +24,9 @@ import time
 from . import core
 
 SIZES = (64, 4096, 256 * 1024)       # chunk bytes
+# What the GPU engines say of a program they do not run yet (port channels: docs/language.md),
+# which the self-test reports as skipped on them, not as failed.
+GPU_REFUSAL = "not supported on the GPU backends"
 DTYPES = ("f32", "f16", "bf16", "u32")
 
 
@@ -142,7 +145,8 @@ def child(args):
             except (core.Error, ValueError, OSError) as e:
                 why = str(e)
                 failed = getattr(e, "status", "") == "runtime"
-        print(json.dumps({"program": name, "ok": not why, "runs": runs, "why": why}), file=out, flush=True)
+        skip = GPU_REFUSAL in why and comm.engine != "sim"
+        print(json.dumps({"program": name, "ok": not why, "runs": runs, "why": why, "skip": skip}), file=out, flush=True)
     comm.close()
     return 1 if failed else 0
 
@@ -193,15 +197,18 @@ def report(args, names, outs):
                 for n in names:
                     verdicts[n].append((r, False, "init: " + v["why"]))
             elif v["program"] in verdicts:
-                verdicts[v["program"]].append((r, v["ok"], v.get("why", ""), v.get("runs", 0)))
+                verdicts[v["program"]].append((r, v["ok"], v.get("why", ""), v.get("runs", 0), v.get("skip", False)))
         for n in names:
             if n not in seen and "*init*" not in seen:
                 tail = (e.strip().splitlines() or ["exit %s" % rc])[-1]
                 verdicts[n].append((r, False, "no answer (exit %s): %s" % (rc, tail)))
-    passed = failed = 0
+    passed = failed = skipped = 0
     for n in names:
         bad = [v for v in verdicts[n] if not v[1]]
-        if not bad and len(verdicts[n]) == args.n:
+        if bad and len(verdicts[n]) == args.n and all(len(v) > 4 and v[4] for v in verdicts[n]):
+            print("[SKIP] %s: %s" % (n, bad[0][2].strip().splitlines()[0]))
+            skipped += 1
+        elif not bad and len(verdicts[n]) == args.n:
             runs = verdicts[n][0][3] if len(verdicts[n][0]) > 3 else 0
             print("[PASS] %s: %d ranks, %d runs each, verified" % (n, args.n, runs))
             passed += 1
@@ -209,7 +216,7 @@ def report(args, names, outs):
             r, _, why = bad[0][:3] if bad else (-1, False, "missing ranks")
             print("[FAIL] %s: rank %d: %s" % (n, r, why.strip().replace("\n", " | ")))
             failed += 1
-    print("%d passed, %d failed" % (passed, failed))
+    print("%d passed, %d failed" % (passed, failed) + (", %d skipped" % skipped if skipped else ""))
     return 0 if failed == 0 else 1
 
 
