@@ -494,7 +494,10 @@ void msc_map(Msc *m, const MscOp *op)
     x.base.ctx = arena_printf(m->a, "threadblock %d, op %d", m->tb, m->k);
     x.ctx_named = arena_printf(m->a, "%s at threadblock %d, op %d", op->name, m->tb, m->k);
     void (*map)(Map *) = op->chan == MSC_PORT ? map_port : MAPPERS[op->ir->kind];
-    if (map)
+    if (op->ir->chan == CH_PORT && op->chan != MSC_PORT)
+        fail(&x, op->name_at, arena_printf(m->a, "%s is an operation of port channels, and this op's channel_type is "
+                                           "\"%s\"", op->name, msc_chan_name(op->chan)));
+    else if (map)
         map(&x);
     else
         refuse(&x, "cdsl has no mapping for it"); /* every kind msc_decode reads is above */
