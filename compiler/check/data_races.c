@@ -89,11 +89,13 @@ typedef struct Race {
 static int op_accesses(const IrOp *op, int rank, Access out[3])
 {
     IrEffects fx = ir_effects(op);
+    int n = 0;
     for (int k = 0; k < fx.n; k++) {
         const IrAccess *a = &fx.acc[k];
-        out[k] = (Access){ir_access_rank(a, op, rank), a->range.buf, a->range.first, a->range.count, a->write};
+        if (!ir_packet_words(op, k)) /* flagged words: see ir.h */
+            out[n++] = (Access){ir_access_rank(a, op, rank), a->range.buf, a->range.first, a->range.count, a->write};
     }
-    return fx.n;
+    return n;
 }
 
 /* ---- Read sets -------------------------------------------------------------------------- */

@@ -90,7 +90,8 @@ static void match_table_init(MatchTable *t, Arena *a, size_t count)
 
 static bool peer_op(const HbFacts *f, const IrOp *op)
 {
-    return (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && op->peer >= 0 && op->peer < f->n && op->chan >= 0;
+    return (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && op->peer >= 0 && op->peer < f->n && op->chan >= 0 &&
+           !ir_unread_packets(op);
 }
 
 /* The counter column of a peer op's channel: packets (IR_PKT_CHAN) count in the last one. */
@@ -143,7 +144,10 @@ static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int 
         const IrOp *op = &s->ops[i];
         int slot = op->peer * nchan + chan_col(op, nchan);
         f->partner[r][i] = -1;
-        if (ir_is_signal(op->kind) && peer_op(f, op)) {
+        if (ir_is_msc_packet(op->kind)) { /* paired by address: the importer's id (ir.h) */
+            f->ordinal[r][i] = op->match;
+            *nsignals += ir_is_signal(op->kind) && peer_op(f, op);
+        } else if (ir_is_signal(op->kind) && peer_op(f, op)) {
             f->ordinal[r][i] = sigs[slot]++;
             ++*nsignals;
         } else if (ir_is_wait(op->kind) && peer_op(f, op)) {
@@ -164,7 +168,7 @@ static void number_rank(HbFacts *f, Arena *a, int r, int *sigs, int *waits, int 
         }
     }
     for (int i = 0; i < s->nops; i++)
-        if (peer_op(f, &s->ops[i]))
+        if (peer_op(f, &s->ops[i]) && !ir_is_msc_packet(s->ops[i].kind))
             sigs[s->ops[i].peer * nchan + chan_col(&s->ops[i], nchan)] =
                 waits[s->ops[i].peer * nchan + chan_col(&s->ops[i], nchan)] = 0;
     f->nsw_sig[r] = nsw_sig;
@@ -212,7 +216,7 @@ static int channels_used(const IrProgram *p)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
             packets |= ir_is_packet(op->kind);
-            if (op->chan >= nchan && !ir_is_packet(op->kind))
+            if (op->chan >= nchan && !ir_is_packet(op->kind) && !ir_is_msc_packet(op->kind))
                 nchan = op->chan + 1;
         }
     return nchan + packets;

@@ -460,7 +460,8 @@ static void report_leftover_signals(Reporter *rep)
     for (int q = 0; q < r->hb.n; q++) {
         const IrSeq *s = &r->p->ranks[q];
         for (int i = 0; i < s->nops; i++)
-            if (ir_is_signal(s->ops[i].kind) && r->hb.partner[q][i] < 0 && first_report(rep, &s->ops[i].loc))
+            if (ir_is_signal(s->ops[i].kind) && r->hb.partner[q][i] < 0 && !ir_unread_packets(&s->ops[i]) &&
+                first_report(rep, &s->ops[i].loc))
                 report_leftover(rep, q, i);
     }
 }

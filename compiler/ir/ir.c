@@ -178,8 +178,10 @@ void ir_dump(const IrProgram *p, FILE *out)
                 fprintf(out, " chan=%d", op->chan);
             if (in->sync == SYNC_BARRIER)
                 fprintf(out, " id=%d blocks=%d", op->barrier, op->blocks);
-            if (in->packet)
+            if (in->packet == 1)
                 fprintf(out, " slot=%d", op->slot);
+            if (in->packet == 2)
+                fprintf(out, " match=%d", op->match);
             if (ir_takes_order(op->kind))
                 fputs(op->relaxed ? " relaxed" : in->order == ORDER_RELEASE ? " release" : " acquire", out);
             if (op->dst.buf >= 0) {

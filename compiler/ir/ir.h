@@ -56,6 +56,9 @@ enum { IR_PKT_CHAN = 4095 };
 /* A port channel's semaphore between two ranks is IR channel IR_PORT_CHAN + its pairing ordinal,
    apart from memory channels' (lower/port_proxy.h); a .cdsl program's port(p) is ordinal 0. */
 enum { IR_PORT_CHAN = 2048 };
+/* A plan's packets (MPKT_*) are matched by address, not by order: the importer gives each
+   write the reader of each of its chunks, and the pair one id (IrOp.match) on this channel. */
+enum { IR_MPKT_CHAN = 4094 };
 
 /* Chunks [first, first+count) of buffer buf; buf < 0 means "no operand". */
 typedef struct IrRange {
@@ -87,6 +90,9 @@ typedef struct IrOp {
     IrRange dst, src, src2;
     int slot;           /* PKT_SEND/PKT_RECV: where the packets go in the receiver's slots
                            (ir_packet_layout), in data chunks */
+    int match;          /* MPKT_*: the id that pairs a packet write with the read of the same
+                           packets (the importer's, by scratch address), unique per (writer,
+                           reader) pair; -1: a write nobody reads */
     int16_t blocks;     /* BARRIER: how many of the rank's thread blocks meet there */
     int16_t thread;     /* SIGNAL/WAIT of a plan: the block's thread that does it (the
                            executor's thread j works on the op's j-th channel); -1: every op of
@@ -118,7 +124,7 @@ typedef struct IrOpInfo {
     IrSync sync;
     IrOrder order;
     IrKind pair;         /* the kind it matches; itself when none */
-    bool packet;
+    uint8_t packet;      /* 1: cdsl's packets; 2: a plan's (MSCCL++ LL) packets */
     const char *helper;  /* device library function */
     const char *msc, *msc_alt; /* MSCCL++ op names, NULL: none */
 } IrOpInfo;
@@ -180,7 +186,8 @@ typedef struct IrBuf {
     Loc loc;            /* declaration (scratch, custom) or the program header */
     bool internal;      /* the runtime's, not the program's: the packet slots (ir_packet_layout);
                            allocated and mapped like scratch, zeroed once, never filled or
-                           poisoned, named by no operation */
+                           poisoned, named by no operation (the cdsl packet slots), or
+                           named only by a plan's packet ops (IrProgram.msc_packets) */
 } IrBuf;
 
 typedef struct IrProgram {
@@ -198,6 +205,13 @@ typedef struct IrProgram {
     bool plan;          /* imported from an MSCCL++ plan: its units are the plan's thread blocks */
     int chunk_align;    /* a chunk is a multiple of this many bytes (0: 4) */
     Arena *arena;
+    int msc_packets;    /* a plan's packet buffer (MSCCL++ LL, docs/mscclpp.md "Packets"), 0:
+                           none. Operands address it in data chunks [0, nchunks / (2 *
+                           msc_halves)); data chunk i's packets take memory chunks 2i and
+                           2i + 1 (data and flag words), and with msc_halves 2 there are two
+                           such halves, the launch's flag parity picking one (the executor's
+                           double scratch buffer) */
+    int msc_halves;
     bool in_place;      /* compiled in place (ir_in_place): no operation names the aliased
                            buffer; evaluation moved those operands into the holder (an
                            in-place MSCCL++ plan's `i` operands are moved the same way by
@@ -243,9 +257,25 @@ static inline bool ir_is_wait(IrKind k)
 {
     return ir_op_info(k)->sync == SYNC_WAIT && ir_op_info(k)->chan == CH_PEER;
 }
-static inline bool ir_is_packet(IrKind k) { return ir_op_info(k)->packet; }
+static inline bool ir_is_packet(IrKind k) { return ir_op_info(k)->packet == 1; }
+/* A plan's packets: flagged data at an address of the plan's packet buffer (IrBuf.packets). */
+static inline bool ir_is_msc_packet(IrKind k) { return ir_op_info(k)->packet == 2; }
 static inline bool ir_is_packet_send(IrKind k) { return ir_is_packet(k) && ir_op_info(k)->sync == SYNC_SIGNAL; }
 static inline bool ir_is_packet_recv(IrKind k) { return ir_is_packet(k) && ir_op_info(k)->sync == SYNC_WAIT; }
+/* A plan's packet write that no read takes (IrOp.match -1): data only, nothing to match. */
+static inline bool ir_unread_packets(const IrOp *op) { return ir_is_msc_packet(op->kind) && op->match < 0; }
+/* Operand k (ir_effects' order) of a plan's packet op is packets: each word carries its own
+   flag, so a read that waits for a write sees that word whatever else is ordered, and no
+   thread order or release is needed for it (reuse across launches is packet_rules.c's). */
+static inline bool ir_packet_words(const IrOp *op, int k)
+{
+    switch (op->kind) {
+    case IR_MPKT_PUT: return k == 0;
+    case IR_MPKT_READ: return k == 1 || op->dst.buf == op->src.buf; /* or a poll in place */
+    case IR_MPKT_REDUCE: return k == 2;
+    default: return false;
+    }
+}
 /* The switch's arrivals and the waits for a round of them. */
 static inline bool ir_is_switch_signal(IrKind k) { return ir_op_info(k)->sync == SYNC_SIGNAL && ir_is_switch(k); }
 static inline bool ir_is_switch_wait(IrKind k) { return ir_op_info(k)->sync == SYNC_WAIT && ir_is_switch(k); }

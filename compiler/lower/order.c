@@ -55,13 +55,15 @@ int op_touches(const IrOp *op, int rank, Touch out[3])
 {
     IrEffects fx = ir_effects(op);
     bool packet = ir_is_packet(op->kind);
+    int n = 0;
     for (int k = 0; k < fx.n; k++) {
         const IrAccess *a = &fx.acc[k];
         int owner = ir_access_rank(a, op, rank);
         int path = packet ? PATH_PACKETS : a->on == ON_PEER ? owner : a->on == ON_ALL ? PATH_SWITCH : PATH_LOCAL;
-        out[k] = (Touch){owner, a->range.buf, {path, a->range.first, a->range.count}, a->write};
+        if (!ir_packet_words(op, k)) /* a plan's flagged packet words need no order (ir.h) */
+            out[n++] = (Touch){owner, a->range.buf, {path, a->range.first, a->range.count}, a->write};
     }
-    return fx.n;
+    return n;
 }
 
 static bool same_sig(Sig a, Sig b)

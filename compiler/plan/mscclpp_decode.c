@@ -4,10 +4,10 @@
  * buffer type, index, size), with every index checked against what the plan declares.
  *
  * The ops the format defines but cdsl does not run are refused here, each with its reason
- * (docs/mscclpp.md §3.3): packet (LL) ops, semaphores, pipelines and glre. Port channels' ops
- * are read like the others; mscclpp_map.c lowers them through their proxy (port_proxy.h).
- * Packet ops are refused although the language has packets: MSCCL++'s pair by scratch address,
- * cdsl's by order with the runtime's slots (docs/mscclpp.md §3.3).
+ * (docs/mscclpp.md §3.3): the old format's packet ops, semaphores, pipelines and glre. Port
+ * channels' ops are read like the others; mscclpp_map.c lowers them through their proxy
+ * (port_proxy.h). The current format's packet (LL) ops are read, all as one kind here;
+ * mscclpp_map.c tells them apart by name (docs/mscclpp.md, "Packets").
  *
  * Current generation (MSCCL++ 1f5f065d, execution_plan.cc setupOperation): channel_ids index
  * the block's channel list of the op's channel_type; an operand is {type, index, size} (local),
@@ -20,7 +20,7 @@
 
 #include <string.h>
 
-typedef enum Refusal { OK, PACKETS, SEMAPHORES, PIPELINE, GLRE } Refusal;
+typedef enum Refusal { OK, PACKET, PACKETS, SEMAPHORES, PIPELINE, GLRE } Refusal;
 
 /* The ops of either generation, as MSCCL++ defines them. Which IR kind an op reads as comes
    from ops.def's MSCCL++ column, by the name `as` (the op's own current name when NULL): pws
@@ -46,11 +46,11 @@ static const OpName OPS[] = {
     {"glres", "glres", false, OK, NULL, false},       {"gstore", "gstore", false, OK, NULL, false},
     {"gsignal", "gsignal", false, OK, NULL, false},   {"grlxsignal", "grlxsignal", false, OK, NULL, false},
     {"gwait", "gwait", false, OK, NULL, false},       {"grlxwait", "grlxwait", false, OK, NULL, false},
-    {"ppkt", "ppkt", false, PACKETS, NULL, false},    {"rppkt", "rppkt", false, PACKETS, NULL, false},
-    {"cpkt", "cpkt", false, PACKETS, NULL, false},    {"upkt", "upkt", false, PACKETS, NULL, false},
-    {"repkt", "repkt", false, PACKETS, NULL, false},  {"respkt", "respkt", false, PACKETS, NULL, false},
-    {"recpkt", "recpkt", false, PACKETS, NULL, false}, {"recspkt", "recspkt", false, PACKETS, NULL, false},
-    {"gstorepkt", "gstorepkt", false, PACKETS, NULL, false},
+    {"ppkt", "ppkt", false, PACKET,  NULL, false},    {"rppkt", "rppkt", false, PACKET,  NULL, false},
+    {"cpkt", "cpkt", false, PACKET,  NULL, false},    {"upkt", "upkt", false, PACKET,  NULL, false},
+    {"repkt", "repkt", false, PACKET,  NULL, false},  {"respkt", "respkt", false, PACKET,  NULL, false},
+    {"recpkt", "recpkt", false, PACKET,  NULL, false}, {"recspkt", "recspkt", false, PACKET,  NULL, false},
+    {"gstorepkt", "gstorepkt", false, PACKET,  NULL, false},
     {"sem_acquire", "sem_acquire", false, SEMAPHORES, NULL, false},
     {"sem_release", "sem_release", false, SEMAPHORES, NULL, false},
     {"pipeline", "pipeline", false, PIPELINE, NULL, false}, {"glre", "glre", false, GLRE, NULL, false},
@@ -72,9 +72,8 @@ static const char *refusal_text(Refusal r)
 {
     switch (r) {
     case PACKETS:
-        return "MSCCL++'s packet (LL) operations pair by scratch address and run on its executor's flags; cdsl's "
-               "packets (send_packets, recv_packets) pair by order with slots of the runtime's, and no mapping "
-               "between the two is made";
+        return "the old format's packet ops (rspkt, rpkt, tpkt and its cpkt) are not read yet; the current "
+               "format's are (docs/mscclpp.md, \"Packets\")";
     case SEMAPHORES:
         return "semaphores between thread blocks are not modelled yet (barriers are)";
     case PIPELINE:
@@ -83,6 +82,7 @@ static const char *refusal_text(Refusal r)
     case GLRE:
         return "the executor rejects it too: it runs a switch load-reduce only fused with a store, as glres";
     case OK:
+    case PACKET:
         break;
     }
     return "";
@@ -472,11 +472,12 @@ bool msc_decode(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
         return false;
     }
     op->kind = on->kind;
-    if (on->refusal != OK) {
+    op->packet = on->refusal == PACKET;
+    if (on->refusal != OK && !op->packet) {
         msc_unsupported(m, op, "%s", refusal_text(on->refusal));
         return false;
     }
-    op->ir = ir_op_by_msc(on->as ? on->as : on->kind, &op->alt);
+    op->ir = op->packet ? ir_op_info(IR_MPKT_PUT) : ir_op_by_msc(on->as ? on->as : on->kind, &op->alt);
     op->send = on->send;
     if (!op->ir) {
         msc_unsupported(m, op, "cdsl has no mapping for it");

@@ -22,6 +22,7 @@
 
 #include "mscclpp_decode.h"
 #include "mscclpp_map.h"
+#include "mscclpp_packets.h"
 #include "mscclpp_read.h"
 
 #include <errno.h>
@@ -528,6 +529,10 @@ static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
                   "executor's loops assume a multiple of 16", align);
         return false;
     }
+    const json_t *dbl = msc_field(m, root, "use_double_scratch_buffer", JSON_TRUE, false, "the plan");
+    if (!dbl && json_object_get(root, "use_double_scratch_buffer"))
+        return false;
+    m->double_scratch = json_is_true(dbl);
     const json_t *reuse = msc_field(m, root, "reuse_resources", JSON_TRUE, false, "the plan");
     if (json_is_true(reuse)) {
         msc_error(m, reuse, "not supported: reuse_resources: where the executor puts scratch chunks then depends on "
@@ -727,7 +732,7 @@ static bool read_plan_body(Msc *m, const json_t *gpus)
                 return false;
         port_finish(p, &m->proxies);
     }
-    return m->d->nerrors == m->errors_before && channel_users(m) && barrier_users(m);
+    return m->d->nerrors == m->errors_before && channel_users(m) && barrier_users(m) && msc_packets_pair(m);
 }
 
 static IrProgram *import_json(Msc *m, int nranks, bool *usage)
@@ -763,7 +768,7 @@ IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, bool 
 IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, bool *usage)
 {
     *usage = false;
-    Msc m = {.a = a, .d = d, .errors_before = d->nerrors};
+    Msc m = {.a = a, .d = d, .errors_before = d->nerrors, .pkt_buf = -1};
     m.jp = json_pos_parse(a, d, src);
     if (!m.jp)
         return NULL;

@@ -13,7 +13,9 @@
  *   get -> one IR_GET per source, only where the executor's swapped offsets are equal;
  *   copy -> IR_COPY; re, rre -> IR_REDUCE chains (rre's sources on peers); res, rres -> the
  *     same, then one IR_PUT of the sum per remote destination;
- *   glres -> IR_SW_REDUCE_STORE; gstore -> IR_SW_STORE.
+ *   glres -> IR_SW_REDUCE_STORE; gstore -> IR_SW_STORE;
+ *   the packet ops -> IR_MPKT_PUT (a write of packets), IR_MPKT_READ and IR_MPKT_REDUCE (reads
+ *     that poll them), on the plan's packet buffer, paired by address by mscclpp_packets.c.
  * A reduction of n sources is n - 1 element-wise IR_REDUCEs into the destination, the first
  * reading the source the destination coincides with, if any (so none reads a chunk already
  * overwritten). Every piece of one plan op has the op's position and a context naming the
@@ -366,6 +368,189 @@ static void map_switch_data(Map *x)
     emit(x, o);
 }
 
+/* ---- Packets (docs/mscclpp.md, "Packets") ---------------------------------------------------- */
+
+/* The plan's packet buffer (IrBuf.packets), made at the first packet op: the scratch's chunks
+   as packets, twice the bytes (data and flag words), and twice again with the double scratch
+   buffer, whose halves the launch's flag parity picks. */
+static int packet_buf(Map *x)
+{
+    Msc *m = x->m;
+    IrProgram *p = m->p;
+    if (m->pkt_buf >= 0)
+        return m->pkt_buf;
+    if (p->nbufs < 3 || p->nbufs == IR_MAX_BUFS) {
+        fail(x, x->op->at, "a packet op needs the plan's scratch buffer, and the plan has no scratch chunks");
+        return -1;
+    }
+    p->msc_halves = m->double_scratch ? 2 : 1;
+    p->bufs[p->nbufs] = (IrBuf){"packets", p->bufs[2].nchunks * 2 * p->msc_halves, p->loc, true};
+    p->msc_packets = p->nbufs;
+    return m->pkt_buf = p->nbufs++;
+}
+
+/* Operand o as packets: its chunks of the scratch, on the packet buffer (in data chunks). The
+   executor puts every packet into a scratch buffer, whatever the operand's type says. */
+static IrRange packets_at(Map *x, const MscOperand *o, long long size)
+{
+    if (o->type != 's') {
+        fail(x, o->at, arena_printf(x->m->a, "a %s keeps packets in the scratch buffer (s), and this operand is the "
+                                    "%s", x->op->name, buf_word(o->type)));
+        return (IrRange){-1, 0, 0};
+    }
+    IrRange r = range(x, o, size);
+    int b = packet_buf(x);
+    r.buf = b;
+    return r;
+}
+
+static IrOp packet_op(Map *x, IrKind k, int peer, IrRange dst, IrRange src)
+{
+    IrOp o = data_op(x, k, peer, dst, src);
+    o.chan = IR_MPKT_CHAN;
+    o.match = -2; /* msc_packets_pair pairs it */
+    return o;
+}
+
+/* Poll packets in place: what rppkt and gstorepkt do before they send them on. */
+static void poll_packets(Map *x, IrRange at)
+{
+    emit(x, packet_op(x, IR_MPKT_READ, -1, at, at));
+}
+
+/* ppkt (execution_kernel.hpp:259): each source into packets at each peer's scratch. */
+static void map_ppkt(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->ndst, 1, false))
+        return;
+    for (int i = 0; i < op->ndst && !x->failed; i++) {
+        if (i >= op->nsrc) {
+            refuse(x, "its src_buff is shorter than its dst_buff, and the executor sends nothing for the destinations "
+                      "without a source");
+            return;
+        }
+        if (!is(x, &op->dst[i], MSC_REMOTE) || !is(x, &op->src[i], MSC_LOCAL))
+            return;
+        if (op->src[i].type != op->src[0].type) {
+            refuse(x, "its sources are in different buffers, and the executor reads every source from the first's");
+            return;
+        }
+        long long size = op->src[i].size;
+        IrOp o = packet_op(x, IR_MPKT_PUT, op->dst[i].rank, packets_at(x, &op->dst[i], size), range(x, &op->src[i], size));
+        emit(x, o);
+    }
+    no_extra(x, op->nsrc, op->ndst, true);
+}
+
+/* cpkt (:433): a source into packets at the rank's own scratch. */
+static void map_cpkt(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !is(x, &op->dst[0], MSC_LOCAL) || !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
+        return;
+    long long size = op->src[0].size;
+    emit(x, packet_op(x, IR_MPKT_PUT, x->m->rank, packets_at(x, &op->dst[0], size), range(x, &op->src[0], size)));
+}
+
+/* upkt (:417): packets of the rank's scratch, once this launch's, into a destination. */
+static void map_upkt(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !is(x, &op->dst[0], MSC_LOCAL) || !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
+        return;
+    long long size = op->src[0].size;
+    IrOp o = packet_op(x, IR_MPKT_READ, -1, range(x, &op->dst[0], size), packets_at(x, &op->src[0], size));
+    rule3(x, &o, op->dst[0].at);
+    emit(x, o);
+}
+
+/* rppkt (:293): packets of the rank's scratch, once this launch's, on to each peer's scratch. */
+static void map_rppkt(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !no_extra(x, op->nsrc, 1, true))
+        return;
+    long long size = op->src[0].size;
+    IrRange at = packets_at(x, &op->src[0], size);
+    poll_packets(x, at);
+    for (int i = 0; i < op->ndst && !x->failed; i++)
+        if (is(x, &op->dst[i], MSC_REMOTE))
+            emit(x, packet_op(x, IR_MPKT_PUT, op->dst[i].rank, packets_at(x, &op->dst[i], size), at));
+}
+
+/* gstorepkt (:624): packets of the rank's scratch, once this launch's, through the switch into
+   every rank's scratch; a multimem store is a store to each rank, one packet put per rank here. */
+static void map_gstorepkt(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !is(x, &op->dst[0], MSC_MULTICAST) || !no_extra(x, op->nsrc, 1, true) || !no_extra(x, op->ndst, 1, false))
+        return;
+    long long size = op->src[0].size;
+    IrRange at = packets_at(x, &op->src[0], size), to = packets_at(x, &op->dst[0], size);
+    poll_packets(x, at);
+    for (int q = 0; q < x->m->n && !x->failed; q++)
+        if (q != x->m->rank || !same(to, at)) /* its own packets stored back onto themselves: no change */
+            emit(x, packet_op(x, IR_MPKT_PUT, q, to, at));
+}
+
+/* repkt, respkt, recpkt, recspkt (:335, :374): d0 = s0 + the packets at s1.., then for rec* the
+   sum as packets into the rank's own scratch at d1, and for *s* into each peer's scratch. */
+static void map_reduce_packets(Map *x)
+{
+    const MscOp *op = x->op;
+    const char *k = op->kind;
+    bool copy = !strcmp(k, "recpkt") || !strcmp(k, "recspkt"), send = !strcmp(k, "respkt") || !strcmp(k, "recspkt");
+    int first_send = copy ? 2 : 1;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, first_send, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !is(x, &op->dst[0], MSC_LOCAL) || (copy && !is(x, &op->dst[1], MSC_LOCAL)) ||
+        (!send && !no_extra(x, op->ndst, first_send, false)))
+        return;
+    long long size = op->src[0].size;
+    IrRange d0 = range(x, &op->dst[0], size), acc = range(x, &op->src[0], size);
+    if (op->nsrc == 1 && !same(acc, d0)) {
+        IrOp o = data_op(x, IR_COPY, -1, d0, acc);
+        rule3(x, &o, op->dst[0].at);
+        emit(x, o);
+    }
+    for (int s = 1; s < op->nsrc && !x->failed; s++) {
+        if (!is(x, &op->src[s], MSC_LOCAL))
+            return;
+        IrOp o = packet_op(x, IR_MPKT_REDUCE, -1, d0, acc);
+        o.src2 = packets_at(x, &op->src[s], size);
+        rule3(x, &o, op->dst[0].at);
+        emit(x, o);
+        acc = d0;
+    }
+    if (copy && !x->failed)
+        emit(x, packet_op(x, IR_MPKT_PUT, x->m->rank, packets_at(x, &op->dst[1], size), d0));
+    for (int i = first_send; send && i < op->ndst && !x->failed; i++)
+        if (is(x, &op->dst[i], MSC_REMOTE))
+            emit(x, packet_op(x, IR_MPKT_PUT, op->dst[i].rank, packets_at(x, &op->dst[i], size), d0));
+}
+
+static void map_packets(Map *x)
+{
+    static const struct {
+        const char *name;
+        void (*map)(Map *);
+    } BY_NAME[] = {
+        {"ppkt", map_ppkt},           {"cpkt", map_cpkt},           {"upkt", map_upkt},
+        {"rppkt", map_rppkt},         {"gstorepkt", map_gstorepkt}, {"repkt", map_reduce_packets},
+        {"respkt", map_reduce_packets}, {"recpkt", map_reduce_packets}, {"recspkt", map_reduce_packets},
+    };
+    for (size_t i = 0; i < sizeof BY_NAME / sizeof *BY_NAME; i++)
+        if (!strcmp(BY_NAME[i].name, x->op->kind)) {
+            BY_NAME[i].map(x);
+            return;
+        }
+    refuse(x, "cdsl has no mapping for it");
+}
+
 static void map_nop(Map *x)
 {
     emit(x, data_op(x, x->op->ir->kind, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0}));
@@ -482,6 +667,7 @@ static void (*const MAPPERS[IR_NKINDS])(Map *) = {
     [IR_WAIT] = map_sync,     [IR_SW_SIGNAL] = map_switch_sync, [IR_SW_WAIT] = map_switch_sync,
     [IR_PUT] = map_put,       [IR_GET] = map_get,            [IR_COPY] = map_copy,
     [IR_REDUCE] = map_reduce, [IR_SW_STORE] = map_switch_data, [IR_SW_REDUCE_STORE] = map_switch_data,
+    [IR_MPKT_PUT] = map_packets,
 };
 
 void msc_map(Msc *m, const MscOp *op)

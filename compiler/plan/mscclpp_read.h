@@ -86,6 +86,7 @@ typedef struct MscOp {
     const IrOpInfo *ir; /* the IR kind it reads as (ops.def's MSCCL++ column) */
     bool alt;          /* as that kind's msc_alt: relaxed, or (rre, rres) sources on peers */
     bool send;         /* res, rres: the sum then put to each remote destination */
+    bool packet;       /* a packet (LL) op: mscclpp_map.c's map_packets reads it by `kind` */
     MscChan chan;      /* channel_type / ctype */
     MscOperand src[MSC_MAX_OPERANDS], dst[MSC_MAX_OPERANDS];
     int nsrc, ndst;
@@ -107,6 +108,8 @@ typedef struct Msc {
     IrProgram *p;
     bool inplace;
     int scale;         /* IR chunks per plan chunk: the lcm of thread-block-group sizes */
+    bool double_scratch; /* use_double_scratch_buffer: packets alternate two scratch halves */
+    int pkt_buf;       /* the IR buffer of the plan's packets (IrBuf.packets), -1 none yet */
     int sw_barrier;    /* the switch channel (group index) gsignal/gwait use; -1 none yet */
     int *sw_unit;      /* [n]: the thread block of each rank that uses it, -1 none */
     PortProxies proxies; /* the port channels' proxies of the rank being read (port_proxy.h) */

@@ -488,6 +488,88 @@ static bool sim_pkt_recv(SimWorker *w, const IrOp *op)
     return true;
 }
 
+/* ---- a plan's packets (MSCCL++ LL) -----------------------------------------------------------
+ *
+ * As the executor runs them (docs/mscclpp.md, "Packets"): packets live in the plan's packet
+ * buffer (the scratch) at twice the data's offset, each 8-byte word {4 bytes of data, 4 of
+ * flag}; an LL16 packet is two such words (each with its flag, read and checked together), so
+ * LL16 and LL8 lay out alike. The flag is the launch's (the executor's per-launch counter,
+ * starting at 1), and with the double scratch buffer the flag's parity picks the half. A read
+ * polls each word until its flag is this launch's. */
+
+static _Atomic uint64_t *sim_mpkt_words(const Sim *s, int rank, IrRange at, uint32_t flag)
+{
+    const IrProgram *ir = s->ir;
+    size_t half = (size_t)ir->bufs[ir->msc_packets].nchunks / (size_t)ir->msc_halves * s->chunk;
+    char *base = s->ranks[rank].buf[ir->msc_packets] + (ir->msc_halves == 2 && flag % 2 == 0 ? half : 0);
+    return (_Atomic uint64_t *)(void *)(base + 2 * (size_t)at.first * s->chunk);
+}
+
+/* Polls the words of `at` on this rank until each holds this launch's flag; copies their data
+   into out (NULL: none). */
+static bool sim_mpkt_poll(SimWorker *w, IrRange at, char *out)
+{
+    Sim *s = w->s;
+    uint32_t flag = CDSL_PKT_FLAG(w->epoch);
+    _Atomic uint64_t *words = sim_mpkt_words(s, w->rank, at, flag);
+    size_t n = (size_t)at.count * (s->chunk / 4);
+    w->want = flag;
+    for (size_t j = 0; j < n; j++) {
+        w->pkt_word = &words[j];
+        if (!sim_poll(w, w->pkt_word, flag, true))
+            return false;
+        uint32_t v = (uint32_t)atomic_load_explicit(&words[j], memory_order_relaxed);
+        if (out)
+            memcpy(out + 4 * j, &v, 4);
+        if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0)
+            sim_advance(w, 16);
+    }
+    return true;
+}
+
+static bool sim_mpkt_put(SimWorker *w, const IrOp *op)
+{
+    Sim *s = w->s;
+    uint32_t flag = CDSL_PKT_FLAG(w->epoch);
+    bool from_packets = op->src.buf == s->ir->msc_packets; /* rppkt, gstorepkt: polled just before */
+    const char *src = from_packets ? NULL : sim_ptr(s, w->rank, op->src);
+    _Atomic uint64_t *in = from_packets ? sim_mpkt_words(s, w->rank, op->src, flag) : NULL;
+    _Atomic uint64_t *out = sim_mpkt_words(s, op->peer, op->dst, flag);
+    size_t n = (size_t)op->dst.count * (s->chunk / 4);
+    for (size_t j = 0; j < n; j++) {
+        uint32_t v;
+        if (in)
+            v = (uint32_t)atomic_load_explicit(&in[j], memory_order_relaxed);
+        else
+            memcpy(&v, src + 4 * j, 4);
+        atomic_store_explicit(&out[j], (uint64_t)flag << 32 | v, memory_order_relaxed);
+        if ((j + 1) % SIM_PKT_BLOCK_WORDS == 0) {
+            if (sim_stopped(s))
+                return false;
+            sim_advance(w, 16);
+        }
+    }
+    return true;
+}
+
+static bool sim_mpkt_read(SimWorker *w, const IrOp *op)
+{
+    Sim *s = w->s;
+    if (op->kind == IR_MPKT_READ)
+        return sim_mpkt_poll(w, op->src, op->dst.buf == s->ir->msc_packets ? NULL : sim_ptr(s, w->rank, op->dst));
+    size_t len = (size_t)op->dst.count * s->chunk;
+    char *got = malloc(len ? len : 1), *dst = sim_ptr(s, w->rank, op->dst);
+    if (!got) {
+        rt_error(s->cfg.log, "out of memory for %zu bytes of packets", len);
+        atomic_store_explicit(s->stop, 1, memory_order_relaxed);
+        return false;
+    }
+    const char *ab[2] = {sim_ptr(s, w->rank, op->src), got};
+    bool ok = sim_mpkt_poll(w, op->src2, got) && sim_combine(w, ab, 2, &dst, 1, len);
+    free(got);
+    return ok;
+}
+
 /* ---- one operation ------------------------------------------------------------------------ */
 
 /* Arrivals rank `from` made on `at`'s semaphore for it, on channel c; and those `at` consumed. */
@@ -563,6 +645,11 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
         return sim_pkt_send(w, op);
     case IR_PKT_RECV:
         return sim_pkt_recv(w, op);
+    case IR_MPKT_PUT:
+        return sim_mpkt_put(w, op);
+    case IR_MPKT_READ:
+    case IR_MPKT_REDUCE:
+        return sim_mpkt_read(w, op);
     case IR_BARRIER:
         w->want = ++s->units[w->unit].bar_uses[op->barrier] * (uint64_t)op->blocks;
         atomic_fetch_add_explicit(&self->bar[op->barrier], 1, memory_order_acq_rel);
@@ -662,7 +749,8 @@ static void *sim_rank_main(void *arg)
             sim_jitter(w, 4);
             if (!sim_exec(w, &seq->ops[i])) {
                 IrKind k = seq->ops[i].kind;
-                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_PKT_RECV) {
+                if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_PKT_RECV ||
+                    k == IR_MPKT_READ || k == IR_MPKT_REDUCE) {
                     u->stuck_op = i;
                     u->stuck_iter = it;
                     u->stuck_want = w->want;
@@ -706,6 +794,14 @@ static bool sim_report_rank(Sim *s, int u)
     char where[512];
     sim_where(s, op, un->stuck_iter, where, sizeof where);
     unsigned long long want = un->stuck_want;
+    if (op->kind == IR_MPKT_READ || op->kind == IR_MPKT_REDUCE) {
+        unsigned long long flag = atomic_load(un->stuck_word) >> 32;
+        if (flag == want)
+            return false;
+        rt_error(s->cfg.log, "rank %d gave up waiting at %s for rank %d's packets in its scratch (a packet's flag "
+                 "reads %llu; this launch's is %llu)", r, where, op->peer, flag, want);
+        return true;
+    }
     if (op->kind == IR_PKT_RECV) {
         unsigned long long flag = atomic_load(un->stuck_word) >> 32;
         if (flag == want)
@@ -1043,6 +1139,23 @@ static bool sim_slot_ok(const IrProgram *ir, const IrOp *op, int count)
     return b >= 0 && op->slot >= 0 && (long long)op->slot + count <= ir->bufs[b].nchunks / 4;
 }
 
+/* A plan's packet op: its packets within the packet buffer's data chunks, the rest in bounds. */
+static bool sim_mpkt_ok(const IrProgram *ir, int rank, const IrOp *op)
+{
+    int b = ir->msc_packets;
+    if (b <= 0 || b >= ir->nbufs || ir->msc_halves < 1 || ir->msc_halves > 2)
+        return false;
+    int data = ir->bufs[b].nchunks / (2 * ir->msc_halves);
+    const IrRange *at = op->kind == IR_MPKT_PUT ? &op->dst : op->kind == IR_MPKT_READ ? &op->src : &op->src2;
+    bool in = at->buf == b && at->first >= 0 && at->count >= 0 && at->first <= data - at->count;
+    bool peer_ok = op->peer >= 0 && op->peer < ir->nranks;
+    const IrRange *other = op->kind == IR_MPKT_PUT ? &op->src : &op->dst;
+    bool other_ok = other->buf == b ? other->first >= 0 && other->first <= data - other->count
+                                    : sim_range_ok(ir, *other);
+    return in && peer_ok && other_ok && other->count == at->count &&
+           (op->kind != IR_MPKT_REDUCE || (sim_range_ok(ir, op->src) && op->src.count == at->count));
+}
+
 /* The IR is trusted to come from evaluation, which checks bounds (rule 3); this re-check
  * keeps a hand-made or corrupt IrProgram from writing outside the sim's buffers. */
 static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
@@ -1081,6 +1194,10 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
     case IR_PORT_WAIT:
     case IR_PORT_FLUSH:
         return false;
+    case IR_MPKT_PUT:
+    case IR_MPKT_READ:
+    case IR_MPKT_REDUCE:
+        return sim_mpkt_ok(ir, rank, op);
     }
     return false;
 }
