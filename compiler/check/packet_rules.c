@@ -95,11 +95,78 @@ static void report_reuse(CheckResult *r, Diag *d, int from, int to, int i)
               from, to, to);
 }
 
+/* ---- A plan's packets (MSCCL++ LL) --------------------------------------------------------
+ *
+ * The executor's flag is its launch counter (executor.cc:516, :534) and a packet's place is
+ * fixed by the plan, so launch k+1's write of a place may land before launch k's read of it:
+ * the reader then polls for flag k and finds k+1, forever, or the data is lost. With the double
+ * scratch buffer (executor.cc:498) launch k+1 writes the other half, and only launch k+2 comes
+ * back: the rule is cdsl's own for its slots above (something of the reader happens before the
+ * writer's end). Without it every read of the writer's packets must happen before the writer's
+ * end, so that its next launch writes them after they were read. */
+
+/* Does the writer's end know op ri of rank `reader` (EXEC, relaxed edges included)? */
+static bool end_knows(CheckResult *r, int writer, int reader, int ri)
+{
+    HbClock *made;
+    HbView end = hb_end_view(&r->replay, writer, false, &made);
+    bool ok = hb_get(end, hb_unit(&r->hb, reader, ri)) >= hb_time(ri);
+    hb_end_view_done(&r->replay, made);
+    return ok;
+}
+
+static void report_plan_reuse(CheckResult *r, Diag *d, int w, int i, int reader, int ri, bool halves)
+{
+    const IrProgram *p = r->p;
+    Arena *a = p->arena;
+    const IrOp *op = &p->ranks[w].ops[i];
+    diag_error(d, op->loc, "packet slot reused too early: gpu %d writes packets into gpu %d's scratch here%s, but %s, "
+               "so gpu %d's next launch%s may write these packets again before gpu %d has read them (the read then "
+               "polls for this launch's flag forever)", w, reader, check_ctx(a, op),
+               halves ? arena_printf(a, "nothing gpu %d does is ordered before gpu %d ends", reader, w)
+                      : arena_printf(a, "their read is not ordered before gpu %d ends", w),
+               w, halves ? " but one" : "", reader);
+    diag_note(d, p->ranks[reader].ops[ri].loc, "gpu %d reads them here%s", reader,
+              check_ctx(a, &p->ranks[reader].ops[ri]));
+    diag_note(d, p->loc, "%s", halves ? "with use_double_scratch_buffer, launches alternate between two scratch "
+              "halves by the parity of the executor's flag; the writer must hear from the reader before it ends"
+              : "without use_double_scratch_buffer every launch writes the same scratch places; the read must be "
+              "ordered before the writer ends (packets or a signal back), or the plan should set "
+              "use_double_scratch_buffer");
+}
+
+static void plan_packets_check(CheckResult *r, Diag *d)
+{
+    const IrProgram *p = r->p;
+    if (!p->msc_packets)
+        return;
+    bool halves = p->msc_halves == 2;
+    Loc at[HB_MAX_REPORTS];
+    int reported = 0;
+    bool *seen = ARENA_ARRAY(p->arena, bool, (size_t)p->nranks);
+    for (int w = 0; w < p->nranks && reported < HB_MAX_REPORTS; w++) {
+        const IrSeq *s = &p->ranks[w];
+        memset(seen, 0, (size_t)p->nranks * sizeof *seen);
+        for (int i = 0; i < s->nops && reported < HB_MAX_REPORTS; i++) {
+            const IrOp *op = &s->ops[i];
+            int ri = r->hb.partner[w][i], reader = op->peer;
+            /* the rank's own packets are read before its own end; a pair once with halves */
+            if (op->kind != IR_MPKT_PUT || ri < 0 || reader == w || (halves && seen[reader]))
+                continue;
+            seen[reader] = true;
+            bool ok = halves ? reader_caught_up(r, w, reader) : end_knows(r, w, reader, ri);
+            if (!ok && first_at(at, &reported, op->loc))
+                report_plan_reuse(r, d, w, i, reader, ri, halves);
+        }
+    }
+}
+
 void packets_check(CheckResult *r, Diag *d)
 {
     const IrProgram *p = r->p;
     if (!check_sizes(r, d) || !r->replayed)
         return;
+    plan_packets_check(r, d);
     Loc at[HB_MAX_REPORTS];
     int reported = 0;
     bool *seen = ARENA_ARRAY(p->arena, bool, (size_t)p->nranks);

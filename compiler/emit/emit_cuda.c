@@ -300,12 +300,25 @@ static void put_grid_op(Emitter *e, const IrOp *op, Arena *a)
         emit_fence_after(e->fence, op);
 }
 
+/* The same packets as the op before: a write that several reads take is paired once per read
+   (compiler/plan/mscclpp_packets.c), and storing the same words again changes nothing. */
+static bool same_packets(const IrOp *op, const IrOp *prev)
+{
+    return prev && op->kind == IR_MPKT_PUT && prev->kind == IR_MPKT_PUT && prev->peer == op->peer &&
+           prev->tb == op->tb && !memcmp(&prev->dst, &op->dst, sizeof op->dst) &&
+           !memcmp(&prev->src, &op->src, sizeof op->src);
+}
+
 /* One op of a plan's thread block: the plan says all of its synchronisation itself. */
-static void put_block_op(Emitter *e, const IrOp *op, int rank)
+static void put_block_op(Emitter *e, const IrOp *op, const IrOp *prev, int rank)
 {
     emit_plan_comment(&e->out, e->p, op);
     emit_line_at(&e->out, op->loc);
-    if (ir_is_data(op->kind))
+    if (same_packets(op, prev))
+        emit_puts(&e->out, "    // the same packets as above, paired with another read\n");
+    else if (ir_is_msc_packet(op->kind))
+        emit_packets_msc_op(&e->out, e->p, op, e->bufname);
+    else if (ir_is_data(op->kind))
         put_data_call(e, op, rank);
     else
         emit_plan_sync(&e->out, e->plan, op);
@@ -337,9 +350,10 @@ static void put_leave(Emitter *e, const char *unit, int r)
 {
     EmitBuf *o = &e->out;
     emit_printf(o, "__device__ __forceinline__ u64 %s_%d_consumed(u32 w)\n{\n    switch (w) {\n", unit, r);
-    if (e->plan)
+    if (e->plan) {
         emit_plan_consumed(o, e->plan);
-    else
+        emit_packets_leave(o, e->p);
+    } else
         put_grid_consumed(e, r);
     emit_puts(o, "    default: return 0;\n    }\n}\n\n");
     emit_printf(o, "__device__ void %s_%d_leave(const CdslArgs &a)\n{\n    cdsl_leave(a, %s_%d_consumed);\n}\n\n",
@@ -379,7 +393,7 @@ static void put_plan_rank(Emitter *e, int r)
         emit_printf(&e->out, "__device__ bool plan_%d_%d(const CdslArgs &a)\n{\n", r, t);
         emit_plan_begin_block(e->plan);
         for (; i < s->nops && s->ops[i].tb == t; i++)
-            put_block_op(e, &s->ops[i], r);
+            put_block_op(e, &s->ops[i], i > 0 ? &s->ops[i - 1] : NULL, r);
         emit_line_back(&e->out);
         emit_puts(&e->out, "    return true;\n}\n\n");
     }
@@ -443,7 +457,11 @@ static void put_buffers(Emitter *e)
 {
     if (e->plan) {
         emit_puts(&e->out, "/* ---- The plan's buffers ---- */\n\n"
-                           "enum { B_input = 0, B_output = 1, B_scratch = 2 };\n\n");
+                           "enum { B_input = 0, B_output = 1, B_scratch = 2 };\n");
+        if (e->p->msc_packets) /* the scratch as packets (compiler/plan/mscclpp_map.c) */
+            emit_printf(&e->out, "enum { %s = %d };  /* the plan's packets: %d chunks */\n", e->bufname[e->p->msc_packets],
+                        e->p->msc_packets, e->p->bufs[e->p->msc_packets].nchunks);
+        emit_puts(&e->out, "\n");
         return;
     }
     emit_puts(&e->out, "/* ---- The program's buffers (chunk counts) ---- */\n\nenum {\n");

@@ -42,3 +42,22 @@ void emit_packets_leave(EmitBuf *b, const IrProgram *p)
     if (emit_packets_used(p))
         emit_puts(b, "    case CDSL_STATE_PKT_EPOCH(CDSL_NRANKS): return 1;  // the next launch's packets: the other parity\n");
 }
+
+/* A plan's packet op (IR_MPKT_*), for its thread block: runtime/device/cdsl_packets.cuh's
+   cdsl_tb_msc_* with the packet buffer, the chunks of its upper half when the plan has the
+   double scratch buffer (0 otherwise), and the packets' data chunk. */
+void emit_packets_msc_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname)
+{
+    const char *pb = bufname[p->msc_packets];
+    int half = p->msc_halves == 2 ? p->bufs[p->msc_packets].nchunks / 2 : 0;
+    if (op->kind == IR_MPKT_PUT)
+        emit_printf(b, "    cdsl_tb_msc_put_packets(a, %d, %s, %d, %d, %s, %d, %d);\n", op->peer, pb, half, op->dst.first,
+                    bufname[op->src.buf], op->src.first, op->dst.count);
+    else if (op->kind == IR_MPKT_READ)
+        emit_printf(b, "    CDSL_TRY(cdsl_tb_msc_read_packets(a, %d, %s, %d, %d, %s, %d, %d, %d));\n", op->peer, pb, half,
+                    op->src.first, bufname[op->dst.buf], op->dst.first, op->dst.count, op->loc.line);
+    else
+        emit_printf(b, "    CDSL_TRY(cdsl_tb_msc_reduce_packets(a, %d, %s, %d, %d, %s, %d, %s, %d, %d, %d));\n", op->peer,
+                    pb, half, op->src2.first, bufname[op->src.buf], op->src.first, bufname[op->dst.buf],
+                    op->dst.first, op->dst.count, op->loc.line);
+}

@@ -15,5 +15,7 @@ bool emit_packets_used(const IrProgram *p);
 void emit_packets_prelude(EmitBuf *b, const IrProgram *p);
 void emit_packets_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname, bool after_data);
 void emit_packets_leave(EmitBuf *b, const IrProgram *p);
+/* A plan's packet op (IR_MPKT_*): one cdsl_tb_msc_* call. */
+void emit_packets_msc_op(EmitBuf *b, const IrProgram *p, const IrOp *op, const char *const *bufname);
 
 #endif

@@ -571,6 +571,10 @@ static bool read_format(Msc *m, const json_t *gpus)
         return false;
     }
     m->old = json_object_get(g0, "inputChunks") && !json_object_get(g0, "input_chunks");
+    /* The old format's executor always keeps packets in two halves of the scratch, by the
+       flag's parity (1cc1b827: execution_plan.cc:191, execution_kernel.hpp:290). */
+    if (m->old)
+        m->double_scratch = true;
     if (!m->old && !json_object_get(g0, "input_chunks")) {
         msc_error(m, g0, "gpus[0] has neither \"input_chunks\" (current format) nor \"inputChunks\" (old format)");
         return false;

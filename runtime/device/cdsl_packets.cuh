@@ -97,4 +97,143 @@ __device__ CDSL_OUTLINE bool cdsl_recv_packets(const CdslArgs &a, int p, int pb,
     return !__syncthreads_or(bad);
 }
 
+/* ---- A plan's packets (MSCCL++ LL, docs/mscclpp.md "Packets") -------------------------------
+   As MSCCL++'s executor runs ppkt, cpkt, upkt, rppkt, gstorepkt and the reductions
+   (src/core/include/execution_kernel.hpp): a plan's packets live in its packet buffer `pb` (the
+   scratch, compiler/plan/mscclpp_map.c), data chunk c's at byte 2 * cdsl_at(a, c), i.e. at
+   twice the data's offset, one {4 bytes of data, 4 bytes of flag} word per data word. With the
+   double scratch buffer (`half` > 0: the chunks of one half) a launch whose flag is even uses
+   the upper half (executor.cc:498). The flag is the launch's, CDSL_PKT_FLAG of the packet
+   epoch, which every launch of a program with packets advances (the executor's per-launch
+   counter, executor.cc:516 and :534, starting at 1 as it does).
+   CDSL_MSC_PACKET_BYTES picks the executor's packet type: 16 (LL16Packet, its default,
+   executor.hpp:88) stores {data, flag, data, flag} with one 16-byte store and a read checks
+   both flags; 8 (LL8Packet) one {data, flag} word. Here the 16-byte store is a v2.u64, whose
+   two 8-byte halves each carry their flag and are single-copy atomic in the PTX model. Each
+   thread of the block does packets tid, tid + blockDim.x, ... as the executor's loops do, so a
+   thread reads back the packets it polled itself. */
+
+#ifndef CDSL_MSC_PACKET_BYTES
+#define CDSL_MSC_PACKET_BYTES 16
+#endif
+#if CDSL_MSC_PACKET_BYTES != 16 && CDSL_MSC_PACKET_BYTES != 8
+#error "CDSL_MSC_PACKET_BYTES is 16 (LL16) or 8 (LL8)"
+#endif
+
+enum { CDSL_MSC_WORDS = CDSL_MSC_PACKET_BYTES / 8 }; /* {data, flag} words per packet */
+
+/* Where data chunk c's packets start in rank q's packet buffer pb, this launch. */
+__device__ __forceinline__ u64 *cdsl_msc_packets(const CdslArgs &a, char *base, int half, int c, u32 flag)
+{
+    u64 off = (half && (flag & 1u) == 0 ? cdsl_at(a, half) : 0) + 2 * cdsl_at(a, c);
+    return (u64 *)(base + off);
+}
+
+__device__ __forceinline__ void cdsl_msc_store(u64 *p, const u64 *w)
+{
+#if CDSL_MSC_PACKET_BYTES == 16
+    asm volatile("st.relaxed.sys.global.v2.u64 [%0], {%1, %2};" : : "l"(p), "l"(w[0]), "l"(w[1]) : "memory");
+#else
+    cdsl_st_relaxed_sys(p, w[0]);
+#endif
+}
+
+/* One poll of packet p: its data words into d when every flag is this launch's. */
+__device__ __forceinline__ bool cdsl_msc_load(const u64 *p, u32 flag, u32 *d)
+{
+    u64 w[CDSL_MSC_WORDS];
+#if CDSL_MSC_PACKET_BYTES == 16
+    asm volatile("ld.relaxed.sys.global.v2.u64 {%0, %1}, [%2];" : "=l"(w[0]), "=l"(w[1]) : "l"(p) : "memory");
+#else
+    w[0] = cdsl_ld_relaxed_sys(p);
+#endif
+    for (int k = 0; k < CDSL_MSC_WORDS; k++) {
+        if ((u32)(w[k] >> 32) != flag)
+            return false;
+        d[k] = (u32)w[k];
+    }
+    return true;
+}
+
+/* Polls packet p until it is this launch's, bounded like every wait. False: gave up. */
+__device__ __forceinline__ bool cdsl_msc_poll(const CdslArgs &a, const u64 *p, u32 flag, u32 *d, int from, u32 line)
+{
+    for (u64 polls = 1;; polls++) {
+        if (cdsl_msc_load(p, flag, d))
+            return true;
+        cdsl_spin_pause(polls);
+        if (a.spin_limit && polls >= a.spin_limit) {
+            cdsl_give_up(a, line, CDSL_PKT_COUNTER(from));
+            return false;
+        }
+        if ((polls & 255) == 0 && cdsl_failed(a))
+            return false;
+    }
+}
+
+/* ppkt, cpkt, and the sends of rppkt, gstorepkt and the reductions: chunks [sc, sc + n) of
+   local buffer sb (or, when sb is pb, the data of packets this block polled there) as packets
+   into rank p's packet buffer at data chunk dc. */
+__device__ CDSL_OUTLINE void cdsl_tb_msc_put_packets(const CdslArgs &a, int p, int pb, int half, int dc, int sb, int sc,
+                                                     int n)
+{
+    const u32 flag = CDSL_PKT_FLAG(cdsl_pkt_epoch(a));
+    u64 *dst = cdsl_msc_packets(a, cdsl_rank_buf(a, p, pb), half, dc, flag);
+    const u64 *from = sb == pb ? cdsl_msc_packets(a, a.buf[pb], half, sc, flag) : nullptr;
+    const u32 *src = (const u32 *)(a.buf[sb] + cdsl_at(a, sc));
+    const u64 npkts = cdsl_at(a, n) * 2 / CDSL_MSC_PACKET_BYTES;
+    for (u64 i = threadIdx.x; i < npkts; i += blockDim.x) {
+        u64 w[CDSL_MSC_WORDS];
+        for (int k = 0; k < CDSL_MSC_WORDS; k++) {
+            u64 j = i * CDSL_MSC_WORDS + k;
+            w[k] = (u64)flag << 32 | (from ? (u32)from[j] : src[j]);
+        }
+        cdsl_msc_store(&dst[i * CDSL_MSC_WORDS], w);
+    }
+}
+
+/* upkt, and the poll in place of rppkt and gstorepkt (db == pb): the packets at data chunk sc of
+   this rank's packet buffer, once this launch's, into chunks [dc, dc + n) of db. `from` is the
+   rank whose packets they are (for a give-up's report). False for the whole block on a give-up. */
+__device__ CDSL_OUTLINE bool cdsl_tb_msc_read_packets(const CdslArgs &a, int from, int pb, int half, int sc, int db,
+                                                      int dc, int n, u32 line)
+{
+    const u32 flag = CDSL_PKT_FLAG(cdsl_pkt_epoch(a));
+    const u64 *pkts = cdsl_msc_packets(a, a.buf[pb], half, sc, flag);
+    u32 *dst = db == pb ? nullptr : (u32 *)(a.buf[db] + cdsl_at(a, dc));
+    const u64 npkts = cdsl_at(a, n) * 2 / CDSL_MSC_PACKET_BYTES;
+    int bad = 0;
+    for (u64 i = threadIdx.x; i < npkts && !bad; i += blockDim.x) {
+        u32 d[CDSL_MSC_WORDS];
+        bad = !cdsl_msc_poll(a, &pkts[i * CDSL_MSC_WORDS], flag, d, from, line);
+        for (int k = 0; dst && !bad && k < CDSL_MSC_WORDS; k++)
+            dst[i * CDSL_MSC_WORDS + k] = d[k];
+    }
+    return !__syncthreads_or(bad);
+}
+
+/* The reductions' reads (repkt, respkt, recpkt, recspkt): chunks [dc, dc + n) of db = chunks
+   of xb from xc + the packets at data chunk sc, once this launch's. */
+__device__ CDSL_OUTLINE bool cdsl_tb_msc_reduce_packets(const CdslArgs &a, int from, int pb, int half, int sc, int xb,
+                                                        int xc, int db, int dc, int n, u32 line)
+{
+    const u32 flag = CDSL_PKT_FLAG(cdsl_pkt_epoch(a));
+    const u64 *pkts = cdsl_msc_packets(a, a.buf[pb], half, sc, flag);
+    const u32 *x = (const u32 *)(a.buf[xb] + cdsl_at(a, xc));
+    u32 *dst = (u32 *)(a.buf[db] + cdsl_at(a, dc));
+    const u64 npkts = cdsl_at(a, n) * 2 / CDSL_MSC_PACKET_BYTES;
+    int bad = 0;
+    for (u64 i = threadIdx.x; i < npkts && !bad; i += blockDim.x) {
+        u32 d[CDSL_MSC_WORDS];
+        bad = !cdsl_msc_poll(a, &pkts[i * CDSL_MSC_WORDS], flag, d, from, line);
+        for (int k = 0; !bad && k < CDSL_MSC_WORDS; k++) {
+            CdslAcc s;
+            cdsl_acc_first(s, x[i * CDSL_MSC_WORDS + k]);
+            cdsl_acc_add(s, d[k]);
+            dst[i * CDSL_MSC_WORDS + k] = cdsl_acc_word(s);
+        }
+    }
+    return !__syncthreads_or(bad);
+}
+
 #endif /* CDSL_PACKETS_CUH */
