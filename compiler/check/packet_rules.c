@@ -22,6 +22,7 @@
 #include "check_text.h"
 #include "happens_before.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* The same statement fails for every rank and iteration: say it once per place. */
@@ -103,7 +104,72 @@ static void report_reuse(CheckResult *r, Diag *d, int from, int to, int i)
  * scratch buffer (executor.cc:498) launch k+1 writes the other half, and only launch k+2 comes
  * back: the rule is cdsl's own for its slots above (something of the reader happens before the
  * writer's end). Without it every read of the writer's packets must happen before the writer's
- * end, so that its next launch writes them after they were read. */
+ * end, so that its next launch writes them after they were read. Either way a write that comes
+ * after its reader began the launch (writes_heard) is safe: next launch it comes after the
+ * reader began that one, so after this launch's read. */
+
+/* Which plan packet writes come after their reader began the launch: heard[w][i] for rank w's
+   IR_MPKT_PUT i, when some event of the reader rank reaches it (EXEC). Then the write of the
+   next launch comes after the reader began that launch, so after it ended this one and read
+   these packets. Ranks heard from are a bitset per unit, carried along the schedule: a signal
+   keeps a copy, its wait joins it, a barrier's members join theirs; switch rounds carry nothing
+   here, which can only make the rule stricter. */
+static bool **writes_heard(CheckResult *r)
+{
+    const IrProgram *p = r->p;
+    const HbFacts *f = &r->hb;
+    Arena *a = p->arena;
+    size_t words = ((size_t)p->nranks + 63) / 64;
+    uint64_t *know = ARENA_ARRAY(a, uint64_t, (size_t)f->nunits * words);
+    uint64_t ***sig = ARENA_ARRAY(a, uint64_t **, (size_t)p->nranks);
+    bool **heard = ARENA_ARRAY(a, bool *, (size_t)p->nranks);
+    memset(know, 0, (size_t)f->nunits * words * sizeof *know);
+    for (int q = 0; q < p->nranks; q++) {
+        sig[q] = ARENA_ARRAY(a, uint64_t *, (size_t)p->ranks[q].nops + 1);
+        memset(sig[q], 0, ((size_t)p->ranks[q].nops + 1) * sizeof *sig[q]);
+        heard[q] = ARENA_ARRAY(a, bool, (size_t)p->ranks[q].nops + 1);
+        memset(heard[q], 0, (size_t)p->ranks[q].nops + 1);
+        for (int u = f->rank_unit[q]; u < f->rank_unit[q + 1]; u++)
+            know[(size_t)u * words + (size_t)q / 64] |= 1ull << (q % 64);
+    }
+    for (size_t k = 0; k < r->run.nsched; k++) {
+        HbEv e = r->run.sched[k];
+        if (e.idx < 0 || e.idx >= p->ranks[e.rank].nops)
+            continue;
+        const IrOp *op = &p->ranks[e.rank].ops[e.idx];
+        uint64_t *mine = &know[(size_t)hb_unit(f, e.rank, e.idx) * words];
+        int j = f->partner[e.rank][e.idx];
+        if (ir_is_barrier(op->kind)) { /* the meeting's uses come one after another (sync_schedule.c) */
+            size_t end = k;
+            uint64_t *all = ARENA_ARRAY(a, uint64_t, words);
+            memset(all, 0, words * sizeof *all);
+            for (; end < r->run.nsched; end++) {
+                HbEv m = r->run.sched[end];
+                if (m.idx < 0 || m.idx >= p->ranks[m.rank].nops || m.rank != e.rank ||
+                    !ir_is_barrier(p->ranks[m.rank].ops[m.idx].kind) || f->partner[m.rank][m.idx] != j ||
+                    f->ordinal[m.rank][m.idx] != f->ordinal[e.rank][e.idx])
+                    break;
+                for (size_t w = 0; w < words; w++)
+                    all[w] |= know[(size_t)hb_unit(f, m.rank, m.idx) * words + w];
+            }
+            for (size_t m = k; m < end; m++)
+                memcpy(&know[(size_t)hb_unit(f, r->run.sched[m].rank, r->run.sched[m].idx) * words], all,
+                       words * sizeof *all);
+            k = end - 1;
+            continue;
+        }
+        if (ir_is_wait(op->kind) && j >= 0 && sig[op->peer][j])
+            for (size_t w = 0; w < words; w++)
+                mine[w] |= sig[op->peer][j][w];
+        if (op->kind == IR_MPKT_PUT && op->peer >= 0)
+            heard[e.rank][e.idx] = (mine[op->peer / 64] >> (op->peer % 64)) & 1;
+        if (ir_is_signal(op->kind) && j >= 0) {
+            sig[e.rank][e.idx] = ARENA_ARRAY(a, uint64_t, words);
+            memcpy(sig[e.rank][e.idx], mine, words * sizeof *mine);
+        }
+    }
+    return heard;
+}
 
 /* Does the writer's end know op ri of rank `reader` (EXEC, relaxed edges included)? */
 static bool end_knows(CheckResult *r, int writer, int reader, int ri)
@@ -141,6 +207,7 @@ static void plan_packets_check(CheckResult *r, Diag *d)
     if (!p->msc_packets)
         return;
     bool halves = p->msc_halves == 2;
+    bool **heard = writes_heard(r);
     Loc at[HB_MAX_REPORTS];
     int reported = 0;
     bool *seen = ARENA_ARRAY(p->arena, bool, (size_t)p->nranks);
@@ -150,10 +217,10 @@ static void plan_packets_check(CheckResult *r, Diag *d)
         for (int i = 0; i < s->nops && reported < HB_MAX_REPORTS; i++) {
             const IrOp *op = &s->ops[i];
             int ri = r->hb.partner[w][i], reader = op->peer;
-            /* the rank's own packets are read before its own end; a pair once with halves */
-            if (op->kind != IR_MPKT_PUT || ri < 0 || reader == w || (halves && seen[reader]))
+            /* the rank's own packets are read before its own end */
+            if (op->kind != IR_MPKT_PUT || ri < 0 || reader == w || heard[w][i] || (halves && seen[reader]))
                 continue;
-            seen[reader] = true;
+            seen[reader] = halves;
             bool ok = halves ? reader_caught_up(r, w, reader) : end_knows(r, w, reader, ri);
             if (!ok && first_at(at, &reported, op->loc))
                 report_plan_reuse(r, d, w, i, reader, ri, halves);

@@ -636,6 +636,12 @@ static bool no_packets(Export *x)
     for (int r = 0; r < x->p->nranks; r++)
         for (int i = 0; i < x->p->ranks[r].nops; i++) {
             const IrOp *op = &x->p->ranks[r].ops[i];
+            if (ir_is_msc_packet(op->kind)) { /* an imported plan's: its pieces are pairings, not plan ops */
+                diag_error(x->d, op->loc, "an imported plan's packet ops are not written back to a plan: cdsl "
+                           "keeps them as pairs of a write and a read, not as the plan's ops (docs/mscclpp.md, "
+                           "\"Packets\")");
+                return false;
+            }
             if (!ir_is_packet(op->kind))
                 continue;
             diag_error(x->d, op->loc, "%s is not written to MSCCL++ plans: their packet operations name scratch "
