@@ -533,6 +533,7 @@ static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
     if (!dbl && json_object_get(root, "use_double_scratch_buffer"))
         return false;
     m->double_scratch = json_is_true(dbl);
+    m->ll = !strcmp(json_string_value(proto), "LL");
     const json_t *reuse = msc_field(m, root, "reuse_resources", JSON_TRUE, false, "the plan");
     if (json_is_true(reuse)) {
         msc_error(m, reuse, "not supported: reuse_resources: where the executor puts scratch chunks then depends on "

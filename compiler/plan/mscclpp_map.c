@@ -370,9 +370,10 @@ static void map_switch_data(Map *x)
 
 /* ---- Packets (docs/mscclpp.md, "Packets") ---------------------------------------------------- */
 
-/* The plan's packet buffer (IrBuf.packets), made at the first packet op: the scratch's chunks
-   as packets, twice the bytes (data and flag words), and twice again with the double scratch
-   buffer, whose halves the launch's flag parity picks. */
+/* The plan's packet buffer (IrProgram.msc_packets), made at the first packet op: the scratch
+   the executor allocates, seen as packets: twice the scratch chunks with protocol LL (data and
+   flag words, execution_plan.cc:206), and twice again with the double scratch buffer, whose
+   halves the launch's flag parity picks (:212). */
 static int packet_buf(Map *x)
 {
     Msc *m = x->m;
@@ -384,7 +385,7 @@ static int packet_buf(Map *x)
         return -1;
     }
     p->msc_halves = m->double_scratch ? 2 : 1;
-    p->bufs[p->nbufs] = (IrBuf){"packets", p->bufs[2].nchunks * 2 * p->msc_halves, p->loc, true};
+    p->bufs[p->nbufs] = (IrBuf){"packets", p->bufs[2].nchunks * (m->ll ? 2 : 1) * p->msc_halves, p->loc, true};
     p->msc_packets = p->nbufs;
     return m->pkt_buf = p->nbufs++;
 }
@@ -394,12 +395,18 @@ static int packet_buf(Map *x)
 static IrRange packets_at(Map *x, const MscOperand *o, long long size)
 {
     if (o->type != 's') {
-        fail(x, o->at, arena_printf(x->m->a, "a %s keeps packets in the scratch buffer (s), and this operand is the "
-                                    "%s", x->op->name, buf_word(o->type)));
+        fail(x, o->at, arena_printf(x->m->a, "this %s keeps packets in the scratch buffer (s), and this operand is "
+                                    "the %s", x->op->name, buf_word(o->type)));
         return (IrRange){-1, 0, 0};
     }
     IrRange r = range(x, o, size);
-    int b = packet_buf(x);
+    int b = packet_buf(x), plain = x->m->p->bufs[2].nchunks;
+    if (!x->m->ll && r.buf >= 0 && 2LL * (r.first + r.count) > plain)
+        fail(x, o->at, arena_printf(x->m->a, "packets past the end of the scratch: the plan's protocol is not \"LL\", so "
+                                    "the executor sizes the scratch for plain data (execution_plan.cc:206), and these "
+                                    "packets, at twice their offset, reach %lld chunks into a scratch of %d",
+                                    (2LL * (r.first + r.count) + x->m->scale - 1) / x->m->scale,
+                                    plain / x->m->scale));
     r.buf = b;
     return r;
 }

@@ -109,6 +109,7 @@ typedef struct Msc {
     bool inplace;
     int scale;         /* IR chunks per plan chunk: the lcm of thread-block-group sizes */
     bool double_scratch; /* use_double_scratch_buffer: packets alternate two scratch halves */
+    bool ll;           /* protocol "LL": the executor sizes the scratch for packets (2 bytes a byte) */
     int pkt_buf;       /* the IR buffer of the plan's packets (IrBuf.packets), -1 none yet */
     int sw_barrier;    /* the switch channel (group index) gsignal/gwait use; -1 none yet */
     int *sw_unit;      /* [n]: the thread block of each rank that uses it, -1 none */
