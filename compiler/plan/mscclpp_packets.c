@@ -3,10 +3,10 @@
  *
  * A packet (LL) op of a plan writes packets at a place of some rank's scratch, each packet
  * carrying the launch's flag, and a read polls a place of its own rank's scratch until the
- * flags there are this launch's (docs/mscclpp.md, "Packets"). Nothing counts them: a read takes
+ * flags there are this launch's (docs/mscclpp.md §3.8). Nothing counts them: a read takes
  * whatever write of this launch put packets at its address. mscclpp_map.c has made every
  * write an IR_MPKT_PUT and every read an IR_MPKT_READ or IR_MPKT_REDUCE on the plan's packet
- * buffer; this pass finds, chunk by chunk, the one write of each read, and splits both into
+ * buffer; this pass finds the one write of each chunk a read polls, and splits both into
  * pieces, one per (write, read) pair, that share an id (IrOp.match). The checker then treats
  * each piece pair as a relaxed signal and its wait (happens_before.c), which is what a flagged
  * packet is: its own data is visible with its flag, nothing else is.
@@ -14,17 +14,24 @@
  * What cannot be paired is an error here, at the op: a place that gets packets twice in one
  * launch (both carry the flag; which one a read sees depends on timing), a read of a place that
  * no write of the launch fills (it polls forever), and scratch that is plain data and packets
- * at once (the executor lays packet i over bytes 2i and 2i+1 of chunk size, where plain chunks
- * 2i and 2i+1 are).
+ * at once (the executor lays packet chunk c over plain chunks 2c and 2c + 1).
+ *
+ * Places are kept as sorted intervals, so time and memory follow the number of ops, not the
+ * size of the scratch.
  */
 #include "mscclpp_packets.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+typedef struct Span {   /* packets [first, first + count) on rank `at`, of op (rank, idx) */
+    int at, first, count;
+    int rank, idx;
+} Span;
 
 typedef struct Piece {
     int w, wi;        /* the write: rank, op index */
-    int r, ri;        /* the read */
-    int first, count; /* packet chunks on rank r */
+    int first, count; /* its packet chunks read here */
     int id;
     int next_w;       /* the write's next piece, -1 */
 } Piece;
@@ -32,11 +39,11 @@ typedef struct Piece {
 typedef struct Pairing {
     Msc *m;
     IrProgram *p;
-    int buf, nchunks;  /* the packet buffer and its data chunks */
-    int **wrank, **widx; /* [rank][chunk]: the write of each packet chunk, lazily made */
+    Span *writes;      /* every write, by (at, first) */
+    int nwrites;
     Piece *pieces;
     int npieces, cap;
-    int **head, **rfirst, **rcount; /* [rank][op]: a write's first piece; a read's pieces */
+    int **head, **tail, **rfirst, **rcount; /* [rank][op]: a write's pieces; a read's */
     int *ids;          /* [w * n + r]: the next id of the pair */
 } Pairing;
 
@@ -45,55 +52,102 @@ static const IrRange *slot_of(const IrOp *op)
     return op->kind == IR_MPKT_REDUCE ? &op->src2 : op->kind == IR_MPKT_READ ? &op->src : &op->dst;
 }
 
-static const char *where(const Pairing *x, const IrOp *op)
+static const char *where(const IrOp *op)
 {
-    return arena_printf(x->m->a, "%s", op->ctx ? op->ctx : "");
+    return op->ctx ? op->ctx : "";
 }
 
-/* Every write's chunks, each chunk once. */
-static bool note_writes(Pairing *x)
+static int by_place(const void *a, const void *b)
+{
+    const Span *x = a, *y = b;
+    if (x->at != y->at)
+        return x->at < y->at ? -1 : 1;
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->rank != y->rank ? (x->rank < y->rank ? -1 : 1) : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The packet places of the plan's ops: writes only, or every packet op. Sorted by place. */
+static Span *spans(Pairing *x, bool writes_only, int *n)
+{
+    size_t count = 0;
+    for (int r = 0; r < x->m->n; r++)
+        for (int i = 0; i < x->p->ranks[r].nops; i++)
+            count += ir_is_msc_packet(x->p->ranks[r].ops[i].kind) &&
+                     (!writes_only || x->p->ranks[r].ops[i].kind == IR_MPKT_PUT);
+    Span *s = ARENA_ARRAY(x->m->a, Span, count + 1);
+    *n = 0;
+    for (int r = 0; r < x->m->n; r++)
+        for (int i = 0; i < x->p->ranks[r].nops; i++) {
+            const IrOp *op = &x->p->ranks[r].ops[i];
+            if (!ir_is_msc_packet(op->kind) || (writes_only && op->kind != IR_MPKT_PUT))
+                continue;
+            const IrRange *at = slot_of(op);
+            s[(*n)++] = (Span){op->kind == IR_MPKT_PUT ? op->peer : r, at->first, at->count, r, i};
+        }
+    qsort(s, (size_t)*n, sizeof *s, by_place);
+    return s;
+}
+
+static const IrOp *op_of(const Pairing *x, const Span *s)
+{
+    return &x->p->ranks[s->rank].ops[s->idx];
+}
+
+/* No place is written twice: neighbours in place order do not overlap. */
+static bool writes_apart(Pairing *x)
 {
     Msc *m = x->m;
-    for (int w = 0; w < m->n; w++)
-        for (int i = 0; i < x->p->ranks[w].nops; i++) {
-            const IrOp *op = &x->p->ranks[w].ops[i];
-            if (op->kind != IR_MPKT_PUT)
-                continue;
-            int d = op->peer;
-            if (!x->wrank[d]) {
-                x->wrank[d] = ARENA_ARRAY(m->a, int, (size_t)x->nchunks);
-                x->widx[d] = ARENA_ARRAY(m->a, int, (size_t)x->nchunks);
-                memset(x->wrank[d], 0xff, (size_t)x->nchunks * sizeof(int));
-            }
-            for (int c = op->dst.first; c < op->dst.first + op->dst.count; c++) {
-                if (x->wrank[d][c] < 0) {
-                    x->wrank[d][c] = w, x->widx[d][c] = i;
-                    continue;
-                }
-                const IrOp *before = &x->p->ranks[x->wrank[d][c]].ops[x->widx[d][c]];
-                diag_error(m->d, op->loc, "packet slot written twice in one launch: gpu %d (%s) writes packets into "
-                           "scratch chunk %d of gpu %d, which gpu %d (%s) also writes; both carry the launch's flag, "
-                           "so which one a read there takes depends on timing", w, where(x, op), c / m->scale, d,
-                           x->wrank[d][c], where(x, before));
-                diag_note(m->d, before->loc, "the other write of those packets is here");
-                return false;
-            }
-        }
+    x->writes = spans(x, true, &x->nwrites);
+    for (int k = 1; k < x->nwrites; k++) {
+        const Span *a = &x->writes[k - 1], *b = &x->writes[k];
+        if (a->at != b->at || a->first + a->count <= b->first)
+            continue;
+        const IrOp *later = op_of(x, b), *before = op_of(x, a);
+        diag_error(m->d, later->loc, "packet slot written twice in one launch: gpu %d (%s) writes packets into "
+                   "scratch chunk %d of gpu %d, which gpu %d (%s) also writes; both carry the launch's flag, so "
+                   "which one a read there takes depends on timing", b->rank, where(later), b->first / m->scale,
+                   b->at, a->rank, where(before));
+        diag_note(m->d, before->loc, "the other write of those packets is here");
+        return false;
+    }
     return true;
 }
 
-static int add_piece(Pairing *x, Piece pc)
+/* The first write on rank `at` that ends after chunk c (writes are disjoint, so sorted by end
+   too), or nwrites. */
+static int write_after(const Pairing *x, int at, int c)
+{
+    int lo = 0, hi = x->nwrites;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        const Span *s = &x->writes[mid];
+        if (s->at < at || (s->at == at && s->first + s->count <= c))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void add_piece(Pairing *x, Piece pc, int r)
 {
     if (x->npieces == x->cap) {
         int cap = x->cap ? 2 * x->cap : 64;
         x->pieces = arena_grow(x->m->a, x->pieces, (size_t)x->cap, (size_t)cap, sizeof(Piece));
         x->cap = cap;
     }
-    int *id = &x->ids[(size_t)pc.w * (size_t)x->m->n + (size_t)pc.r];
+    int *id = &x->ids[(size_t)pc.w * (size_t)x->m->n + (size_t)r];
     pc.id = (*id)++;
     pc.next_w = -1;
-    x->pieces[x->npieces] = pc;
-    return x->npieces++;
+    int k = x->npieces++;
+    x->pieces[k] = pc;
+    int *tail = &x->tail[pc.w][pc.wi];
+    if (*tail >= 0)
+        x->pieces[*tail].next_w = k;
+    else
+        x->head[pc.w][pc.wi] = k;
+    *tail = k;
 }
 
 /* A read's pieces: its chunks split where the write that filled them changes. */
@@ -103,67 +157,72 @@ static bool pair_read(Pairing *x, int r, int i)
     const IrOp *op = &x->p->ranks[r].ops[i];
     IrRange at = *slot_of(op);
     x->rfirst[r][i] = x->npieces;
-    for (int c = at.first; c < at.first + at.count;) {
-        if (!x->wrank[r] || x->wrank[r][c] < 0) {
+    for (int c = at.first, k = write_after(x, r, at.first); c < at.first + at.count; k++) {
+        const Span *w = k < x->nwrites ? &x->writes[k] : NULL;
+        if (!w || w->at != r || w->first > c) {
             diag_error(m->d, op->loc, "packet read that no packet write feeds: gpu %d (%s) polls scratch chunk %d for "
                        "packets of this launch, but no op of the plan writes packets there, so it waits forever", r,
-                       where(x, op), c / m->scale);
+                       where(op), c / m->scale);
             return false;
         }
-        int w = x->wrank[r][c], wi = x->widx[r][c], end = c + 1;
-        while (end < at.first + at.count && x->wrank[r][end] == w && x->widx[r][end] == wi)
-            end++;
-        int k = add_piece(x, (Piece){w, wi, r, i, c, end - c, 0, -1});
-        /* the write's pieces in the order of its chunks' readers: append */
-        int *link = &x->head[w][wi];
-        while (*link >= 0)
-            link = &x->pieces[*link].next_w;
-        *link = k;
+        int end = w->first + w->count < at.first + at.count ? w->first + w->count : at.first + at.count;
+        add_piece(x, (Piece){w->rank, w->idx, c, end - c, 0, -1}, r);
         c = end;
     }
     x->rcount[r][i] = x->npieces - x->rfirst[r][i];
     return true;
 }
 
-/* Plain scratch chunks j sit on bytes [j, j+1) of chunk size, packet chunk i on [2i, 2i+2). */
+/* Plain scratch chunk j sits on bytes [j, j+1) of chunk size, packet chunk c on [2c, 2c+2):
+   no plain access of a rank's scratch may meet its packets. The packet places, merged per rank,
+   are searched for each plain access. */
 static bool plain_apart(Pairing *x)
 {
     Msc *m = x->m;
+    int n;
+    Span *s = spans(x, false, &n), *u = ARENA_ARRAY(m->a, Span, (size_t)n + 1);
+    int nu = 0;
+    for (int k = 0; k < n; k++) {
+        if (nu && u[nu - 1].at == s[k].at && s[k].first <= u[nu - 1].first + u[nu - 1].count) {
+            int end = s[k].first + s[k].count;
+            if (end > u[nu - 1].first + u[nu - 1].count)
+                u[nu - 1].count = end - u[nu - 1].first;
+        } else {
+            u[nu++] = s[k];
+        }
+    }
     for (int r = 0; r < m->n; r++) {
-        const IrSeq *s = &x->p->ranks[r];
-        unsigned char *as_pkt = ARENA_ARRAY(m->a, unsigned char, (size_t)x->nchunks * 2 + 1);
-        memset(as_pkt, 0, (size_t)x->nchunks * 2 + 1);
-        for (int q = 0; q < m->n; q++)
-            for (int i = 0; i < x->p->ranks[q].nops; i++) {
-                const IrOp *op = &x->p->ranks[q].ops[i];
-                if (!ir_is_msc_packet(op->kind) || (op->kind == IR_MPKT_PUT ? op->peer : q) != r)
-                    continue;
-                const IrRange *at = slot_of(op);
-                memset(as_pkt + 2 * at->first, 1, 2 * (size_t)at->count);
-            }
-        for (int i = 0; i < s->nops; i++) {
-            IrEffects fx = ir_effects(&s->ops[i]);
+        const IrSeq *seq = &x->p->ranks[r];
+        for (int i = 0; i < seq->nops; i++) {
+            IrEffects fx = ir_effects(&seq->ops[i]);
             for (int k = 0; k < fx.n; k++) {
                 const IrAccess *a = &fx.acc[k];
-                int owner = ir_access_rank(a, &s->ops[i], r);
-                if (a->range.buf != 2 || owner != r)
+                if (a->range.buf != 2 || ir_access_rank(a, &seq->ops[i], r) != r)
                     continue;
-                for (int c = a->range.first; c < a->range.first + a->range.count && c < 2 * x->nchunks; c++)
-                    if (as_pkt[c]) {
-                        diag_error(m->d, s->ops[i].loc, "scratch used as plain data and as packets at once: gpu %d's "
-                                   "scratch chunk %d (%s) is plain data here, and the executor lays the packets of "
-                                   "scratch chunk %d over the same bytes, so data words read as flags and flags as "
-                                   "data", r, c / m->scale,
-                                   where(x, &s->ops[i]), c / 2 / m->scale);
-                        return false;
-                    }
+                /* the packets that meet plain chunks [lo, hi): chunks c with 2c + 2 > lo, 2c < hi */
+                int lo = a->range.first, hi = a->range.first + a->range.count, l = 0, h = nu;
+                while (l < h) { /* the first merged place on r ending after chunk lo / 2 */
+                    int mid = l + (h - l) / 2;
+                    if (u[mid].at < r || (u[mid].at == r && 2 * (u[mid].first + u[mid].count) <= lo))
+                        l = mid + 1;
+                    else
+                        h = mid;
+                }
+                if (l == nu || u[l].at != r || 2 * u[l].first >= hi)
+                    continue;
+                int c = 2 * u[l].first > lo ? 2 * u[l].first : lo;
+                diag_error(m->d, seq->ops[i].loc, "scratch used as plain data and as packets at once: gpu %d's "
+                           "scratch chunk %d (%s) is plain data here, and the executor lays the packets of scratch "
+                           "chunk %d over the same bytes, so data words read as flags and flags as data", r,
+                           c / m->scale, where(&seq->ops[i]), c / 2 / m->scale);
+                return false;
             }
         }
     }
     return true;
 }
 
-/* A piece of op, its packets `pc` and everything else moved along by the same offset. */
+/* A piece of op: its packets `pc` and everything else moved along by the same offset. */
 static IrOp piece_of(const IrOp *op, const Piece *pc, int peer)
 {
     IrOp o = *op;
@@ -204,27 +263,32 @@ static void rebuild(Pairing *x, int r)
     }
 }
 
+static int *ops_array(Arena *a, int nops, int fill)
+{
+    int *v = ARENA_ARRAY(a, int, (size_t)nops + 1);
+    memset(v, fill, ((size_t)nops + 1) * sizeof(int));
+    return v;
+}
+
 bool msc_packets_pair(Msc *m)
 {
     if (m->pkt_buf < 0)
         return true;
     IrProgram *p = m->p;
-    Pairing x = {m, p, m->pkt_buf, p->bufs[m->pkt_buf].nchunks / (2 * p->msc_halves), NULL, NULL,
-                 NULL, 0, 0, NULL, NULL, NULL, NULL};
-    x.wrank = ARENA_ARRAY(m->a, int *, (size_t)m->n);
-    x.widx = ARENA_ARRAY(m->a, int *, (size_t)m->n);
+    Pairing x = {m, p, NULL, 0, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL};
     x.head = ARENA_ARRAY(m->a, int *, (size_t)m->n);
+    x.tail = ARENA_ARRAY(m->a, int *, (size_t)m->n);
     x.rfirst = ARENA_ARRAY(m->a, int *, (size_t)m->n);
     x.rcount = ARENA_ARRAY(m->a, int *, (size_t)m->n);
-    x.ids = ARENA_ARRAY(m->a, int, (size_t)m->n * (size_t)m->n);
+    x.ids = ops_array(m->a, m->n * m->n, 0); /* n <= IR_MAX_RANKS, so n * n fits an int */
     for (int r = 0; r < m->n; r++) {
-        size_t nops = (size_t)p->ranks[r].nops + 1;
-        x.head[r] = ARENA_ARRAY(m->a, int, nops);
-        memset(x.head[r], 0xff, nops * sizeof(int));
-        x.rfirst[r] = ARENA_ARRAY(m->a, int, nops);
-        x.rcount[r] = ARENA_ARRAY(m->a, int, nops);
+        int nops = p->ranks[r].nops;
+        x.head[r] = ops_array(m->a, nops, 0xff);
+        x.tail[r] = ops_array(m->a, nops, 0xff);
+        x.rfirst[r] = ops_array(m->a, nops, 0);
+        x.rcount[r] = ops_array(m->a, nops, 0);
     }
-    if (!plain_apart(&x) || !note_writes(&x))
+    if (!plain_apart(&x) || !writes_apart(&x))
         return false;
     for (int r = 0; r < m->n; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
