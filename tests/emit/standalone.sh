@@ -15,7 +15,9 @@ cases=("stdlib/allgather_mesh.cdsl -n 4 --backend p2p"
        "stdlib/allreduce_nvls.cdsl -n 2 --backend p2p --dtype f16"
        "stdlib/allreduce_twoshot.cdsl -n 8 --backend p2p --dtype s32"
        "$plan --backend p2p"
-       "$plan --backend nvls")
+       "$plan --backend nvls"
+       "tests/mscclpp/packet_allreduce_cu.json --backend p2p"
+       "tests/mscclpp/packet_allreduce_cu.json --backend nvls --dtype bf16")
 # Lines only the library has: if one is in the short program, the library was pasted.
 library_lines=("#ifndef CDSL_DEVICE_CUH" "bool cdsl_spin(" "typedef struct CdslArgs {")
 have_nvcc=1
@@ -55,6 +57,16 @@ if [ -n "$have_nvcc" ]; then
         pass "nvcc compiles the short program with -I for the headers"
     else
         fail "nvcc compiles the short program with -I for the headers" "$(grep -m3 error "$tmp/nvcc.log")"
+    fi
+fi
+# A plan's packets as LL8 too (runtime/device/cdsl_packets.cuh: CDSL_MSC_PACKET_BYTES); the loop
+# compiled the default, LL16.
+if [ -n "$have_nvcc" ]; then
+    if timeout 300 "$NVCC" -cubin -arch=sm_90 -std=c++17 -DCDSL_MSC_PACKET_BYTES=8 -o "$tmp/ll8.cubin" \
+            "$tmp/$((${#cases[@]} - 1)).s.cu" >"$tmp/nvcc.log" 2>&1 && [ -s "$tmp/ll8.cubin" ]; then
+        pass "nvcc compiles a plan's packets as LL8"
+    else
+        fail "nvcc compiles a plan's packets as LL8" "$(grep -m3 error "$tmp/nvcc.log")"
     fi
 fi
 out=$("$CDSLC" stdlib/allgather_mesh.cdsl -n 2 --emit-ptx --standalone 2>&1); rc=$?
