@@ -456,10 +456,13 @@ static void emit_port(Eval *ev, const Stmt *s, const IrOpInfo *in, IrOp op)
     }
     if (in->sync == SYNC_WAIT)
         port_wait(ev->ir, ev->rank, issue, op.peer, 0);
-    else
+    else {
+        IrOp put = op;
+        put.kind = IR_PUT;
+        put.chan = 0;
         port_request(ev->ir, &ev->proxies, issue, op.peer, 0,
-                     in->dst.on != ON_NONE ? PORT_PUT : in->sync == SYNC_SIGNAL ? PORT_SIGNAL : PORT_FLUSH, op.dst,
-                     op.src);
+                     in->dst.on != ON_NONE ? PORT_PUT : in->sync == SYNC_SIGNAL ? PORT_SIGNAL : PORT_FLUSH, &put);
+    }
 }
 
 static IrOp new_op(IrKind k)

@@ -41,8 +41,7 @@ static IrOp sync_op(IrOp issue, IrKind kind, int peer, int chan)
     return o;
 }
 
-void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, IrRange dst,
-                  IrRange src)
+void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, const IrOp *put)
 {
     int k = proxy_of(p, pp, issue.tb, peer, pair), me = pp->rank;
     IrSeq *proxy = &pp->v[k].ops;
@@ -54,10 +53,11 @@ void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair,
     ir_append(p, me, sync_op(issue, IR_SIGNAL, me, 2 * k));
     seq_append(p->arena, proxy, sync_op(served, IR_WAIT, me, 2 * k));
     if (work & PORT_PUT) {
-        IrOp put = sync_op(served, IR_PUT, peer, 0);
-        put.dst = dst;
-        put.src = src;
-        seq_append(p->arena, proxy, put);
+        IrOp o = sync_op(served, put->kind, put->peer, put->chan);
+        o.dst = put->dst;
+        o.src = put->src;
+        o.match = put->match;
+        seq_append(p->arena, proxy, o);
     }
     if (work & PORT_SIGNAL)
         seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, peer, IR_PORT_CHAN + pair));

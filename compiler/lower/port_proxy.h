@@ -49,10 +49,10 @@ typedef struct PortProxies {
    thread, loc, ctx); pair is the channel's ordinal among the rank's port channels to peer. */
 typedef enum PortWork { PORT_PUT = 1, PORT_SIGNAL = 2, PORT_FLUSH = 4 } PortWork;
 
-/* put (work PORT_PUT, with dst on peer and src local), signal, flush, or their fusions
-   (MSCCL++'s pws = PORT_PUT | PORT_SIGNAL, pwsf = all three). */
-void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, IrRange dst,
-                  IrRange src);
+/* put (work PORT_PUT: the proxy does `put`, an IR_PUT, or an IR_MPKT_PUT of packets, with its
+   kind, ranges, peer and match), signal, flush, or their fusions (MSCCL++'s pws = PORT_PUT |
+   PORT_SIGNAL, pwsf = all three). */
+void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, const IrOp *put);
 /* wait(): the block's wait on the channel's semaphore. */
 void port_wait(IrProgram *p, int rank, IrOp issue, int peer, int pair);
 /* After the rank's blocks: its proxies as units, and p->ntbs[rank] counting them. */

@@ -629,7 +629,7 @@ static void map_port_put(Map *x, unsigned work)
                          range(x, &op->src[i], op->dst[i].size));
         rule3(x, &o, op->dst[i].at);
         if (!x->failed)
-            port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, work, o.dst, o.src);
+            port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, work, &o);
     }
     no_extra(x, op->nsrc, op->ndst, true);
 }
@@ -653,14 +653,47 @@ static void map_port_sync(Map *x)
             port_wait(x->m->p, x->m->rank, port_issue(x, j), c->peer, c->pair);
         else
             port_request(x->m->p, &x->m->proxies, port_issue(x, j), c->peer, c->pair, signal ? PORT_SIGNAL : PORT_FLUSH,
-                         (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+                         NULL);
+    }
+}
+
+/* rppkt on port channels (execution_kernel.hpp:311-329): the block polls its packets until
+   they are this launch's, then thread i asks channel i's proxy to copy them, flags and all, to
+   destination i: to the checker a packet put of the proxy, paired by address as any other. */
+static void map_port_rppkt(Map *x)
+{
+    const MscOp *op = x->op;
+    if (!need(x, op->nsrc, 1, true) || !need(x, op->ndst, 1, false) || !is(x, &op->src[0], MSC_LOCAL) ||
+        !no_extra(x, op->nsrc, 1, true))
+        return;
+    if (op->nchans < op->ndst) {
+        fail(x, op->at, arena_printf(x->m->a, "a port rppkt sends destination i through channel i, and it names %d "
+                                     "channel%s for %d destinations", op->nchans, op->nchans == 1 ? "" : "s", op->ndst));
+        return;
+    }
+    long long size = op->src[0].size;
+    IrRange at = packets_at(x, &op->src[0], size);
+    poll_packets(x, at);
+    emit(x, data_op(x, IR_NOP, -1, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0})); /* its __syncthreads (:318) */
+    for (int i = 0; i < op->ndst && !x->failed; i++) {
+        MscChannel *c = &x->m->gpu[x->m->rank].ch[MSC_PORT][op->chans[i]];
+        if (!is(x, &op->dst[i], MSC_REMOTE))
+            return;
+        IrOp put = packet_op(x, IR_MPKT_PUT, c->peer, packets_at(x, &op->dst[i], size), at);
+        if (!x->failed)
+            port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, PORT_PUT, &put);
     }
 }
 
 static void map_port(Map *x)
 {
     const char *k = x->op->kind;
-    if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf"))
+    if (!strcmp(k, "rppkt"))
+        map_port_rppkt(x);
+    else if (!strcmp(k, "ppkt"))
+        refuse(x, "on a port channel a ppkt copies a source that is already in packet format, flags included "
+                  "(execution_kernel.hpp:276-289), which cdsl does not model; MSCCL++'s DSL writes rppkt there");
+    else if (!strcmp(k, "put") || !strcmp(k, "pws") || !strcmp(k, "pwsf"))
         map_port_put(x, PORT_PUT | (strcmp(k, "put") ? PORT_SIGNAL : 0) | (!strcmp(k, "pwsf") ? PORT_FLUSH : 0));
     else if (!strcmp(k, "signal") || !strcmp(k, "wait") || !strcmp(k, "flush"))
         map_port_sync(x);
