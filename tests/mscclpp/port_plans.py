@@ -2,8 +2,9 @@
 # python3 tests/mscclpp/port_plans.py tests/mscclpp). Two ranks, one port channel each way, an entry
 # handshake (signal, wait), then one pattern each: pwsf then reuse of its source (safe), pws then
 # reuse (a race: the proxy may still read it), a signal issued before the put it should cover (an
-# exit race), put + flush with the destination named + reuse (safe), and the same with a flush
-# without dst_buff, which the executor runs as a flush of no channel (a race).
+# exit race), put + flush with the destination named + reuse (safe), the same with a flush
+# without dst_buff, which the executor runs as a flush of no channel (a race), and packets
+# through a port channel (rppkt), read by address as every packet is.
 import json, sys
 def plan(name, ops_for, scratch=1, coll="allgather"):
     gpus = []
@@ -43,3 +44,27 @@ def bare_flush(r):  # a flush without dst_buff flushes nothing (the executor's n
 for n, f in [("port_pwsf_reuse_ok", ok), ("port_pws_reuse_race", reuse), ("port_signal_before_put", early),
              ("port_flush_ok", flush), ("port_flush_without_dst", bare_flush)]:
     json.dump(plan(n, f), open(sys.argv[1] + "/" + n + ".json", "w"), indent=2)
+
+# Packets through a port channel, as MSCCL++'s multi-node packet allgather does it: each rank
+# packs its input into its own scratch (cpkt), polls them and has the proxy copy them to the
+# peer's scratch (rppkt on port), and unpacks the peer's (upkt). LL, double scratch buffer.
+def packet_plan(name):
+    gpus = []
+    for r in range(2):
+        p = 1 - r
+        ops = [cp("i", 0, "o", r),
+               {"name": "cpkt", "src_buff": [{"type": "i", "index": 0, "size": 1}], "dst_buff": [{"type": "s", "index": 0, "size": 1}]},
+               NOP,
+               {"name": "rppkt", "channel_type": "port", "channel_ids": [0], "src_buff": [{"type": "s", "index": 0, "size": 1}],
+                "dst_buff": [{"buffer_id": 0, "index": 1, "size": 1}]},
+               {"name": "upkt", "src_buff": [{"type": "s", "index": 1, "size": 1}], "dst_buff": [{"type": "o", "index": p, "size": 1}]}]
+        gpus.append({"id": r, "input_chunks": 1, "output_chunks": 2, "scratch_chunks": 2,
+            "channels": [{"channel_type": "port", "connected_to": [p]}],
+            "remote_buffers": [{"rank": p, "type": "s", "access_channel_types": ["port"]}],
+            "threadblocks": [{"id": 0, "ops": ops, "channels": [{"channel_type": "port", "channel_ids": [0]}],
+                "remote_buffer_refs": [{"access_channel_type": "port", "remote_buffer_ids": [0]}]}],
+            "semaphores": []})
+    return {"name": name, "collective": "allgather", "protocol": "LL", "inplace": False, "reuse_resources": False,
+            "num_threads_per_block": 1024, "use_double_scratch_buffer": True, "buffer_alignment": 16,
+            "min_message_size": 0, "max_message_size": 18446744073709551615, "gpus": gpus}
+json.dump(packet_plan("port_packets"), open(sys.argv[1] + "/port_packets.json", "w"), indent=2)
