@@ -15,7 +15,9 @@
 #          RANK_CHUNKS bytes (default 128 to 8 MiB: buffers of about 1 KiB to 64 MiB), verified
 #   before bench/before_after.sh against the tree in .carry/old (an earlier commit with its
 #          build/gen): the same programs and sizes (BEFORE_SIZES, default 1K:1M), old and new
-#   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p
+#   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (the checked-in
+#          ones and the DSL corpus, from .carry/mscclpp_plans and .carry/dsl when carried)
+#   pkt    MSCCL++'s packet plans timed beside their memory-channel equivalents (1K to 1M)
 #   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies
 #   compare  bench/compare.sh: the physical anchors (bench/anchors.cu, built with nvcc), NCCL and
 #          cdsl's programs in one go, and bench/targets.py's targets with PASS/FAIL/n/a (COMPARE_S,
@@ -98,9 +100,27 @@ for s in $steps; do
         tee -a "$W/session.txt" <"$W/before.txt" ;;
     plans)
         step plans
-        OUT="$W/plans" timeout "${PLANS_S:-200}" bash bench/mscclpp_gpu.sh >"$W/plans.txt" 2>&1
+        [ -d .carry/mscclpp_plans ] && export MSCCLPP_PLANS=${MSCCLPP_PLANS:-$PWD/.carry/mscclpp_plans}
+        [ -d .carry/dsl ] && export MSCCLPP_DSL=${MSCCLPP_DSL:-$PWD/.carry/dsl}
+        OUT="$W/plans" BUDGET_S=$((${PLANS_S:-200} - 30)) timeout "${PLANS_S:-200}" bash bench/mscclpp_gpu.sh \
+            >"$W/plans.txt" 2>&1
         echo "plans rc=$?" | tee -a "$W/session.txt"
-        grep -E "^\[(PASS|FAIL)\]" "$W/plans.txt" | tee -a "$W/session.txt" ;;
+        grep -E "^\[(PASS|FAIL|SKIP)\]|passed, " "$W/plans.txt" | tee -a "$W/session.txt" ;;
+    pkt)
+        # MSCCL++'s packet plans beside their memory-channel equivalents, one table per pair
+        step pkt
+        d=${MSCCLPP_DSL:-.carry/dsl}
+        for pair in single_node_allreduce_pkt_g2:single_node_allreduce_g2 single_node_allreduce_pkt_g8:single_node_allreduce_g8 \
+                    single_node_allgather_pkt_g2:single_node_allgather_g2; do
+            for f in ${pair%%:*} ${pair##*:}; do
+                n=$(build/cdslc "$d/$f.json" --dump-ir 2>/dev/null | sed -n 's/.*nranks=\([0-9]*\).*/\1/p')
+                echo "### $f (n=$n)" >>"$W/pkt.txt"
+                timeout 60 build/cdslrun "$d/$f.json" --backend p2p --ranks-per-gpu "${n:-2}" --sizes 1K:1M:4 --bench \
+                    --iters 200 >>"$W/pkt.txt" 2>&1
+                echo "pkt $f rc=$?" | tee -a "$W/session.txt"
+            done
+        done
+        grep -E "^###|^ +[0-9]+ " "$W/pkt.txt" | tee -a "$W/session.txt" ;;
     compare)
         step compare
         cs=${COMPARE_S:-330}
