@@ -26,6 +26,7 @@ typedef struct Sim {
     int *sw_made;            /* [r] switch signals made so far */
     int *round_count;        /* [k] ranks that made their k-th switch signal */
     int *bar_arrived;        /* [b] members at the barrier's current meeting */
+    bool *at_barrier;        /* [u] u is counted among them: it waits at its pc's barrier */
 } Sim;
 
 static void sim_ready(Sim *s, int u)
@@ -71,12 +72,19 @@ static void wake(Sim *s, int r, const IrOp *op, int i)
 }
 
 /* Unit u arrives at a barrier; the last member to arrive lets every member through, their
-   uses one after the other in the schedule (happens_before.c's replay relies on that). False: u waits. */
-static bool barrier_arrive(Sim *s, int r, int i)
+   uses one after the other in the schedule (happens_before.c's replay relies on that). False: u waits.
+   A unit may run again while it waits (it can be queued twice: by the meeting that let it
+   through and went on, by a switch round), so it is counted once per meeting: counted twice,
+   it would stand for a member that has not come yet, and that member's pc, moved past the
+   barrier, would skip its ops unchecked. */
+static bool barrier_arrive(Sim *s, int u, int r, int i)
 {
     const HbFacts *f = s->f;
     int b = f->partner[r][i], k = f->ordinal[r][i];
     const HbBarrier *bar = &f->bars[b];
+    if (s->at_barrier[u])
+        return false;
+    s->at_barrier[u] = true;
     if (++s->bar_arrived[b] < bar->nunits)
         return false;
     s->bar_arrived[b] = 0;
@@ -84,6 +92,7 @@ static bool barrier_arrive(Sim *s, int r, int i)
         int v = bar->units[m];
         s->run->sched[s->run->nsched++] = (HbEv){r, bar->uses[m][k]};
         s->run->pc[v] = bar->uses[m][k] + 1;
+        s->at_barrier[v] = false;
         sim_ready(s, v);
     }
     return true;
@@ -100,7 +109,7 @@ static void sim_unit(Sim *s, int u)
         if (ir_op_info(op->kind)->sync == SYNC_WAIT && !wait_ready(s, r, op, *pc))
             return;
         if (ir_is_barrier(op->kind)) {
-            if (!barrier_arrive(s, r, *pc))
+            if (!barrier_arrive(s, u, r, *pc))
                 return; /* blocked until the last member comes (it moved our pc on) */
             continue;
         }
@@ -118,7 +127,7 @@ void sync_simulate(const HbFacts *f, Arena *a, HbRun *run)
     run->sched = ARENA_ARRAY(a, HbEv, f->nops_total + 1);
     run->pc = ARENA_ARRAY(a, int, nu);
     Sim s = {f, run, ARENA_ARRAY(a, int, nu), 0, 0, ARENA_ARRAY(a, bool, nu), ARENA_ARRAY(a, int, n),
-             ARENA_ARRAY(a, int, (size_t)f->nrounds + 1), ARENA_ARRAY(a, int, (size_t)f->nbars + 1)};
+             ARENA_ARRAY(a, int, (size_t)f->nrounds + 1), ARENA_ARRAY(a, int, (size_t)f->nbars + 1), ARENA_ARRAY(a, bool, nu)};
     for (int u = 0; u < f->nunits; u++) {
         run->pc[u] = f->unit_first[u];
         sim_ready(&s, u);
