@@ -272,6 +272,13 @@ static bool read_gpu(Msc *m, const json_t *gv, int r)
         !msc_int(m, gv, ks, 0, MSC_MAX_CHUNKS, true, 0, &scratch, what))
         return false;
     g->in = (int)in, g->out = (int)out, g->scratch = (int)scratch;
+    if (!m->old && (!in || !out)) { /* MSCCL++'s checks before any run: (size / alignment) % chunks */
+        const char *none = in ? "output" : "input", *key = in ? ko : ki;
+        msc_error(m, json_object_get(gv, key), "the executor cannot load this plan: gpus[%d] has 0 %s chunks, and "
+                  "MSCCL++'s checkMessageSize takes the %s size modulo %s (src/core/executor/execution_plan.cc:302), "
+                  "a division by zero for every message size", r, none, none, key);
+        return false;
+    }
     if (r > 0 && (g->in != m->gpu[0].in || g->out != m->gpu[0].out)) {
         msc_error(m, gv, "not supported: gpus[%d] has %d input and %d output chunks, gpus[0] %d and %d: cdsl's "
                   "buffers are the same size on every rank", r, g->in, g->out, m->gpu[0].in, m->gpu[0].out);
@@ -585,8 +592,9 @@ static bool read_format(Msc *m, const json_t *gpus)
 
 /* In place, a plan may list fewer output chunks than the input implies: an output that is all
    input (allreduce's) is at least the input, and a plan that lists none (an allgather's) has
-   the output the input implies. An output that is a slice of the input cannot be: cdsl's input
-   is read-only. False (with an error) for that. */
+   the output the input implies (the old format only: read_gpu refuses a current plan with
+   none). An output that is a slice of the input cannot be: cdsl's input is read-only. False
+   (with an error) for that. */
 static bool in_place_output(Msc *m, const CollInfo *ci, int in, int *out)
 {
     if (!m->inplace || ci->in_place != COLL_IN_PLACE_NCCL || ci->in(m->n, 1) < 1)
