@@ -84,7 +84,9 @@ typedef enum cdsl_warning {
                                            (-Wredundant-barrier) */
     CDSL_WARN_STRONGER_ORDER = 4,       /* a release signal the program checks clean with relaxed
                                            (-Wstronger-order) */
-    CDSL_WARN_ALL = 7
+    CDSL_WARN_WRITES_INPUT = 8,         /* an MSCCL++ plan writes the caller's send buffer, which
+                                           NCCL's contract keeps const (-Wwrites-input) */
+    CDSL_WARN_ALL = 15
 } cdsl_warning;
 
 /* How diagnostics are written: text for people, or gcc's JSON for editors and CI (one array

@@ -78,7 +78,7 @@ static const char usage_text[] =
     "  -o, --output FILE    write the output to FILE instead of standard output\n"
     "  --color=WHEN         colour diagnostics: auto (default), always, never\n"
     "  -W WARNING, -Wno-WARNING  turn a warning on (the default) or off: unused,\n"
-    "                       redundant-barrier, stronger-order (docs/warnings.md)\n"
+    "                       redundant-barrier, stronger-order, writes-input (docs/warnings.md)\n"
     "  -Wall, -w, -Werror   every warning on; none; warnings are errors (exit 1)\n"
     "  -fdiagnostics-format=json  diagnostics as gcc's JSON (one array per call) for tools\n"
     "  --check-memory SIZE  memory the checker may use, e.g. 512M, 4G (default 2G)\n"

@@ -227,6 +227,7 @@ static inline int cli_warning_option(CliCompile *c, const char *tool, const char
         {"unused", CDSL_WARN_UNUSED},
         {"redundant-barrier", CDSL_WARN_REDUNDANT_BARRIER},
         {"stronger-order", CDSL_WARN_STRONGER_ORDER},
+        {"writes-input", CDSL_WARN_WRITES_INPUT},
     };
     bool no = !strncmp(v, "no-", 3);
     const char *name = no ? v + 3 : v;
@@ -246,7 +247,7 @@ static inline int cli_warning_option(CliCompile *c, const char *tool, const char
     char typed[256];
     snprintf(typed, sizeof typed, "-W%s", v);
     return cli_usage(tool, "unknown warning option '%s' (there are -Wunused, -Wredundant-barrier, -Wstronger-order, "
-                     "-Wall, -Werror and their -Wno- forms)", typed);
+                     "-Wwrites-input, -Wall, -Werror and their -Wno- forms)", typed);
 }
 
 /* -f...: -fdiagnostics-format=text|json. */

@@ -137,8 +137,32 @@ static const char *ir_chunks(const Msc *m, IrRange r)
     return arena_printf(m->a, "%s%s", m->p->bufs[r.buf].name, ir_chunks_text(t, r.first, r.count));
 }
 
-/* What eval.c refuses in a .cdsl program: writing the caller's input, and a source that
-   overlaps the destination otherwise than exactly (a copy not at all). */
+/* A write into the caller's send buffer: an error in a .cdsl program (eval.c), but MSCCL++'s
+   contract allows it, so an out-of-place plan gets a warning that names the two contracts. In
+   place the caller passes one buffer, so `i` is the output too; a collective with an in-place
+   layout reaches here with no `i` left (in_place_output), one without cannot alias them. */
+static void writes_input(Map *x, const IrOp *op, IrOn dst_on, const json_t *dst_at)
+{
+    Msc *m = x->m;
+    if (m->inplace) {
+        refuse(x, arena_printf(m->a, "in place, the caller passes one buffer as input and output "
+                               "(CollectiveRequest::bufferMode, src/core/algorithm.cc:14), so this %s writes the "
+                               "output, but cdsl has no in-place layout for %s to say where", x->op->name,
+                               json_string_value(json_object_get(json_pos_root(m->jp), "collective"))));
+        return;
+    }
+    const char *whose = dst_on == ON_PEER ? arena_printf(m->a, "gpu %d", op->peer)
+                        : dst_on == ON_ALL ? "every gpu"
+                                           : "its gpu";
+    diag_warning(m->d, DIAG_W_WRITES_INPUT, json_pos_loc(m->jp, dst_at ? dst_at : x->op->name_at),
+                 "this %s writes the input (i) of %s, the caller's send buffer (gpu %d, threadblock %d, op %d): "
+                 "MSCCL++'s Executor::execute takes it as non-const void *sendbuff (include/mscclpp/executor.hpp:87), "
+                 "NCCL's contract keeps it const, so a caller that reuses its input after the call, as NCCL's "
+                 "callers may, sees it changed", x->op->name, whose, m->rank, m->tb, m->k);
+}
+
+/* What eval.c refuses in a .cdsl program: a source that overlaps the destination otherwise
+   than exactly (a copy not at all); and writing the caller's input, which a plan may. */
 static void rule3(Map *x, const IrOp *op, const json_t *dst_at)
 {
     Msc *m = x->m;
@@ -146,14 +170,8 @@ static void rule3(Map *x, const IrOp *op, const json_t *dst_at)
         return;
     IrEffects fx = ir_effects(op); /* dst, then the sources */
     IrOn dst_on = fx.acc[0].on;
-    if (op->dst.buf == IR_INPUT) {
-        fail(x, dst_at, arena_printf(m->a, "this %s writes the input (i) of %s, which belongs to the caller: only an "
-                                     "in-place plan may write it", x->op->name,
-                                     dst_on == ON_PEER ? arena_printf(m->a, "gpu %d", op->peer)
-                                     : dst_on == ON_ALL ? "every gpu"
-                                                        : "its gpu"));
-        return;
-    }
+    if (op->dst.buf == IR_INPUT)
+        writes_input(x, op, dst_on, dst_at);
     /* the sources that are the rank's own memory, when the destination is too */
     bool copy = ir_is_local_copy(op->kind);
     for (int k = 1; k < fx.n && dst_on != ON_PEER; k++) {

@@ -248,6 +248,7 @@ const char *diag_warning_name(unsigned family)
     case DIAG_W_UNUSED: return "unused";
     case DIAG_W_REDUNDANT_BARRIER: return "redundant-barrier";
     case DIAG_W_STRONGER_ORDER: return "stronger-order";
+    case DIAG_W_WRITES_INPUT: return "writes-input";
     }
     return "?";
 }

@@ -40,7 +40,13 @@ typedef struct Loc {
 
 /* Warnings, by the flag that turns each off (-Wno-unused ...): the bits of cdsl.h's
  * cdsl_warning, named in messages as gcc does ("[-Wunused]"). */
-enum { DIAG_W_UNUSED = 1, DIAG_W_REDUNDANT_BARRIER = 2, DIAG_W_STRONGER_ORDER = 4, DIAG_W_COUNT = 3 };
+enum {
+    DIAG_W_UNUSED = 1,
+    DIAG_W_REDUNDANT_BARRIER = 2,
+    DIAG_W_STRONGER_ORDER = 4,
+    DIAG_W_WRITES_INPUT = 8,
+    DIAG_W_COUNT = 4
+};
 enum { DIAG_TEXT = 0, DIAG_JSON = 1 };
 
 typedef struct Diag {
@@ -92,7 +98,8 @@ void diag_warning(Diag *d, unsigned family, Loc at, const char *fmt, ...)
 /* After a pass that warns: "cdsl: note: 4980 more -Wunused warnings (...)" for each family
  * that went past max_warnings since the last call. */
 void diag_warnings_done(Diag *d);
-/* The flag's name of a DIAG_W_* family: "unused", "redundant-barrier", "stronger-order". */
+/* The flag's name of a DIAG_W_* family: "unused", "redundant-barrier", "stronger-order",
+ * "writes-input". */
 const char *diag_warning_name(unsigned family);
 
 /* An error with no position, e.g. about the command line: "cdslc: error: ...". */
