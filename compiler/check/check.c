@@ -46,7 +46,7 @@ typedef enum RuleWhen {
     WHEN_ALWAYS, WHEN_STUCK, WHEN_IN_BUDGET, WHEN_ALL_ENDED, WHEN_SYNC_QUIET, WHEN_CLEAN, WHEN_OVER_BUDGET,
 } RuleWhen;
 
-#define RULE(name, function, when) RULE_##name,
+#define RULE(name, function, when, basis) RULE_##name,
 typedef enum RuleId {
 #include "rules.def"
     NRULES
@@ -56,9 +56,10 @@ typedef enum RuleId {
 typedef struct Rule {
     void (*run)(CheckResult *r, Diag *d);
     RuleWhen when;
+    const char *basis;
 } Rule;
 
-#define RULE(name, function, when) [RULE_##name] = {function, WHEN_##when},
+#define RULE(name, function, when, basis) [RULE_##name] = {function, WHEN_##when, basis},
 static const Rule rules[NRULES] = {
 #include "rules.def"
 };
@@ -103,7 +104,10 @@ struct CheckResult *check_program(IrProgram *p, Diag *d, const CheckLimits *limi
         if (!rule_runs(rules[k].when, r, d, &log))
             continue;
         int before = d->nerrors;
+        const char *outer = d->rule;
+        d->rule = rules[k].basis;
         rules[k].run(r, d);
+        d->rule = outer;
         log.ran[k] = true;
         log.said[k] = d->nerrors - before;
         log.over_after[k] = r->budget.over;

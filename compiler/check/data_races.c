@@ -589,15 +589,21 @@ static void report_end(CheckResult *r, Diag *d, const CheckRace *f)
     const char *what = check_access(r->p, f->a.rank, f->a_write, f->owner, f->buf, f->first, f->count);
     const char *ta = check_op_tag(r->p->arena, oa);
     int q = f->owner;
+    /* what would fix it: the edge that is missing, made at the end */
+    const char *fix = f->kind == RACE_END_R
+                          ? arena_printf(r->p->arena, "a signal after this read, with rank %d's wait for it before "
+                                         "it leaves, would order it (relaxed is enough for a read)", q)
+                          : arena_printf(r->p->arena, "a release signal after this write, with rank %d's acquire "
+                                         "wait for it before it leaves, would fix it", q);
     if (f->kind == RACE_END_R)
         diag_error(d, oa->loc, "data race: %s %s, but rank %d may leave, and its buffers be reused, before the "
-                   "read is done: there is no path from this read to rank %d's end", what, ta, q, q);
+                   "read is done: there is no path from this read to rank %d's end; %s", what, ta, q, q, fix);
     else if (!f->exec_ordered)
         diag_error(d, oa->loc, "data race: %s %s, but rank %d may leave before the write lands: nothing orders "
-                   "it before rank %d's end", what, ta, q, q);
+                   "it before rank %d's end; %s", what, ta, q, q, fix);
     else
         diag_error(d, oa->loc, "data race: %s %s, but rank %d may leave before the write is visible: there is "
-                   "no release->acquire path from this write to rank %d's end", what, ta, q, q);
+                   "no release->acquire path from this write to rank %d's end; %s", what, ta, q, q, fix);
     diag_note(d, r->p->loc, "rank %d leaves here; its buffers are read and reused after that", q);
     if (f->exec_ordered)
         note_relaxed(r, d, f->a, f->b);

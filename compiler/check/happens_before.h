@@ -193,7 +193,7 @@ int hb_relaxed_edge(CheckResult *r, HbEv from, HbEv to, HbEv *sig, HbEv *wait);
 void sync_simulate(const HbFacts *f, Arena *a, HbRun *run);
 
 /* The rules, one per row of rules.def, all with one signature (check.c runs them). */
-#define RULE(name, function, when) void function(CheckResult *r, Diag *d);
+#define RULE(name, function, when, basis) void function(CheckResult *r, Diag *d);
 #include "rules.def"
 #undef RULE
 

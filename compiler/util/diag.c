@@ -143,6 +143,12 @@ static json_t *json_locations(Loc at)
                      at.line, "column", at.col, "display-column", at.col, "byte-column", at.col);
 }
 
+/* The rule an error rests on, shown after its message; NULL for anything else. */
+static const char *rule_of(const Diag *d, const char *kind)
+{
+    return d->rule && !strcmp(kind, "error") ? d->rule : NULL;
+}
+
 /* One diagnostic as gcc's object, kept in d->json; a note goes among the children of the
  * diagnostic before it. Out of memory loses the diagnostic, not the program. */
 static void json_report(Diag *d, Loc at, const char *kind, const char *option, const char *fmt, va_list ap)
@@ -151,8 +157,15 @@ static void json_report(Diag *d, Loc at, const char *kind, const char *option, c
         return;
     size_t n = json_array_size(d->json);
     json_t *parent = !strcmp(kind, "note") && n ? json_object_get(json_array_get(d->json, n - 1), "children") : NULL;
-    json_t *o = json_pack("{s:s, s:o, s:s*, s:o}", "kind", kind, "message", json_text(fmt, ap), "option", option,
-                          "locations", json_locations(at));
+    json_t *msg = json_text(fmt, ap);
+    const char *rule = rule_of(d, kind);
+    if (msg && rule) {
+        json_t *whole = json_sprintf("%s [%s]", json_string_value(msg), rule);
+        json_decref(msg);
+        msg = whole;
+    }
+    json_t *o = json_pack("{s:s, s:o, s:s*, s:o}", "kind", kind, "message", msg, "option", option, "locations",
+                          json_locations(at));
     if (!o)
         return;
     if (parent) {
@@ -215,8 +228,8 @@ static void report(Diag *d, Loc at, const char *kind, const char *color, const c
     else
         fprintf(d->out, "%s: ", kind);
     esc_vprint(d->out, fmt, ap);   /* every %s may be user text: escape.c */
-    if (option)
-        fprintf(d->out, " [%s]", option);
+    if (option || rule_of(d, kind))
+        fprintf(d->out, " [%s]", option ? option : rule_of(d, kind));
     fputc('\n', d->out);
     if (at.src && at.line > 0)
         quote(d, at);

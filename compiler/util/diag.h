@@ -62,6 +62,8 @@ typedef struct Diag {
     bool suppressed;    /* the last error was not printed, so neither are its notes */
     int format;         /* DIAG_TEXT, or DIAG_JSON: gcc's -fdiagnostics-format=json */
     unsigned warn_off;  /* DIAG_W_* bits not reported */
+    const char *rule;   /* the checker's rule the errors now reported rest on (check.c sets it
+                           per rule): each error's message ends " [rule 1: data races]" */
     bool werror;        /* warnings are errors (-Werror) */
     struct json_t *json; /* DIAG_JSON: the diagnostics so far, a jansson array (NULL: none yet) */
     void (*before_print)(void *arg);   /* called before anything is printed (progress_line.c) */
