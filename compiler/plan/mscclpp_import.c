@@ -593,17 +593,12 @@ static bool read_format(Msc *m, const json_t *gpus)
 /* In place, a plan may list fewer output chunks than the input implies: an output that is all
    input (allreduce's) is at least the input, and a plan that lists none (an allgather's) has
    the output the input implies (the old format only: read_gpu refuses a current plan with
-   none). An output that is a slice of the input cannot be: cdsl's input is read-only. False
-   (with an error) for that. */
+   none). An output that is a slice of the input (reducescatter's) is that slice of it, which
+   the plan's `o` operands are moved into (mscclpp_map.c's range). Never false today. */
 static bool in_place_output(Msc *m, const CollInfo *ci, int in, int *out)
 {
     if (!m->inplace || ci->in_place != COLL_IN_PLACE_NCCL || ci->in(m->n, 1) < 1)
         return true;
-    if (ci->holder == IR_INPUT) {
-        msc_error(m, json_object_get(json_pos_root(m->jp), "inplace"), "not supported: an in-place %s (its output is "
-                  "a slice of its input, which cdsl's input may not be written)", ci->name);
-        return false;
-    }
     long long whole = (long long)in * ci->out(m->n, 1) / ci->in(m->n, 1);
     if (coll_alias_per_rank(ci, 1) ? !*out : *out < whole)
         *out = (int)whole;

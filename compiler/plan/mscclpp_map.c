@@ -77,18 +77,23 @@ static IrRange range(Map *x, const MscOperand *o, long long size)
     const CollInfo *ci = coll_info(m->p->coll);
     if (o->type == 's') {
         r.buf = 2;
-    } else if (o->type == 'o' || (m->inplace && ci->in_place == COLL_IN_PLACE_NCCL)) {
-        r.buf = o->type == 'i' ? ci->holder : IR_OUTPUT;
-        if (o->type == 'i' && coll_alias_per_rank(ci, m->p->chunks)) { /* in place: the rank's part of the output */
+    } else if (m->inplace && ci->in_place == COLL_IN_PLACE_NCCL) {
+        /* in place, operands name the holder only: the aliased buffer is its part of the holder
+           (allgather's `i` in `o`, reducescatter's `o` in `i`), the rank's own part */
+        int buf = o->type == 'i' ? IR_INPUT : IR_OUTPUT;
+        r.buf = ci->holder;
+        if (buf == ci->aliased && coll_alias_per_rank(ci, m->p->chunks)) {
             if (o->where == MSC_MULTICAST) {
-                refuse(x, arena_printf(m->a, "a multicast operand on the input of an in-place %s: the input is at "
-                                       "another place of the output on each rank", ci->name));
+                const char *part = m->p->bufs[buf].name;
+                refuse(x, arena_printf(m->a, "a multicast operand on the %s of an in-place %s: the %s is at another "
+                                       "place of the %s on each rank", part, ci->name, part,
+                                       m->p->bufs[ci->holder].name));
                 return r;
             }
             first += ci->first(o->rank, m->p->chunks);
         }
     } else {
-        r.buf = IR_INPUT;
+        r.buf = o->type == 'o' ? IR_OUTPUT : IR_INPUT;
     }
     r.first = (int)first;
     r.count = (int)count;
@@ -139,26 +144,34 @@ static const char *ir_chunks(const Msc *m, IrRange r)
 
 /* A write into the caller's send buffer: an error in a .cdsl program (eval.c), but MSCCL++'s
    contract allows it, so an out-of-place plan gets a warning that names the two contracts. In
-   place the caller passes one buffer, so `i` is the output too; a collective with an in-place
-   layout reaches here with no `i` left (in_place_output), one without cannot alias them. */
+   place the caller passes one buffer: `i` reaches here only where the input holds the output
+   (reducescatter), whose part of it is the output; a collective with no in-place layout
+   cannot say where input and output meet. */
 static void writes_input(Map *x, const IrOp *op, IrOn dst_on, const json_t *dst_at)
 {
     Msc *m = x->m;
-    if (m->inplace) {
+    const CollInfo *ci = coll_info(m->p->coll);
+    if (m->inplace && ci->in_place != COLL_IN_PLACE_NCCL) {
         refuse(x, arena_printf(m->a, "in place, the caller passes one buffer as input and output "
                                "(CollectiveRequest::bufferMode, src/core/algorithm.cc:14), so this %s writes the "
                                "output, but cdsl has no in-place layout for %s to say where", x->op->name,
                                json_string_value(json_object_get(json_pos_root(m->jp), "collective"))));
         return;
     }
+    if (m->inplace && dst_on != ON_ALL) {
+        int owner = dst_on == ON_PEER ? op->peer : m->rank, first = (int)ci->first(owner, m->p->chunks);
+        if (op->dst.first >= first && op->dst.first + op->dst.count <= first + m->p->bufs[IR_OUTPUT].nchunks)
+            return;
+    }
     const char *whose = dst_on == ON_PEER ? arena_printf(m->a, "gpu %d", op->peer)
                         : dst_on == ON_ALL ? "every gpu"
                                            : "its gpu";
     diag_warning(m->d, DIAG_W_WRITES_INPUT, json_pos_loc(m->jp, dst_at ? dst_at : x->op->name_at),
-                 "this %s writes the input (i) of %s, the caller's send buffer (gpu %d, threadblock %d, op %d): "
+                 "this %s writes the input (i) of %s%s, the caller's send buffer (gpu %d, threadblock %d, op %d): "
                  "MSCCL++'s Executor::execute takes it as non-const void *sendbuff (include/mscclpp/executor.hpp:87), "
                  "NCCL's contract keeps it const, so a caller that reuses its input after the call, as NCCL's "
-                 "callers may, sees it changed", x->op->name, whose, m->rank, m->tb, m->k);
+                 "callers may, sees it changed", x->op->name, whose, m->inplace ? " outside its output" : "", m->rank,
+                 m->tb, m->k);
 }
 
 /* What eval.c refuses in a .cdsl program: a source that overlaps the destination otherwise
