@@ -359,7 +359,7 @@ static void test_post(void)
         SWWAIT(&g, r, true, 7);
     }
     verdict(&g, false, "reducescatter postcondition fails: rank 0 ends with output[0] = the sum over all 4 ranks p of "
-            "input@p[1]; it should hold the sum over all 4 ranks p of input@p[0]\n", NULL);
+            "input@p[1]; it should hold the sum over all 4 ranks p of input@p[0] [rule 4: the postcondition]\n", NULL);
 
     g = mk("rs_right", COLL_REDUCESCATTER, n, 1);
     for (int r = 0; r < n; r++) {
