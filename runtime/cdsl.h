@@ -109,9 +109,10 @@ typedef struct cdsl_compile_opts {
     int in_place;                      /* 1: compile for NCCL's in-place form (cdslc --in-place):
                                           allgather's input is this rank's part of its output
                                           (output + rank * input size), reducescatter's output
-                                          this rank's part of its input, allreduce's input its
-                                          output; the checker sees the aliasing, and the runtime
-                                          lays the buffers out so (docs/language.md, "In place") */
+                                          this rank's part of its input, allreduce's and
+                                          alltoall's input its output; the checker sees the
+                                          aliasing, and the runtime lays the buffers out so
+                                          (docs/language.md, "In place") */
     const char *source;                /* the program's text (NUL-terminated) instead of reading
                                           path, which then only names it in messages; imports
                                           are looked up from the current folder. NULL: read path */
@@ -171,7 +172,8 @@ int cdsl_collective_find(const char *name);
  * nranks < 1 or chunks < 1. Either pointer may be NULL. */
 int cdsl_collective_chunks(int coll, int nranks, int chunks, long long *input, long long *output);
 /* nccl-tests' bus-bandwidth factor at nranks ranks: busbw = algbw x factor ((n-1)/n for
- * allgather and reducescatter, 2(n-1)/n for allreduce, 0 for a barrier, 1 for custom). */
+ * allgather, reducescatter and alltoall, 2(n-1)/n for allreduce, 0 for a barrier, 1 for
+ * custom). */
 double cdsl_collective_busbw_factor(int coll, int nranks);
 /* What the checker proves and cdsl_check / cdsl_pattern_check compare: nothing (custom, or an
  * unknown index), a barrier's ordering (no data to compare), outputs that are copies of the
@@ -286,8 +288,8 @@ const char *cdsl_program_buf_name(const cdsl_program *p, int buf);  /* NULL when
 
 /* The chunk size for a collective of `size` bytes, nccl-tests' convention: the size of the
  * larger of one rank's input and output buffers (allgather: the whole output; reducescatter:
- * the whole input; allreduce: either). A program without input or output chunks (barrier)
- * takes `size` as its chunk size. Returns CDSL_ERR_USAGE when size is not a positive multiple
+ * the whole input; allreduce, alltoall: either). A program without input or output chunks
+ * (barrier) takes `size` as its chunk size. Returns CDSL_ERR_USAGE when size is not a positive multiple
  * of *granule = 4 bytes (an MSCCL++ plan: its buffer_alignment) times that buffer's chunk
  * count (granule may be NULL). */
 int cdsl_chunk_bytes(const cdsl_program *p, size_t size, size_t *chunk_bytes, size_t *granule);
@@ -347,7 +349,7 @@ int cdsl_comm_buffer(cdsl_comm *comm, int rank, int buf, void **ptr);
  *        with cuMemCreate; use cdsl_comm_alloc and cdsl_comm_buffer there.
  * Two buffers of a rank may share memory only as the in-place form of a program compiled in
  * place (allgather: input == output + rank * input bytes; reducescatter: output == input +
- * rank * output bytes; allreduce: input == output); anything else is refused. */
+ * rank * output bytes; allreduce, alltoall: input == output); anything else is refused. */
 int cdsl_comm_register(cdsl_comm *comm, const cdsl_program *p, size_t chunk_bytes, void *const *ptrs);
 
 /* Enqueue ONE run of p on the caller's streams and return without waiting: streams[rank] is
@@ -463,7 +465,8 @@ size_t cdsl_rank_buffer_bytes(const cdsl_rank_comm *comm, int buf);
  * output_bytes say how much memory is there, and a run that needs more is refused. input and
  * output may share memory only as NCCL's in-place form of a program compiled in place
  * (cdsl_compile_opts.in_place: allgather input == output + rank * input bytes, reducescatter
- * output == input + rank * output bytes, allreduce input == output); otherwise refused. For a
+ * output == input + rank * output bytes, allreduce and alltoall input == output); otherwise
+ * refused. For a
  * program compiled in place the symmetric input (cdsl_rank_buffer) is that part of the
  * symmetric output (reducescatter: the output that part of the input). */
 typedef struct cdsl_rank_io {

@@ -135,7 +135,8 @@ static const char usage_notes[] =
     "\n"
     "Rows: size is the larger of one rank's input and output in bytes, count the per-rank count\n"
     "nccl-tests passes to NCCL (allgather: the input's elements; reducescatter: the output's;\n"
-    "allreduce: all), busbw = algbw x (n-1)/n (allgather, reducescatter) or 2(n-1)/n (allreduce).\n"
+    "allreduce, alltoall: all), busbw = algbw x (n-1)/n (allgather, reducescatter, alltoall) or\n"
+    "2(n-1)/n (allreduce).\n"
     "A size that does not split into the program's chunks of whole 4-byte words runs at the\n"
     "nearest size below (a note on stderr); a barrier runs one row of size 0 with no bandwidth.\n"
     "The in-place group runs the program compiled in place (cdslc --in-place); one that cannot\n"
@@ -582,7 +583,7 @@ static int plan_sizes(Bench *B)
 /* ---- running ---------------------------------------------------------------------------------------- */
 
 /* nccl-tests' count: the element count it passes to NCCL, per rank (allgather: the input's;
- * reducescatter: the output's; allreduce: either). */
+ * reducescatter: the output's; allreduce, alltoall: either). */
 static size_t row_count(const cdsl_program *p, size_t size, cdsl_dtype t)
 {
     if (!size)

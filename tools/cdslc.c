@@ -57,7 +57,7 @@ static const char usage_text[] =
     "  -I DIR               search DIR for imports (after the importing file's folder)\n"
     "  --in-place           check (and emit) NCCL's in-place form: allgather's input is this\n"
     "                       rank's part of its output, reducescatter's output this rank's part\n"
-    "                       of its input, allreduce's input its output\n"
+    "                       of its input, allreduce's and alltoall's input its output\n"
     "  --dump-ast           print the syntax tree (parse and resolve only)\n"
     "  --dump-ir            print every rank's operations (no checks)\n"
     "  --emit-dot           print the happens-before graph for Graphviz (races in red)\n"

@@ -509,7 +509,7 @@ static Collective plan_collective(const char *s, bool *known)
     *known = true;
     if (coll_find_mscclpp(s, &c))
         return c;
-    *known = !strcmp(s, "alltoall") || !strcmp(s, "sendrecv") || !strcmp(s, "test") || !strcmp(s, "custom");
+    *known = !strcmp(s, "sendrecv") || !strcmp(s, "test") || !strcmp(s, "custom");
     return COLL_CUSTOM;
 }
 

@@ -6,6 +6,7 @@
     comm.all_gather_into_tensor(out, inp)                # on torch.cuda.current_stream()
     comm.reduce_scatter_tensor(out, inp)
     comm.all_reduce(t)
+    comm.all_to_all_single(out, inp)                     # equal splits
     comm.run("stdlib/allgather_ring.cdsl", out, inp)     # any checked program
 
 The group's rank 0 makes the unique id and torch.distributed.broadcast_object_list carries it
@@ -30,7 +31,7 @@ if hasattr(torch, "uint32"):
     _DTYPES[torch.uint32] = "u32"
 
 DEFAULT_PROGRAMS = {"allgather": "allgather_nvls", "reducescatter": "reducescatter_nvls",
-                    "allreduce": "allreduce_nvls"}
+                    "allreduce": "allreduce_nvls", "alltoall": "alltoall_mesh"}
 
 
 def _global_rank(group, r):
@@ -154,12 +155,23 @@ class Communicator:
     def all_reduce(self, tensor, program=None):
         return self.run(program or DEFAULT_PROGRAMS["allreduce"], tensor, tensor)
 
+    def all_to_all_single(self, output, input, program=None):
+        """torch.distributed.all_to_all_single with equal splits: block p of this rank's output
+        is block `rank` of rank p's input. output and input may be one tensor (in place)."""
+        self._same(output, input, "all_to_all_single", "alltoall")
+        return self.run(program or DEFAULT_PROGRAMS["alltoall"], output, input)
+
     def _same(self, output, input, what, collective):
         """The tensors' sizes in the ratio of the collective's chunk counts (the library's table)."""
         self._tensor(output, "the output")
         self._tensor(input, "the input")
         n_in, n_out = core.collective_chunks(collective, self.nranks)
         two_in, two_out = core.collective_chunks(collective, 2)    # which is larger, at any nranks > 1
+        if two_in == two_out:
+            if output.numel() != input.numel():
+                raise ValueError("cdsl: rank %d: %s needs an output and an input of one size; they hold %d and %d "
+                                 "elements" % (self.rank, what, output.numel(), input.numel()))
+            return
         output_ranks = two_out > two_in
         big, small = (output, input) if output_ranks else (input, output)
         if big.numel() * min(n_in, n_out) != small.numel() * max(n_in, n_out):

@@ -8,6 +8,7 @@
  *   allgather      output[p*C + i] == input@p[i]
  *   reducescatter  output[i] == sum over p of input@p[r*C + i]
  *   allreduce      output[i] == sum over p of input@p[i]
+ *   alltoall       output[p*C + i] == input@p[r*C + i]
  * It counts the wrong elements and reports the first one: rank, chunk, element, expected,
  * got, and where the expected value comes from. Barrier and custom programs have nothing to
  * compare. cdsl_chunk_bytes() holds the size convention (nccl-tests': the larger of one rank's

@@ -52,7 +52,7 @@ static void as_nccl_says(void)
         double factor_at_4;
         int in_place;
     } want[] = {{"allgather", 0.75, 1}, {"reducescatter", 0.75, 1}, {"allreduce", 1.5, 1}, {"barrier", 0, 1},
-                {"custom", 1, 0}};
+                {"custom", 1, 0}, {"alltoall", 0.75, 1}};
     char what[128], why[128];
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int c = cdsl_collective_find(want[i].name);

@@ -7,8 +7,10 @@ Checks: all_gather_into_tensor, reduce_scatter_tensor and all_reduce (f32, bf16,
 torch.distributed's own results; run() of a stdlib program by path; runs on symmetric tensors
 (zero copy); torch's in-place forms (all_reduce(t), an allgather input that is the output's
 slice, a reduce-scatter output that is the input's), each run by the program compiled in place,
+all_to_all_single out of place and in place against the blocks each rank's input is made of,
 and an input inside the output at another rank's slice refused; and the refusals, each a clear error naming the rank: a tensor on another device,
-a tensor that is not contiguous, a dtype cdsl does not run, sizes that do not fit, two dtypes.
+a tensor that is not contiguous, a dtype cdsl does not run, sizes that do not fit, two dtypes,
+an all_to_all_single output of another size than its input.
 """
 import multiprocessing
 import os
@@ -100,6 +102,24 @@ def checks(rank):
         c.reduce_scatter_tensor(out, inp)
         return torch.equal(out, want), "the in-place reduce-scatter differs"
 
+    def a2a_input(r):                               # rank r's input: block p is 1000*p + 100*r + 0..15
+        return torch.cat([torch.arange(16, dtype=torch.float32) + 100 * r + 1000 * p for p in range(N)])
+
+    def a2a_want():                                 # block p of this rank's output: rank p's block `rank`
+        return torch.cat([a2a_input(p)[16 * rank:16 * (rank + 1)] for p in range(N)])
+
+    def a2a():
+        out = torch.full((16 * N,), -1.0)
+        c.all_to_all_single(out, a2a_input(rank))
+        return torch.equal(out, a2a_want()), "all_to_all_single differs"
+
+    def a2a_in_place():
+        t = a2a_input(rank)
+        c.all_to_all_single(t, t)
+        return torch.equal(t, a2a_want()), "the in-place all_to_all_single differs"
+
+    check("all_to_all_single", a2a)
+    check("all_to_all_single in place (one tensor)", a2a_in_place)
     check("run() of a stdlib program by path", by_path)
     check("symmetric tensors: a run with no copy", symmetric)
     check("all_gather_into_tensor in place (the input is the output's slice for this rank)", ag_in_place)
@@ -139,6 +159,8 @@ def checks(rank):
                   lambda: c.reduce_scatter_tensor(torch.zeros(8), torch.zeros(8 * N + 1))))
     check("two dtypes are refused",
           refused(TypeError, "must be one type", lambda: c.run("allgather_mesh", out, torch.zeros(8, dtype=torch.int32))))
+    check("all_to_all_single refuses an output of another size",
+          refused(ValueError, "one size", lambda: c.all_to_all_single(torch.zeros(8), torch.zeros(8 * N))))
     c.close()
     return results
 
