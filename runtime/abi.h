@@ -18,7 +18,10 @@
  *     sync[CDSL_SYNC_SWITCH]        switch-barrier arrivals from all ranks
  *     sync[CDSL_SYNC_PEER + p]      arrivals that rank p made on this rank's semaphore
  *     sync[CDSL_SYNC_CHAN(n, c, p)] an imported plan's channel c >= 1 from rank p (c = 0 is
- *                                   CDSL_SYNC_PEER + p), up to CDSL_PLAN_CHANNELS per pair
+ *                                   CDSL_SYNC_PEER + p): after every other word, so that the
+ *                                   capacity k (channels per pair) changes only the length,
+ *                                   CDSL_SYNC_WORDS(n, k); the runtime sizes k from the plans
+ *                                   it runs (ir_plan_channels)
  *     a .cdsl program's (emit_cuda.c), one word per block slot w < CDSL_SYNC_BLOCKS, since block
  *     b of a rank waits for block b of its partners (compiler/lower/partition.c says when that is
  *     enough; cdsl_device.cuh, "Block-by-block arrivals"):
@@ -33,7 +36,6 @@
  *       CDSL_STATE_PEER + p         arrivals from p this rank has consumed
  *       CDSL_STATE_GRID(n)          arrivals on the rank's grid counter
  *       CDSL_STATE_BARRIER(n) + id  arrivals on a plan's barrier id
- *       CDSL_STATE_CHAN(n, c, p)    arrivals consumed on a plan's channel c >= 1 from p
  *       CDSL_STATE_PKT_EPOCH(n)     launches of programs with packets so far: the packets'
  *                                   epoch (runtime/device/cdsl_packets.cuh); such a launch
  *                                   consumes 1
@@ -50,6 +52,11 @@
  *                                   will do; words and bases of slots the grid does not reach
  *                                   stay as they are, and agree for a later, larger grid.
  *                                   A .cdsl program's grid has at most CDSL_SYNC_BLOCKS blocks.
+ *     state[CDSL_STATE_CHAN(n, c, p)]  the base of a plan's channel c >= 1 from p: the arrivals
+ *                                   consumed on it. A plan waits on a channel from one thread
+ *                                   block only (the importer refuses two), which adds what it
+ *                                   consumed as it leaves: one copy, as for block words, and
+ *                                   after every other word, CDSL_STATE_WORDS(n, k) long.
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p), or
  *     CDSL_PKT_COUNTER(p) for a receive of rank p's packets.
@@ -57,7 +64,7 @@
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
 
-#define CDSL_ABI_VERSION 4
+#define CDSL_ABI_VERSION 5
 #define CDSL_ABI_MAX_BUFS 8
 
 enum {
@@ -67,25 +74,29 @@ enum {
     CDSL_STATE_PEER = 1,         /* + p */
 };
 #define CDSL_STATE_GRID(nranks) (1 + (nranks))
-#define CDSL_PLAN_CHANNELS 16      /* channels between two ranks an imported plan may use */
 #define CDSL_PLAN_BARRIERS 16      /* barrier ids of a rank (MSCCL++'s MAX_DEVICE_SYNCERS) */
 #define CDSL_MAX_BLOCKS 1024       /* blocks per rank the runtime may launch */
 #define CDSL_ARGS_RANKS 16         /* ranks whose addresses the argument block carries */
-#define CDSL_SYNC_CHAN(nranks, c, p) ((c) ? 1 + (nranks) * (c) + (p) : CDSL_SYNC_PEER + (p))
 #define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
-#define CDSL_STATE_CHAN(nranks, c, p) \
-    ((c) ? 3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
 #define CDSL_SYNC_BLOCKS 256        /* blocks of a .cdsl program's grid, each with its own words */
-#define CDSL_SYNC_PLAN_WORDS(nranks) (1 + (nranks) * CDSL_PLAN_CHANNELS)
+#define CDSL_SYNC_PLAN_WORDS(nranks) (1 + (nranks))
 #define CDSL_SYNC_BLOCK(nranks, src, w) (CDSL_SYNC_PLAN_WORDS(nranks) + (src) * CDSL_SYNC_BLOCKS + (w))
-#define CDSL_SYNC_WORDS(nranks) (CDSL_SYNC_PLAN_WORDS(nranks) + (1 + (nranks)) * CDSL_SYNC_BLOCKS)
-#define CDSL_STATE_PKT_EPOCH(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS + (nranks) * (CDSL_PLAN_CHANNELS - 1))
+/* The sync words every program may use; a plan's channels c >= 1 follow them. */
+#define CDSL_SYNC_FIXED_WORDS(nranks) (CDSL_SYNC_PLAN_WORDS(nranks) + (1 + (nranks)) * CDSL_SYNC_BLOCKS)
+#define CDSL_SYNC_CHAN(nranks, c, p) \
+    ((c) ? CDSL_SYNC_FIXED_WORDS(nranks) + (nranks) * ((c) - 1) + (p) : CDSL_SYNC_PEER + (p))
+/* Sync words for k channels per pair (k >= 1; a .cdsl program needs 1). */
+#define CDSL_SYNC_WORDS(nranks, k) (CDSL_SYNC_FIXED_WORDS(nranks) + (nranks) * ((k) - 1))
+#define CDSL_STATE_PKT_EPOCH(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS)
 #define CDSL_BASE_WORDS(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
 #define CDSL_STATE_LIVE(nranks) (2 * CDSL_BASE_WORDS(nranks))
 #define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS)
 #define CDSL_STATE_BLOCK_BASE(nranks, src, w) \
     (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS + (src) * CDSL_SYNC_BLOCKS + (w))
-#define CDSL_STATE_WORDS(nranks) (CDSL_STATE_BLOCK_BASE(nranks, 1 + (nranks), 0))
+#define CDSL_STATE_FIXED_WORDS(nranks) (CDSL_STATE_BLOCK_BASE(nranks, 1 + (nranks), 0))
+#define CDSL_STATE_CHAN(nranks, c, p) \
+    ((c) ? CDSL_STATE_FIXED_WORDS(nranks) + (nranks) * ((c) - 1) + (p) : CDSL_STATE_PEER + (p))
+#define CDSL_STATE_WORDS(nranks, k) (CDSL_STATE_FIXED_WORDS(nranks) + (nranks) * ((k) - 1))
 #define CDSL_PKT_COUNTER(p) (0x80000000u + (unsigned)(p))
 /* A packet's 32-bit flag in epoch e: 1 .. 2^32 - 1, never the 0 of zeroed slots, and different
  * for epochs e and e + 2, which share a parity slot (sim and the device code alike). */

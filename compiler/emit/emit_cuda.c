@@ -395,6 +395,7 @@ static void put_plan_rank(Emitter *e, int r)
         for (; i < s->nops && s->ops[i].tb == t; i++)
             put_block_op(e, &s->ops[i], i > 0 ? &s->ops[i - 1] : NULL, r);
         emit_line_back(&e->out);
+        emit_plan_end_block(&e->out, e->plan, t);
         emit_puts(&e->out, "    return true;\n}\n\n");
     }
     put_leave(e, "plan", r);
@@ -527,7 +528,7 @@ const char *emit_cuda(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype
 const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype dtype, int rank, Arena *a,
                            Diag *d)
 {
-    if (!check_emittable(p, flavour, dtype, d) || (p->ntbs && !emit_plan_emittable(p, d)))
+    if (!check_emittable(p, flavour, dtype, d) || (p->ntbs && !emit_plan_emittable(p, d, a)))
         return NULL;
     Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}, .only = rank};
     e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);

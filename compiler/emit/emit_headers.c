@@ -46,7 +46,9 @@ void emit_include(EmitBuf *b, const IrProgram *p, cdsl_backend flavour, cdsl_dty
         emit_printf(b, "%c", toupper((unsigned char)*c));
     emit_puts(b, " 1\n");
     if (plan)
-        emit_puts(b, "#define CDSL_PLAN 1\n");
+        emit_printf(b, "#define CDSL_PLAN 1\n#define CDSL_PLAN_CHANNELS %d  // channels per pair of ranks: the runtime "
+                    "allocates CDSL_SYNC_WORDS(CDSL_NRANKS, %d) sync words\n", ir_plan_channels(p),
+                    ir_plan_channels(p));
     long calls = helper_calls(p, rank);
     if (calls <= EMIT_INLINE_CALLS)
         emit_printf(b, "#define CDSL_INLINE 1  // %ld helper calls: inlined\n", calls);

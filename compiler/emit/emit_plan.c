@@ -10,7 +10,10 @@
  * which makes the whole block wait: stronger than the executor's (where only the waiting
  * thread does) and so within what the checker proved, since plan_blocks.c asked for a nop after
  * every wait anyway. The waits on each counter are numbered per launch, and so are each
- * barrier's uses by each block; the totals are what the rank's leave function hands on.
+ * barrier's uses by each block; the totals are what the rank's leave function hands on, except
+ * for a channel c >= 1, whose one waiting block hands its own count on as it ends (abi.h:
+ * CDSL_STATE_CHAN). The counters are sized from the plan's channels per pair
+ * (ir_plan_channels), and so is the runtime's allocation of them: no plan is refused for them.
  */
 #include "emit_plan.h"
 
@@ -21,7 +24,8 @@
 struct EmitPlan {
     const IrProgram *p;
     int rank;              /* the rank being printed */
-    int *waits;            /* [nranks * CDSL_PLAN_CHANNELS]: waits per (peer, channel), this rank */
+    int chans;             /* channels per pair the plan uses (ir_plan_channels) */
+    int *waits;            /* [nranks * chans]: waits per (peer, channel), this rank */
     int switch_waits;
     int bar_uses[CDSL_PLAN_BARRIERS]; /* this block's uses of each barrier */
     int bar_total[CDSL_PLAN_BARRIERS]; /* arrivals on each barrier per launch, this rank */
@@ -57,7 +61,29 @@ static bool no_port_proxy(const IrProgram *p, Diag *d)
     return true;
 }
 
-bool emit_plan_emittable(const IrProgram *p, Diag *d)
+/* A channel c >= 1 of rank r is waited on from one thread block: its base has one copy, which
+   that block advances (abi.h). The importer refuses two blocks on one memory channel; false,
+   with an error, for a plan that reaches here otherwise. */
+static bool one_waiting_block(const IrProgram *p, int r, int chans, Diag *d, Arena *a)
+{
+    int *by = ARENA_ARRAY(a, int, (size_t)p->nranks * (size_t)chans);
+    for (int i = 0; i < p->ranks[r].nops; i++) {
+        const IrOp *op = &p->ranks[r].ops[i];
+        if (op->kind != IR_WAIT || op->chan < 1)
+            continue;
+        int *tb = &by[op->peer * chans + op->chan];
+        if (*tb && *tb != op->tb + 1) {
+            diag_error(d, op->loc, "gpu %d waits on its channel %d from gpu %d in thread blocks %d and %d; the "
+                       "device code keeps that channel's count for one block", r, op->chan, op->peer, *tb - 1,
+                       op->tb);
+            return false;
+        }
+        *tb = op->tb + 1;
+    }
+    return true;
+}
+
+bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a)
 {
     if (!no_port_proxy(p, d))
         return false;
@@ -67,15 +93,10 @@ bool emit_plan_emittable(const IrProgram *p, Diag *d)
                        ir_ntbs(p, r), CDSL_MAX_BLOCKS);
             return false;
         }
+    int chans = ir_plan_channels(p);
     for (int r = 0; r < p->nranks; r++)
-        for (int i = 0; i < p->ranks[r].nops; i++) {
-            const IrOp *op = &p->ranks[r].ops[i];
-            if ((op->kind == IR_SIGNAL || op->kind == IR_WAIT) && op->chan >= CDSL_PLAN_CHANNELS) {
-                diag_error(d, op->loc, "the plan uses %d channels between gpus %d and %d; the device code has "
-                           "counters for %d", op->chan + 1, r, op->peer, CDSL_PLAN_CHANNELS);
-                return false;
-            }
-        }
+        if (!one_waiting_block(p, r, chans, d, a))
+            return false;
     return true;
 }
 
@@ -83,7 +104,8 @@ EmitPlan *emit_plan_new(const IrProgram *p, Arena *a)
 {
     EmitPlan *e = ARENA_NEW(a, EmitPlan);
     e->p = p;
-    e->waits = ARENA_ARRAY(a, int, (size_t)p->nranks * CDSL_PLAN_CHANNELS);
+    e->chans = ir_plan_channels(p);
+    e->waits = ARENA_ARRAY(a, int, (size_t)p->nranks * (size_t)e->chans);
     return e;
 }
 
@@ -91,7 +113,7 @@ void emit_plan_begin_rank(EmitPlan *e, int rank)
 {
     e->rank = rank;
     e->switch_waits = 0;
-    memset(e->waits, 0, (size_t)e->p->nranks * CDSL_PLAN_CHANNELS * sizeof *e->waits);
+    memset(e->waits, 0, (size_t)e->p->nranks * (size_t)e->chans * sizeof *e->waits);
     memset(e->bar_total, 0, sizeof e->bar_total);
 }
 
@@ -132,10 +154,11 @@ void emit_plan_sync(EmitBuf *b, EmitPlan *e, const IrOp *op)
                     order_of(op));
         break;
     case IR_WAIT: {
-        int *n = &e->waits[op->peer * CDSL_PLAN_CHANNELS + op->chan];
-        emit_printf(b, "    CDSL_TRY(cdsl_wait_word(a, &a.sync[%d], %d, %d, %s, %d, %d));\n",
-                    sync_word(e, op->chan, op->peer), state_word(e, op->chan, op->peer), ++*n, order_of(op),
-                    op->loc.line, sync_word(e, op->chan, op->peer));
+        int *n = &e->waits[op->peer * e->chans + op->chan];
+        emit_printf(b, "    CDSL_TRY(%s(a, &a.sync[%d], %d, %d, %s, %d, %d));\n",
+                    op->chan ? "cdsl_wait_chan" : "cdsl_wait_word", sync_word(e, op->chan, op->peer),
+                    state_word(e, op->chan, op->peer), ++*n, order_of(op), op->loc.line,
+                    sync_word(e, op->chan, op->peer));
         break;
     }
     case IR_SW_SIGNAL:
@@ -159,16 +182,30 @@ void emit_plan_sync(EmitBuf *b, EmitPlan *e, const IrOp *op)
     }
 }
 
+void emit_plan_end_block(EmitBuf *b, const EmitPlan *e, int tb)
+{
+    const IrSeq *s = &e->p->ranks[e->rank];
+    for (int q = 0; q < e->p->nranks; q++)
+        for (int c = 1; c < e->chans; c++) {
+            bool waits_here = false; /* then all the rank's waits on the channel are this block's */
+            for (int i = 0; i < s->nops && !waits_here; i++)
+                waits_here = s->ops[i].kind == IR_WAIT && s->ops[i].peer == q && s->ops[i].chan == c &&
+                             s->ops[i].tb == tb;
+            if (waits_here)
+                emit_printf(b, "    cdsl_tb_chan_leave(a, %d, %d);  // from rank %d, channel %d\n",
+                            state_word(e, c, q), e->waits[q * e->chans + c], q, c);
+        }
+}
+
 void emit_plan_consumed(EmitBuf *b, const EmitPlan *e)
 {
     int n = e->p->nranks;
     if (e->switch_waits)
         emit_printf(b, "    case CDSL_STATE_SWITCH: return %d * CDSL_NRANKS;\n", e->switch_waits);
-    for (int q = 0; q < n; q++)
-        for (int c = 0; c < CDSL_PLAN_CHANNELS; c++)
-            if (e->waits[q * CDSL_PLAN_CHANNELS + c])
-                emit_printf(b, "    case %d: return %d;  // from rank %d, channel %d\n", state_word(e, c, q),
-                            e->waits[q * CDSL_PLAN_CHANNELS + c], q, c);
+    for (int q = 0; q < n; q++) /* channel 0; a channel c >= 1 is its waiting block's (emit_plan_end_block) */
+        if (e->waits[q * e->chans])
+            emit_printf(b, "    case %d: return %d;  // from rank %d, channel 0\n", state_word(e, 0, q),
+                        e->waits[q * e->chans], q);
     for (int c = 0; c < CDSL_PLAN_BARRIERS; c++)
         if (e->bar_total[c])
             emit_printf(b, "    case %d: return %d;  // barrier %d\n", CDSL_STATE_BARRIER(n) + c, e->bar_total[c], c);

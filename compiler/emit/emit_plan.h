@@ -18,8 +18,10 @@
 
 typedef struct EmitPlan EmitPlan;   /* the waits and barrier uses counted so far, one rank */
 
-/* The channels and thread blocks fit the device code's counters and slots (runtime/abi.h). */
-bool emit_plan_emittable(const IrProgram *p, Diag *d);
+/* The thread blocks fit the device code's slots, and each channel c >= 1 is waited on from one
+   block (runtime/abi.h); the counters are sized from the plan, so there is no limit on its
+   channels. */
+bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a);
 EmitPlan *emit_plan_new(const IrProgram *p, Arena *a);
 void emit_plan_begin_rank(EmitPlan *e, int rank);
 void emit_plan_begin_block(EmitPlan *e);
@@ -27,6 +29,9 @@ void emit_plan_begin_block(EmitPlan *e);
 void emit_plan_comment(EmitBuf *b, const IrProgram *p, const IrOp *op);
 /* The call of a signal, wait, nop or barrier of the block. */
 void emit_plan_sync(EmitBuf *b, EmitPlan *e, const IrOp *op);
+/* At the end of block tb: what it consumed on each channel c >= 1 it waits on, handed to the
+   next launch (its one-copy bases, runtime/abi.h). */
+void emit_plan_end_block(EmitBuf *b, const EmitPlan *e, int tb);
 /* The cases of the rank's consumed(w): the arrivals its launch consumed on each counter. */
 void emit_plan_consumed(EmitBuf *b, const EmitPlan *e);
 

@@ -90,6 +90,18 @@ IrEffects ir_effects(const IrOp *op)
     return fx;
 }
 
+int ir_plan_channels(const IrProgram *p)
+{
+    int chans = 1;
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++) {
+            const IrOp *op = &p->ranks[r].ops[i];
+            if ((op->kind == IR_SIGNAL || op->kind == IR_WAIT) && op->chan >= chans)
+                chans = op->chan + 1;
+        }
+    return chans;
+}
+
 const char *ir_coll_name(Collective c)
 {
     const CollInfo *ci = coll_info(c);

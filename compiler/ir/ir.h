@@ -236,6 +236,10 @@ int ir_in_place_first(const IrProgram *p, int rank);
 
 static inline const char *ir_kind_name(IrKind k) { return ir_op_info(k)->name; } /* "copy", "put", ... */
 static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->ntbs[rank] : 1; }
+/* The channels per pair of ranks that the program's peer signals and waits use (the largest
+ * IrOp.chan + 1; 1 for a .cdsl program): what an imported plan's counters are sized from
+ * (runtime/abi.h: CDSL_SYNC_WORDS, CDSL_STATE_WORDS). */
+int ir_plan_channels(const IrProgram *p);
 const char *ir_coll_name(Collective c);
 /* Moves data: has operands (packet ops too). */
 static inline bool ir_is_data(IrKind k)

@@ -825,6 +825,26 @@ __device__ __forceinline__ void cdsl_tb_signal(const CdslArgs &a, int p, int w, 
     }
 }
 
+/* A wait on a plan's channel c >= 1 (abi.h: CDSL_SYNC_CHAN, after the fixed words): its base
+   has one copy, state[base_slot], which only the one block that waits on the channel reads
+   and, as it leaves, advances (cdsl_tb_chan_leave). */
+__device__ CDSL_OUTLINE bool cdsl_wait_chan(const CdslArgs &a, const u64 *word, u32 base_slot, u64 need,
+                                            CdslOrder order, u32 line, u32 counter)
+{
+    int bad = 0;
+    if (threadIdx.x == 0)
+        bad = !cdsl_spin(a, word, a.state[base_slot] + need, CDSL_SYS, order, line, counter);
+    return !__syncthreads_or(bad);
+}
+
+/* At the end of the block that waited `consumed` times on a plan's channel c >= 1: its base
+   moves on by that much for the next launch. */
+__device__ __forceinline__ void cdsl_tb_chan_leave(const CdslArgs &a, u32 base_slot, u64 consumed)
+{
+    if (threadIdx.x == 0)
+        a.state[base_slot] += consumed;
+}
+
 /* The k-th use of barrier id by each of its n blocks (a group of blocks): thread 0 arrives on
    the barrier's counter (which only grows) and waits until it has grown by want = k * n since
    the launch began; the block meets before and after. */

@@ -151,7 +151,7 @@ static int gpu_make_rank(GpuComm *g, int q)
     GPU_TRY(g, d, g->cu->EventCreate(&rk->joined, CU_EVENT_DISABLE_TIMING),
             "creating rank %d's event", q);
     char what[GPU_WHAT_BYTES];
-    CUresult r = gpu_words_make(g->cu, rk, g->nranks, what);
+    CUresult r = gpu_words_make(g->cu, rk, g->nranks, g->chans, what);
     return r == CUDA_SUCCESS ? CDSL_OK : gpu_fail(g, d, r, "%s", what);
 }
 
@@ -209,7 +209,7 @@ static int gpu_build(GpuComm *g)
     return st;
 }
 
-int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out)
+int gpu_create(const RtConfig *cfg, cdsl_backend flavour, int chans, GpuComm **out)
 {
     *out = NULL;
     GpuComm *g = calloc(1, sizeof *g);
@@ -222,6 +222,7 @@ int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out)
         g->cfg.ranks_per_gpu = 1;
     g->flavour = flavour;
     g->nranks = cfg->nranks;
+    g->chans = chans; /* a plan that needs more grows them (gpu_hold_channels), where they can */
     g->spin_limit = cfg->spin_limit ? cfg->spin_limit : GPU_DEFAULT_SPIN_LIMIT;
     if (g->nranks < 1) {
         rt_error(cfg->log, "%d ranks: a communicator needs at least one rank", g->nranks);
@@ -352,9 +353,9 @@ int gpu_reset_words(GpuComm *g)
         if (st)
             return st;
         if (rk->sync)
-            GPU_TRY(g, d, g->cu->MemsetD8(rk->sync, 0, CDSL_SYNC_WORDS(g->nranks) * 8),
+            GPU_TRY(g, d, g->cu->MemsetD8(rk->sync, 0, CDSL_SYNC_WORDS(g->nranks, g->chans) * 8),
                     "zeroing rank %d's sync words", q);
-        GPU_TRY(g, d, g->cu->MemsetD8(rk->state, 0, CDSL_STATE_WORDS(g->nranks) * 8),
+        GPU_TRY(g, d, g->cu->MemsetD8(rk->state, 0, CDSL_STATE_WORDS(g->nranks, g->chans) * 8),
                 "zeroing rank %d's state words", q);
         GPU_TRY(g, d, g->cu->MemsetD8(rk->error, 0, CDSL_ERROR_WORDS * 4),
                 "zeroing rank %d's error record", q);
@@ -502,6 +503,51 @@ static int gpu_same_code(const GpuComm *g, const char *src)
 
 static long gpu_share(const GpuComm *g);
 
+/* The sync and state words hold the program's channels per pair (abi.h, sized from the plan:
+ * ir_plan_channels). More than they hold: made anew for that many, zeroed, as after a failure
+ * (every counter and base starts again from 0, on every rank at once, with nothing in flight).
+ * A backend whose sync words cannot grow (nvls) refuses, naming both counts. */
+static int gpu_hold_channels(GpuComm *g, const IrProgram *ir)
+{
+    int need = ir_plan_channels(ir), st;
+    if (need <= g->chans)
+        return CDSL_OK;
+    if (!g->remake_sync) {
+        rt_error(g->cfg.log, "%s uses %d channels between a pair of ranks; this backend's sync words hold %d",
+                 ir->name, need, g->chans);
+        return CDSL_ERR_USAGE;
+    }
+    if ((st = gpu_sync_all(g)))
+        return st;
+    gpu_drop_graph(g);
+    int old = g->chans;
+    g->chans = need;
+    for (int q = 0; q < g->nranks; q++) {
+        GpuRank *rk = &g->ranks[q];
+        int d = rk->device;
+        if ((st = gpu_use(g, d)))
+            break;
+        g->cu->MemFree(rk->state);
+        rk->state = 0;
+        char what[GPU_WHAT_BYTES];
+        CUresult r = gpu_mem_zeroed(g->cu, &rk->state, CDSL_STATE_WORDS(g->nranks, g->chans) * 8, "the state words",
+                                    what);
+        if (r != CUDA_SUCCESS) {
+            st = gpu_fail(g, d, r, "%s", what);
+            break;
+        }
+    }
+    if (!st)
+        st = g->remake_sync(g);
+    if (st) {
+        g->chans = old;
+        return st;
+    }
+    g->generation++;
+    log_msg(LOG_INFO, "sync and state words: %d channels per pair, for %s", g->chans, ir->name);
+    return gpu_reset_words(g);
+}
+
 int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 {
     GpuComm *g = state;
@@ -513,6 +559,9 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
     const char *src = cdsl_emit_cuda(p, g->flavour, dtype);
     if (!src)
         return CDSL_ERR_USAGE;  /* the emitter said why (e.g. a sum multimem cannot do) */
+    int held = gpu_hold_channels(g, program_ir(p));
+    if (held)
+        return held;
     if (gpu_same_code(g, src)) {
         g->ir = program_ir(p);
         return ce_load(g, p);
@@ -862,9 +911,10 @@ void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const 
         snprintf(what, sizeof what, "the switch barrier");
     else if (ctr >= CDSL_SYNC_PEER && ctr < (unsigned)(CDSL_SYNC_PEER + nranks))
         snprintf(what, sizeof what, "peer %u's semaphore", ctr - CDSL_SYNC_PEER);
-    else if (ctr > (unsigned)nranks && ctr < (unsigned)CDSL_SYNC_PLAN_WORDS(nranks)) /* a plan's channel c >= 1 */
-        snprintf(what, sizeof what, "peer %u's semaphore, channel %u", (ctr - 1) % (unsigned)nranks,
-                 (ctr - 1) / (unsigned)nranks);
+    else if (ctr >= (unsigned)CDSL_SYNC_FIXED_WORDS(nranks) && ctr < CDSL_PKT_COUNTER(0)) /* a plan's channel c >= 1 */
+        snprintf(what, sizeof what, "peer %u's semaphore, channel %u",
+                 (ctr - (unsigned)CDSL_SYNC_FIXED_WORDS(nranks)) % (unsigned)nranks,
+                 (ctr - (unsigned)CDSL_SYNC_FIXED_WORDS(nranks)) / (unsigned)nranks + 1);
     else if (ctr == GPU_GRID_COUNTER)
         snprintf(what, sizeof what, "its own thread blocks' grid barrier (were all blocks resident?)");
     else if (ctr >= CDSL_PKT_COUNTER(0) && ctr < CDSL_PKT_COUNTER(nranks))

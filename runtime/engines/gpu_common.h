@@ -43,7 +43,12 @@
                                         (cdsl_device.cuh's CDSL_GRID_COUNTER) */
 
 /* Common set-up and teardown (the backends add their memory around these). */
-int gpu_create(const RtConfig *cfg, cdsl_backend flavour, GpuComm **out);
+/* Channels per pair (abi.h) where the sync words cannot grow once made: nvls (they lie in its
+ * region, before the buffers) and the per-rank engines (exchanged between the processes once,
+ * at init). A plan that needs more is refused there, naming both counts. */
+#define GPU_FIXED_CHANNELS 16
+/* chans: the channels per pair the sync and state words hold at first (abi.h). */
+int gpu_create(const RtConfig *cfg, cdsl_backend flavour, int chans, GpuComm **out);
 void gpu_destroy(GpuComm *g);
 
 /* Wait for everything on every device; CDSL_ERR_RUNTIME (reported) on a kernel fault. */

@@ -31,7 +31,7 @@ CUresult gpu_device_query(CuDrv *cu, GpuDevice *dv, const char **what)
 }
 
 /* cuMemAlloc and zero; what says which of the two failed. */
-static CUresult gpu_zeroed(CuDrv *cu, CUdeviceptr *p, size_t bytes, const char *name, char what[GPU_WHAT_BYTES])
+CUresult gpu_mem_zeroed(CuDrv *cu, CUdeviceptr *p, size_t bytes, const char *name, char what[GPU_WHAT_BYTES])
 {
     CUresult r = cu->MemAlloc(p, bytes);
     if (r != CUDA_SUCCESS) {
@@ -43,17 +43,17 @@ static CUresult gpu_zeroed(CuDrv *cu, CUdeviceptr *p, size_t bytes, const char *
     return r;
 }
 
-CUresult gpu_words_make(CuDrv *cu, GpuRank *own, int nranks, char what[GPU_WHAT_BYTES])
+CUresult gpu_words_make(CuDrv *cu, GpuRank *own, int nranks, int chans, char what[GPU_WHAT_BYTES])
 {
-    CUresult r = gpu_zeroed(cu, &own->state, CDSL_STATE_WORDS(nranks) * 8, "the state words", what);
-    return r != CUDA_SUCCESS ? r : gpu_zeroed(cu, &own->error, CDSL_ERROR_WORDS * 4, "the error record", what);
+    CUresult r = gpu_mem_zeroed(cu, &own->state, CDSL_STATE_WORDS(nranks, chans) * 8, "the state words", what);
+    return r != CUDA_SUCCESS ? r : gpu_mem_zeroed(cu, &own->error, CDSL_ERROR_WORDS * 4, "the error record", what);
 }
 
 CUresult gpu_tables_make(CuDrv *cu, GpuDevice *dv, int nranks, char what[GPU_WHAT_BYTES])
 {
     size_t n = (size_t)nranks;
-    CUresult r = gpu_zeroed(cu, &dv->peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf", what);
-    return r != CUDA_SUCCESS ? r : gpu_zeroed(cu, &dv->peer_sync, n * 8, "peer_sync", what);
+    CUresult r = gpu_mem_zeroed(cu, &dv->peer_buf, n * CDSL_ABI_MAX_BUFS * 8, "peer_buf", what);
+    return r != CUDA_SUCCESS ? r : gpu_mem_zeroed(cu, &dv->peer_sync, n * 8, "peer_sync", what);
 }
 
 CUresult gpu_tables_write(CuDrv *cu, GpuDevice *dv, const CUdeviceptr *bufs, const CUdeviceptr *syncs, int nranks)

@@ -31,7 +31,7 @@ enum { GPU_WHAT_BYTES = 96 };
 /* dv->ordinal's handle, name, SM count and "sm_XY" (its context is not touched). */
 CUresult gpu_device_query(CuDrv *cu, GpuDevice *dv, const char **what);
 /* One rank's private words (abi.h): its state words and its error record, zeroed. */
-CUresult gpu_words_make(CuDrv *cu, GpuRank *own, int nranks, char what[GPU_WHAT_BYTES]);
+CUresult gpu_words_make(CuDrv *cu, GpuRank *own, int nranks, int chans, char what[GPU_WHAT_BYTES]);
 void gpu_words_free(CuDrv *cu, GpuRank *own);
 /* A device's peer tables for nranks ranks, zeroed: peer_buf[nranks*8] and peer_sync[nranks]. */
 CUresult gpu_tables_make(CuDrv *cu, GpuDevice *dv, int nranks, char what[GPU_WHAT_BYTES]);
@@ -40,6 +40,8 @@ void gpu_tables_free(CuDrv *cu, GpuDevice *dv);
 CUresult gpu_tables_write(CuDrv *cu, GpuDevice *dv, const CUdeviceptr *bufs, const CUdeviceptr *syncs, int nranks);
 /* cuMemFree, once: *p is 0 afterwards. */
 void gpu_mem_free(CuDrv *cu, CUdeviceptr *p);
+/* cuMemAlloc of bytes, zeroed; on a failure, what says which step and of what (name). */
+CUresult gpu_mem_zeroed(CuDrv *cu, CUdeviceptr *p, size_t bytes, const char *name, char what[GPU_WHAT_BYTES]);
 
 /* Load cubin into dv->module (NULL when that fails), find cdsl_main and its launch shape
  * (gpu_device_shape). */

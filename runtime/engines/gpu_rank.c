@@ -94,7 +94,7 @@ static int gpu_rank_words(RankGpu *g)
     size_t n = (size_t)g->nranks;
     char what[GPU_WHAT_BYTES];
     GPU_RANK_TRY(g, g->cu->StreamCreate(&g->own.stream, CU_STREAM_NON_BLOCKING), "creating a stream");
-    GPU_RANK_TRY(g, gpu_words_make(g->cu, &g->own, g->nranks, what), "%s", what);
+    GPU_RANK_TRY(g, gpu_words_make(g->cu, &g->own, g->nranks, GPU_FIXED_CHANNELS, what), "%s", what);
     GPU_RANK_TRY(g, gpu_tables_make(g->cu, &g->gpu, g->nranks, what), "%s", what);
     g->peer_bufs = calloc(n * CDSL_ABI_MAX_BUFS, sizeof *g->peer_bufs);
     g->peer_syncs = calloc(n, sizeof *g->peer_syncs);
@@ -197,6 +197,11 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
     const char *src = cdsl_emit_cuda_rank(p, (cdsl_backend)g->flavour, dtype, g->rank);
     if (!src)
         return CDSL_ERR_USAGE;  /* the emitter said why */
+    if (ir_plan_channels(program_ir(p)) > GPU_FIXED_CHANNELS) { /* its sync words were exchanged at init */
+        rt_error(g->log, "rank %d: %s uses %d channels between a pair of ranks; this engine's sync words hold %d",
+                 g->rank, program_ir(p)->name, ir_plan_channels(program_ir(p)), GPU_FIXED_CHANNELS);
+        return CDSL_ERR_USAGE;
+    }
     if (g->gpu.module && g->loaded_src && !strcmp(g->loaded_src, src)) {
         g->ir = program_ir(p);
         return CDSL_OK;

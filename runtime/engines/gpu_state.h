@@ -38,8 +38,8 @@ typedef struct GpuRank {
     int device;                     /* index into GpuComm.devs */
     CUstream stream;
     CUevent joined;                 /* recorded at the end of a run; the origin waits on it */
-    CUdeviceptr sync;               /* CDSL_SYNC_WORDS(n) u64, made by the backend */
-    CUdeviceptr state;              /* CDSL_STATE_WORDS(n) u64 */
+    CUdeviceptr sync;               /* CDSL_SYNC_WORDS(n, chans) u64, made by the backend */
+    CUdeviceptr state;              /* CDSL_STATE_WORDS(n, chans) u64 */
     CUdeviceptr error;              /* CDSL_ERROR_WORDS u32 */
     CUdeviceptr buf[CDSL_ABI_MAX_BUFS];
     CUdeviceptr mc_buf[CDSL_ABI_MAX_BUFS];  /* nvls: multicast addresses; 0 for p2p */
@@ -74,6 +74,10 @@ typedef struct GpuComm {
                                        freed here */
     size_t bytes[CDSL_ABI_MAX_BUFS];
     int have_sync;                  /* every rank's sync words exist */
+    int chans;                      /* channels per pair the sync and state words hold (abi.h) */
+    /* Make every rank's sync words anew for g->chans channels, zeroed (p2p); NULL where they
+       cannot grow once made (nvls: they lie in the region, before the buffers). */
+    int (*remake_sync)(struct GpuComm *g);
     const IrProgram *ir;            /* the loaded program, to name a wait that gave up */
     char *loaded_src;               /* its CUDA source: the same source needs no reload */
     unsigned long long generation;  /* bumped when buffers or the module change */

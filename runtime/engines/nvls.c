@@ -290,14 +290,14 @@ static int nvls_build(GpuComm *g, NvlsGroup *grp, size_t need)
 
 /* Offsets inside the region (sync words first); returns the bytes needed. */
 /* The sync words' share of the region: where the first buffer starts. */
-static size_t nvls_sync_bytes(int nranks)
+static size_t nvls_sync_bytes(const GpuComm *g)
 {
-    return gpu_round_up(CDSL_SYNC_WORDS(nranks) * 8, NVLS_ALIGN);
+    return gpu_round_up(CDSL_SYNC_WORDS(g->nranks, g->chans) * 8, NVLS_ALIGN);
 }
 
-static size_t nvls_layout(int nranks, const size_t *bytes, int nbufs, size_t *off)
+static size_t nvls_layout(const GpuComm *g, const size_t *bytes, int nbufs, size_t *off)
 {
-    size_t at = nvls_sync_bytes(nranks);
+    size_t at = nvls_sync_bytes(g);
     for (int b = 0; b < nbufs; b++) {
         off[b] = at;
         at += gpu_round_up(bytes[b], NVLS_ALIGN);
@@ -344,7 +344,7 @@ static int nvls_alloc(void *state, const size_t *bytes, int nbufs)
         return CDSL_ERR_USAGE;
     }
     size_t off[CDSL_ABI_MAX_BUFS];
-    size_t need = nvls_layout(g->nranks, bytes, nbufs, off);
+    size_t need = nvls_layout(g, bytes, nbufs, off);
     int st = gpu_sync_all(g);   /* nothing may use the region we are about to replace */
     if (!st && need > grp->size) {
         g->nbufs = 0;
@@ -356,7 +356,7 @@ static int nvls_alloc(void *state, const size_t *bytes, int nbufs)
         if (!st)
             st = nvls_zero(g, grp, 0, grp->size);
     } else if (!st) {
-        st = nvls_zero(g, grp, nvls_sync_bytes(g->nranks), need);  /* sync words stay */
+        st = nvls_zero(g, grp, nvls_sync_bytes(g), need);  /* sync words stay */
     }
     if (st) {
         gpu_publish(g);         /* no stale pointers in the peer tables */
@@ -435,7 +435,7 @@ static int nvls_create(const RtConfig *cfg, void **state)
         return CDSL_ERR_SYSTEM;
     }
     GpuComm *g;
-    if ((st = gpu_create(cfg, CDSL_BACKEND_NVLS, &g)))
+    if ((st = gpu_create(cfg, CDSL_BACKEND_NVLS, GPU_FIXED_CHANNELS, &g)))
         return st;
     NvlsGroup *grp = calloc(1, sizeof *grp);
     if (grp)

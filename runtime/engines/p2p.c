@@ -49,10 +49,13 @@ static void p2p_free_sync(GpuComm *g)
     g->have_sync = 0;
 }
 
-/* Sync words live for the whole communicator: zeroed once here, never reset between runs. */
+/* Sync words live for the whole communicator: zeroed once here, never reset between runs; made
+ * anew, larger, when a plan needs more channels per pair than they hold (gpu_hold_channels). */
 static int p2p_make_sync(GpuComm *g)
 {
-    size_t bytes = CDSL_SYNC_WORDS(g->nranks) * 8;
+    if (g->have_sync)
+        p2p_free_sync(g);
+    size_t bytes = CDSL_SYNC_WORDS(g->nranks, g->chans) * 8;
     for (int q = 0; q < g->nranks; q++) {
         GpuRank *rk = &g->ranks[q];
         int d = rk->device, st = gpu_use(g, d);
@@ -82,9 +85,10 @@ static int p2p_create(const RtConfig *cfg, void **state)
 {
     GpuComm *g;
     *state = NULL;
-    int st = gpu_create(cfg, CDSL_BACKEND_P2P, &g);
+    int st = gpu_create(cfg, CDSL_BACKEND_P2P, 1, &g);  /* a .cdsl program's channels; a plan's grow them */
     if (st)
         return st;
+    g->remake_sync = p2p_make_sync;
     if ((st = p2p_make_sync(g))) {
         p2p_destroy(g);
         return st;

@@ -355,7 +355,7 @@ static int ipc_init(cdsl_rank_comm *r, const RtId *id)
     r->device = s->g.gpu.ordinal;
     if ((st = ipc_devices(r)) || (st = gpu_rank_enter(&s->g)))
         return st;
-    st = ipc_share(r, "init: the sync words", CDSL_SYNC_WORDS(s->n) * 8, s->sync);
+    st = ipc_share(r, "init: the sync words", CDSL_SYNC_WORDS(s->n, GPU_FIXED_CHANNELS) * 8, s->sync);
     if (!st && s->g.multicast)
         st = ipc_multicast(r, "init: the sync words' multicast", &s->sync[s->me], &s->mc_sync);
     gpu_rank_leave(&s->g);

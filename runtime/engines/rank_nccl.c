@@ -236,7 +236,7 @@ static int nccl_init(cdsl_rank_comm *r, const RtId *id)
         return st;
     st = nccl_comm(r, id);
     if (!st)
-        st = nccl_win(s, CDSL_SYNC_WORDS(s->n) * 8, &s->sync, "the sync words");
+        st = nccl_win(s, CDSL_SYNC_WORDS(s->n, GPU_FIXED_CHANNELS) * 8, &s->sync, "the sync words");
     for (int q = 0; !st && q < s->n; q++)
         s->g.peer_syncs[q] = nccl_lsa(&s->sync.head, q, 0);
     gpu_rank_leave(&s->g);

@@ -173,7 +173,7 @@ static int wait_round(const CdslArgs *a, int k, int line)
 static void same_shape(const CdslArgs *a, unsigned blocks, unsigned threads)
 {
     unsigned long long mine = (unsigned long long)blocks << 32 | threads;
-    size_t w = CDSL_SYNC_WORDS(a->nranks) - 1;
+    size_t w = CDSL_SYNC_FIXED_WORDS(a->nranks) - 1;
     for (int p = 0; p < a->nranks; p++)
         if (__atomic_load_n(&a->peer_sync[p][w], __ATOMIC_SEQ_CST) != mine)
             die("ranks launched different grids or block sizes");
@@ -185,7 +185,7 @@ static void kernel(const CdslArgs *a, unsigned blocks, unsigned threads)
     if (a->peer_sync[a->rank] != a->sync) die("peer_sync does not hold the rank's own sync words");
     for (int b = 0; b < 2; b++)
         if (a->peer_buf[a->rank * 8 + b] != a->buf[b]) die("peer_buf does not hold the rank's own buffers");
-    __atomic_store_n(&a->sync[CDSL_SYNC_WORDS(a->nranks) - 1], (unsigned long long)blocks << 32 | threads,
+    __atomic_store_n(&a->sync[CDSL_SYNC_FIXED_WORDS(a->nranks) - 1], (unsigned long long)blocks << 32 | threads,
                      __ATOMIC_SEQ_CST);
     arrive(a);
     if (!wait_round(a, 1, 5))

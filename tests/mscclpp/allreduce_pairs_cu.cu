@@ -9,6 +9,7 @@
 #define CDSL_FLAVOUR_P2P 1
 #define CDSL_ELEM_F32 1
 #define CDSL_PLAN 1
+#define CDSL_PLAN_CHANNELS 2  // channels per pair of ranks: the runtime allocates CDSL_SYNC_WORDS(CDSL_NRANKS, 2) sync words
 #define CDSL_INLINE 1  // 16 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
@@ -57,7 +58,7 @@ __device__ bool plan_0_0(const CdslArgs &a)
     // 113:23  nop  (threadblock 0)
 #line 113 "allreduce_pairs_cu.json"
     __syncthreads();
-#line 61 "allreduce_pairs_p2p_f32.cu"
+#line 62 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
@@ -68,13 +69,13 @@ __device__ bool plan_0_1(const CdslArgs &a)
     __syncthreads();
     // 140:23  signal peer 1 channel 1  (threadblock 1)
 #line 140 "allreduce_pairs_cu.json"
-    cdsl_tb_signal(a, 1, 3, CDSL_RELAXED);
+    cdsl_tb_signal(a, 1, 771, CDSL_RELAXED);
     // 147:23  nop  (threadblock 1)
 #line 147 "allreduce_pairs_cu.json"
     __syncthreads();
     // 150:23  wait peer 1 channel 1  (threadblock 1)
 #line 150 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_word(a, &a.sync[4], 22, 1, CDSL_RELAXED, 150, 4));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[772], 1854, 1, CDSL_RELAXED, 150, 772));
     // 157:23  nop  (threadblock 1)
 #line 157 "allreduce_pairs_cu.json"
     __syncthreads();
@@ -89,17 +90,18 @@ __device__ bool plan_0_1(const CdslArgs &a)
     __syncthreads();
     // 192:23  signal peer 1 channel 1  (threadblock 1)
 #line 192 "allreduce_pairs_cu.json"
-    cdsl_tb_signal(a, 1, 3, CDSL_RELEASE);
+    cdsl_tb_signal(a, 1, 771, CDSL_RELEASE);
     // 199:23  nop  (threadblock 1)
 #line 199 "allreduce_pairs_cu.json"
     __syncthreads();
     // 202:23  wait peer 1 channel 1  (threadblock 1)
 #line 202 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_word(a, &a.sync[4], 22, 2, CDSL_ACQUIRE, 202, 4));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[772], 1854, 2, CDSL_ACQUIRE, 202, 772));
     // 209:23  nop  (threadblock 1)
 #line 209 "allreduce_pairs_cu.json"
     __syncthreads();
-#line 103 "allreduce_pairs_p2p_f32.cu"
+#line 104 "allreduce_pairs_p2p_f32.cu"
+    cdsl_tb_chan_leave(a, 1854, 2);  // from rank 1, channel 1
     return true;
 }
 
@@ -107,7 +109,6 @@ __device__ __forceinline__ u64 plan_0_consumed(u32 w)
 {
     switch (w) {
     case 2: return 2;  // from rank 1, channel 0
-    case 22: return 2;  // from rank 1, channel 1
     default: return 0;
     }
 }
@@ -167,7 +168,7 @@ __device__ bool plan_1_0(const CdslArgs &a)
     // 331:23  nop  (threadblock 0)
 #line 331 "allreduce_pairs_cu.json"
     __syncthreads();
-#line 171 "allreduce_pairs_p2p_f32.cu"
+#line 172 "allreduce_pairs_p2p_f32.cu"
     return true;
 }
 
@@ -178,13 +179,13 @@ __device__ bool plan_1_1(const CdslArgs &a)
     __syncthreads();
     // 358:23  signal peer 0 channel 1  (threadblock 1)
 #line 358 "allreduce_pairs_cu.json"
-    cdsl_tb_signal(a, 0, 4, CDSL_RELAXED);
+    cdsl_tb_signal(a, 0, 772, CDSL_RELAXED);
     // 365:23  nop  (threadblock 1)
 #line 365 "allreduce_pairs_cu.json"
     __syncthreads();
     // 368:23  wait peer 0 channel 1  (threadblock 1)
 #line 368 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_word(a, &a.sync[3], 21, 1, CDSL_RELAXED, 368, 3));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[771], 1853, 1, CDSL_RELAXED, 368, 771));
     // 375:23  nop  (threadblock 1)
 #line 375 "allreduce_pairs_cu.json"
     __syncthreads();
@@ -199,17 +200,18 @@ __device__ bool plan_1_1(const CdslArgs &a)
     __syncthreads();
     // 410:23  signal peer 0 channel 1  (threadblock 1)
 #line 410 "allreduce_pairs_cu.json"
-    cdsl_tb_signal(a, 0, 4, CDSL_RELEASE);
+    cdsl_tb_signal(a, 0, 772, CDSL_RELEASE);
     // 417:23  nop  (threadblock 1)
 #line 417 "allreduce_pairs_cu.json"
     __syncthreads();
     // 420:23  wait peer 0 channel 1  (threadblock 1)
 #line 420 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_word(a, &a.sync[3], 21, 2, CDSL_ACQUIRE, 420, 3));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[771], 1853, 2, CDSL_ACQUIRE, 420, 771));
     // 427:23  nop  (threadblock 1)
 #line 427 "allreduce_pairs_cu.json"
     __syncthreads();
-#line 213 "allreduce_pairs_p2p_f32.cu"
+#line 214 "allreduce_pairs_p2p_f32.cu"
+    cdsl_tb_chan_leave(a, 1853, 2);  // from rank 0, channel 1
     return true;
 }
 
@@ -217,7 +219,6 @@ __device__ __forceinline__ u64 plan_1_consumed(u32 w)
 {
     switch (w) {
     case 1: return 2;  // from rank 0, channel 0
-    case 21: return 2;  // from rank 0, channel 1
     default: return 0;
     }
 }
