@@ -3,8 +3,8 @@
  * front ends (program_layout.h).
  *
  * In place, the aliased buffer is a window into its holder on each rank, starting at chunk
- * ir_in_place_first(rank). The compiler's forms (allgather, reducescatter, allreduce) always
- * fit; an imported plan of another collective (an alltoall written in place) may give the
+ * ir_in_place_first(rank). The compiler's forms (allgather, reducescatter, allreduce, alltoall)
+ * always fit; an imported plan of another collective (a sendrecv written in place) may give the
  * window more chunks than are left in the holder after its start. Such a layout has no memory
  * for the window, so it is refused before any buffer is allocated: a transfer, a fill or a
  * kernel would otherwise write past the holder's end. Two buffers of a rank may share memory
