@@ -86,7 +86,7 @@ build front_ends "" && run_c front_ends "" $AG
 build front_ends asan && run_c front_ends asan $AG
 
 # ---- in place: the API's in-place layouts and refusals, the first wrong element -----------------
-IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_nvls.cdsl"
+IP="stdlib/allgather_ring.cdsl stdlib/allreduce_nvls.cdsl stdlib/reducescatter_nvls.cdsl stdlib/alltoall_mesh.cdsl"
 # shellcheck disable=SC2086
 build in_place "" && run_c in_place "" $IP
 # shellcheck disable=SC2086

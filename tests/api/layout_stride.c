@@ -1,12 +1,12 @@
 /*
  * layout_stride.c - a run checks where the in-place window starts, not only the buffers'
  * sizes. An in-place allreduce puts every rank's input at chunk 0 of its output; an in-place
- * alltoall plan of the same buffer sizes (8/8/6 chunks at 4 ranks) puts rank r's at chunk
- * 2r, past the end of the output for ranks 1..3: it has no in-place layout at all. Buffers
- * allocated for the allreduce must not pass for the alltoall's: the sim, with a seed, would
- * poison the holder around a window that is not there and write past its end.
+ * sendrecv plan (checked as custom) of the same buffer sizes (8/8/6 chunks at 4 ranks) puts
+ * rank r's at chunk 2r, past the end of the output for ranks 1..3: it has no in-place layout
+ * at all. Buffers allocated for the allreduce must not pass for the sendrecv's: the sim, with
+ * a seed, would poison the holder around a window that is not there and write past its end.
  *
- *     layout_stride ALLREDUCE_IN_PLACE.json ALLTOALL_IN_PLACE.json
+ *     layout_stride ALLREDUCE_IN_PLACE.json SENDRECV_IN_PLACE.json
  *
  * Prints "[PASS] name" / "[FAIL] name".
  */
@@ -39,12 +39,12 @@ int main(int argc, char **argv)
         return 1;
     }
     CASE("the allreduce in place: its buffers are allocated", cdsl_comm_alloc(c, ar, CHUNK) == CDSL_OK);
-    CASE("the alltoall in place on the allreduce's buffers (same sizes, another window): cdsl_run refuses it",
+    CASE("the sendrecv in place on the allreduce's buffers (same sizes, another window): cdsl_run refuses it",
            cdsl_run(c, a2a, CDSL_F32, 1, NULL) == CDSL_ERR_USAGE && log_said(log_file, "not allocated for"));
-    CASE("the alltoall in place on the allreduce's buffers: cdsl_fill refuses it",
+    CASE("the sendrecv in place on the allreduce's buffers: cdsl_fill refuses it",
            cdsl_fill(c, a2a, CDSL_F32) == CDSL_ERR_USAGE && log_said(log_file, "not allocated for"));
     unsigned long long wrong = 0;
-    CASE("the alltoall in place on the allreduce's buffers: cdsl_check refuses it",
+    CASE("the sendrecv in place on the allreduce's buffers: cdsl_check refuses it",
            cdsl_check(c, a2a, CDSL_F32, &wrong) == CDSL_ERR_USAGE && log_said(log_file, "not allocated for"));
     CASE("the allreduce still runs on its own buffers", cdsl_run(c, ar, CDSL_F32, 1, NULL) == CDSL_OK);
     cdsl_comm_destroy(c);

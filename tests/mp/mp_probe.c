@@ -92,11 +92,13 @@ static int dtypes_for(const cdsl_program *p, cdsl_dtype *out)
 
 /* Where the caller's buffers of an in-place run are: one block, the input inside the output
  * at this rank's part (reducescatter: the output inside the input), as NCCL's in-place calls
- * take them. */
+ * take them; where input and output are one size (allreduce, alltoall), the input is the
+ * output. */
 static void in_place_buffers(const Probe *pr, const cdsl_program *p, size_t chunk, char *block, char **in, char **out)
 {
     const char *coll = cdsl_program_collective(p);
-    size_t at = strcmp(coll, "allreduce") ? (size_t)pr->rank * (size_t)cdsl_program_chunks(p) * chunk : 0;
+    bool whole = cdsl_program_buf_chunks(p, CDSL_BUF_INPUT) == cdsl_program_buf_chunks(p, CDSL_BUF_OUTPUT);
+    size_t at = whole ? 0 : (size_t)pr->rank * (size_t)cdsl_program_chunks(p) * chunk;
     bool rs = !strcmp(coll, "reducescatter");
     *in = rs ? block : block + at;
     *out = rs ? block + at : block;
