@@ -9,6 +9,7 @@
 #define CDSL_FLAVOUR_P2P 1
 #define CDSL_ELEM_F32 1
 #define CDSL_PLAN 1
+#define CDSL_PLAN_CHANNELS 1  // channels per pair of ranks: the runtime allocates CDSL_SYNC_WORDS(CDSL_NRANKS, 1) sync words
 #define CDSL_INLINE 1  // 8 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
 static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
@@ -36,7 +37,7 @@ __device__ bool plan_0_0(const CdslArgs &a)
     // 93:23  packet_read peer 1 output[1] <- packets[3]  (threadblock 0)
 #line 93 "packet_allreduce_cu.json"
     CDSL_TRY(cdsl_tb_msc_read_packets(a, 1, B_packets, 8, 3, B_output, 1, 1, 93));
-#line 40 "packet_allreduce_cu_p2p_f32.cu"
+#line 41 "packet_allreduce_cu_p2p_f32.cu"
     return true;
 }
 
@@ -78,7 +79,7 @@ __device__ bool plan_1_0(const CdslArgs &a)
     // 209:23  packet_read peer 0 output[0] <- packets[2]  (threadblock 0)
 #line 209 "packet_allreduce_cu.json"
     CDSL_TRY(cdsl_tb_msc_read_packets(a, 0, B_packets, 8, 2, B_output, 0, 1, 209));
-#line 82 "packet_allreduce_cu_p2p_f32.cu"
+#line 83 "packet_allreduce_cu_p2p_f32.cu"
     return true;
 }
 
