@@ -222,6 +222,41 @@ static void note_last(Reporter *rep, int rank, IrKind kind, int peer, const char
     }
 }
 
+/* The last op of `rank` of the given kind on semaphore `sem`, or -1; *count: how many there are. */
+static int last_sem_op(const IrProgram *p, int rank, IrKind kind, int sem, int *count)
+{
+    const IrSeq *s = &p->ranks[rank];
+    int last = -1;
+    *count = 0;
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].kind == kind && s->ops[i].chan == sem)
+            last = i, ++*count;
+    return last;
+}
+
+/* A semaphore op with no partner: an acquire no release satisfies, or a release left over. */
+static void report_semaphore(Reporter *rep, HbEv e, bool acquire)
+{
+    const CheckResult *r = rep->r;
+    const IrOp *op = op_at(r, e);
+    int k = r->hb.ordinal[e.rank][e.idx], sem = op->chan, n;
+    IrKind other = ir_op_info(op->kind)->pair;
+    int last = last_sem_op(r->p, e.rank, other, sem, &n);
+    const char *verb = acquire ? "releases" : "acquires";
+    const char *have = n ? arena_printf(rep->a, "rank %d %s it only %s", e.rank, verb, check_times(rep->a, n))
+                         : arena_printf(rep->a, "no threadblock of rank %d %s it", e.rank, verb);
+    if (acquire)
+        diag_error(rep->d, op->loc, "rank %d waits forever here%s: this is its %s sem_acquire of semaphore %d, but %s",
+                   e.rank, check_ctx(rep->a, op), check_nth(rep->a, k + 1), sem, have);
+    else
+        diag_error(rep->d, op->loc, "semaphore release never acquired: rank %d's %s sem_release of semaphore %d%s has "
+                   "no matching sem_acquire: %s; the semaphore keeps its value across launches, so the next launch "
+                   "would start out of step", e.rank, check_nth(rep->a, k + 1), sem, check_ctx(rep->a, op), have);
+    if (last >= 0)
+        diag_note(rep->d, r->p->ranks[e.rank].ops[last].loc, "rank %d's last %s of semaphore %d is here%s", e.rank,
+                  ir_kind_name(other), sem, check_ctx(rep->a, &r->p->ranks[e.rank].ops[last]));
+}
+
 /* A peer wait with no matching signal anywhere. */
 static void report_peer_forever(Reporter *rep, HbEv w)
 {
@@ -229,6 +264,10 @@ static void report_peer_forever(Reporter *rep, HbEv w)
     int k = rep->r->hb.ordinal[w.rank][w.idx], p = op->peer;
     if (!first_report(rep, &op->loc))
         return;
+    if (ir_is_semaphore(op->kind)) {
+        report_semaphore(rep, w, true);
+        return;
+    }
     if (ir_is_packet(op->kind)) {
         const char *sent = k ? arena_printf(rep->a, "rank %d sends packets to rank %d only %s", p, w.rank,
                                             check_times(rep->a, k))
@@ -346,6 +385,11 @@ static const char *awaited(Reporter *rep, HbEv w, int target_unit)
                             target_unit - r->hb.rank_unit[target], target, op->barrier,
                             r->p->ranks[target].ops[pc].loc.line, r->p->ranks[target].ops[pc].loc.col);
     }
+    if (ir_is_semaphore(op->kind)) {
+        const IrOp *sig = &r->p->ranks[target].ops[r->hb.partner[w.rank][w.idx]];
+        return arena_printf(rep->a, "threadblock %d's %s sem_release of semaphore %d, at %d:%d", sig->tb,
+                            check_nth(rep->a, k + 1), op->chan, sig->loc.line, sig->loc.col);
+    }
     if (ir_is_wait(op->kind)) {
         const IrOp *sig = &r->p->ranks[target].ops[r->hb.partner[w.rank][w.idx]];
         return arena_printf(rep->a, "rank %d's %s %s to rank %d, which rank %d sends at %d:%d", target,
@@ -445,6 +489,10 @@ static void report_leftover(Reporter *rep, int q, int i)
 {
     const IrOp *op = &rep->r->p->ranks[q].ops[i];
     int k = rep->r->hb.ordinal[q][i], p = op->peer;
+    if (ir_is_semaphore(op->kind)) {
+        report_semaphore(rep, (HbEv){q, i}, false);
+        return;
+    }
     if (ir_is_packet(op->kind)) {
         const char *got = k ? arena_printf(rep->a, "rank %d receives packets from rank %d only %s", p, q,
                                            check_times(rep->a, k))

@@ -63,7 +63,8 @@ typedef struct Lint {
    user wrote, take no order: not these either). */
 static bool is_sync(const IrOp *op, int rank)
 {
-    return ir_takes_order(op->kind) && !port_lowered(op, rank);
+    /* a plan's semaphore has no relaxed form; a port channel's lowered ops take no order */
+    return ir_takes_order(op->kind) && !ir_is_semaphore(op->kind) && !port_lowered(op, rank);
 }
 
 static bool is_signal(IrKind k)

@@ -97,6 +97,12 @@ bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a)
     for (int r = 0; r < p->nranks; r++)
         if (!one_waiting_block(p, r, chans, d, a))
             return false;
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            if (ir_is_semaphore(p->ranks[r].ops[i].kind)) {
+                diag_error(d, p->ranks[r].ops[i].loc, "the plan uses semaphores (gpu %d, threadblock %d): the device "
+                           "code has no words for them yet; they are checked and run on sim", r, p->ranks[r].ops[i].tb);
+                return false;
+            }
     return true;
 }
 

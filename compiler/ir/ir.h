@@ -252,15 +252,18 @@ static inline bool ir_is_switch(IrKind k) { return ir_op_info(k)->chan == CH_SWI
  * program's buffers. False (with an error) when there is no room for one more buffer. */
 bool ir_packet_layout(IrProgram *p, Diag *d);
 int ir_packet_buf(const IrProgram *p);     /* the packet slots' buffer, or -1 */
-/* What matches like a signal / a wait (happens_before.c, sync_schedule.c): peer signals and waits, and packets. */
+/* What matches like a signal / a wait (happens_before.c, sync_schedule.c): peer signals and waits,
+   packets, and a plan's semaphore releases and acquires (peer: the rank itself). */
 static inline bool ir_is_signal(IrKind k)
 {
-    return ir_op_info(k)->sync == SYNC_SIGNAL && ir_op_info(k)->chan == CH_PEER;
+    return ir_op_info(k)->sync == SYNC_SIGNAL && (ir_op_info(k)->chan == CH_PEER || ir_op_info(k)->chan == CH_BLOCK);
 }
 static inline bool ir_is_wait(IrKind k)
 {
-    return ir_op_info(k)->sync == SYNC_WAIT && ir_op_info(k)->chan == CH_PEER;
+    return ir_op_info(k)->sync == SYNC_WAIT && (ir_op_info(k)->chan == CH_PEER || ir_op_info(k)->chan == CH_BLOCK);
 }
+/* A plan's semaphore op: a signal or wait between thread blocks of one rank. */
+static inline bool ir_is_semaphore(IrKind k) { return ir_op_info(k)->chan == CH_BLOCK && (ir_is_signal(k) || ir_is_wait(k)); }
 static inline bool ir_is_packet(IrKind k) { return ir_op_info(k)->packet == 1; }
 /* A plan's packets: flagged data at an address of the plan's packet buffer (IrBuf.packets). */
 static inline bool ir_is_msc_packet(IrKind k) { return ir_op_info(k)->packet == 2; }

@@ -4,7 +4,7 @@
  * buffer type, index, size), with every index checked against what the plan declares.
  *
  * The ops the format defines but cdsl does not run are refused here, each with its reason
- * (docs/mscclpp.md §3.3): the old format's packet ops, semaphores, pipelines and glre. Port
+ * (docs/mscclpp.md §3.3): the old format's packet ops, pipelines and glre. Port
  * channels' ops are read like the others; mscclpp_map.c lowers them through their proxy
  * (port_proxy.h). The current format's packet (LL) ops are read, all as one kind here;
  * mscclpp_map.c tells them apart by name (docs/mscclpp.md, "Packets").
@@ -20,7 +20,7 @@
 
 #include <string.h>
 
-typedef enum Refusal { OK, PACKET, PACKETS, SEMAPHORES, PIPELINE, GLRE } Refusal;
+typedef enum Refusal { OK, PACKET, PACKETS, PIPELINE, GLRE } Refusal;
 
 /* The ops of either generation, as MSCCL++ defines them. Which IR kind an op reads as comes
    from ops.def's MSCCL++ column, by the name `as` (the op's own current name when NULL): pws
@@ -51,8 +51,8 @@ static const OpName OPS[] = {
     {"repkt", "repkt", false, PACKET,  NULL, false},  {"respkt", "respkt", false, PACKET,  NULL, false},
     {"recpkt", "recpkt", false, PACKET,  NULL, false}, {"recspkt", "recspkt", false, PACKET,  NULL, false},
     {"gstorepkt", "gstorepkt", false, PACKET,  NULL, false},
-    {"sem_acquire", "sem_acquire", false, SEMAPHORES, NULL, false},
-    {"sem_release", "sem_release", false, SEMAPHORES, NULL, false},
+    {"sem_acquire", "sem_acquire", false, OK, NULL, false},
+    {"sem_release", "sem_release", false, OK, NULL, false},
     {"pipeline", "pipeline", false, PIPELINE, NULL, false}, {"glre", "glre", false, GLRE, NULL, false},
     /* old generation */
     {"nop", "nop", true, OK, NULL, false},            {"barrier", "barrier", true, OK, NULL, false},
@@ -74,8 +74,6 @@ static const char *refusal_text(Refusal r)
     case PACKETS:
         return "the old format's rppkt is not read: no plan of that format in MSCCL++'s tree has one, so its "
                "operands' layout there is unknown (docs/mscclpp.md, \"Packets\")";
-    case SEMAPHORES:
-        return "semaphores between thread blocks are not modelled yet (barriers are)";
     case PIPELINE:
         return "a pipeline runs its ops a number of times that depends on the run-time size, and cdsl checks one "
                "program for every size";
@@ -191,6 +189,35 @@ static bool operands(Msc *m, const json_t *ov, const char *key, MscOp *op, const
 
 /* ---- The current generation ------------------------------------------------------------------ */
 
+/* sem_acquire, sem_release: thread j works on semaphore_ids[j], an index into the gpu's
+   semaphores (execution_plan.cc setupOperation, execution_kernel.hpp handleSemAcquire). */
+static bool semaphore_ids(Msc *m, const json_t *ov, MscOp *op)
+{
+    const json_t *ids = msc_field(m, ov, "semaphore_ids", JSON_ARRAY, true, arena_printf(m->a, "a %s", op->name));
+    if (!ids)
+        return false;
+    if (!json_array_size(ids) || json_array_size(ids) > MSC_MAX_OP_SEMAPHORES) {
+        msc_error(m, ids, "a %s names 1 to %d semaphores (the executor's limit), not %zu", op->name,
+                  MSC_MAX_OP_SEMAPHORES, json_array_size(ids));
+        return false;
+    }
+    int have = m->gpu[m->rank].nsem;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(ids, i, v) {
+        long long id;
+        if (!json_pos_int(v, 0, have - 1, &id)) {
+            msc_error(m, v, "semaphore id %s: gpu %d declares %d semaphore%s (gpus[%d].semaphores)",
+                      json_is_number(v) ? arena_printf(m->a, "%g", json_number_value(v)) : "(not a number)", m->rank,
+                      have, have == 1 ? "" : "s", m->rank);
+            return false;
+        }
+        op->sem_at[op->nsems] = v;
+        op->sems[op->nsems++] = (int)id;
+    }
+    return true;
+}
+
 static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
 {
     const json_t *ct = msc_field(m, ov, "channel_type", JSON_STRING, false, "an op");
@@ -235,6 +262,8 @@ static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp 
             return false;
         op->barrier_id = (int)bid, op->nblocks = (int)nb;
     }
+    if (ir_is_semaphore(op->ir->kind) && !semaphore_ids(m, ov, op))
+        return false;
     return operands(m, ov, "src_buff", op, blk, op->src, &op->nsrc) &&
            operands(m, ov, "dst_buff", op, blk, op->dst, &op->ndst);
 }

@@ -247,6 +247,41 @@ static bool read_remote(Msc *m, MscGpu *g, const json_t *rb)
     return true;
 }
 
+/* gpus[r].semaphores: [{"init_value": v}], DeviceSemaphore i of the rank, set to v once per
+   execution context (execution_plan.cc setupSemaphores). cdsl pairs the k-th acquire with the
+   k-th release, which is what a semaphore that starts at 0 does; one that starts higher lets its
+   first acquires through and hands a launch's last releases to the next launch. */
+static bool read_semaphores(Msc *m, MscGpu *g, const json_t *sems)
+{
+    if (json_array_size(sems) > MSC_MAX_SEMAPHORES) {
+        msc_error(m, sems, "gpu %d declares %zu semaphores; at most %d are read", m->rank, json_array_size(sems),
+                  MSC_MAX_SEMAPHORES);
+        return false;
+    }
+    g->nsem = (int)json_array_size(sems);
+    g->sem_release_tb = ARENA_ARRAY(m->a, int, (size_t)g->nsem + 1);
+    g->sem_acquire_tb = ARENA_ARRAY(m->a, int, (size_t)g->nsem + 1);
+    size_t i;
+    const json_t *v;
+    json_array_foreach(sems, i, v) {
+        long long init;
+        g->sem_release_tb[i] = g->sem_acquire_tb[i] = -1;
+        if (!json_is_object(v)) {
+            msc_error(m, v, "a semaphore must be an object {\"init_value\": n}");
+            return false;
+        }
+        if (!msc_int(m, v, "init_value", INT32_MIN, INT32_MAX, true, 0, &init, "a semaphore"))
+            return false;
+        if (init != 0) {
+            msc_error(m, json_object_get(v, "init_value"), "not supported: semaphore %zu of gpu %d starts at %lld: "
+                      "cdsl pairs the k-th sem_acquire with the k-th sem_release, as a semaphore that starts at 0 "
+                      "does", i, m->rank, init);
+            return false;
+        }
+    }
+    return true;
+}
+
 /* ---- Gpus ---------------------------------------------------------------------------------- */
 
 static bool read_gpu(Msc *m, const json_t *gv, int r)
@@ -303,6 +338,8 @@ static bool read_gpu(Msc *m, const json_t *gv, int r)
         json_array_foreach(rbs, i, v)
             if (!read_remote(m, g, v))
                 return false;
+        if (!read_semaphores(m, g, sems))
+            return false;
     }
     if (json_array_size(g->tbs) > MSC_MAX_BLOCKS) {
         msc_error(m, g->tbs, "gpu %d has %zu thread blocks; at most %d are read", r, json_array_size(g->tbs),

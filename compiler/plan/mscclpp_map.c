@@ -10,12 +10,14 @@
  *   put, pws, pwsf (memory: the executor puts and does not signal) -> one IR_PUT per destination;
  *   on port channels, put, pws, pwsf, signal, wait and flush -> a block's requests to its proxy
  *     and the proxy's puts and signals (port_proxy.h);
- *   get -> one IR_GET per source, only where the executor's swapped offsets are equal;
+ *   get -> one IR_GET per source, with the executor's offsets: it writes the destination's buffer at
+ *     the source's index and reads the peer's at the destination's (execution_kernel.hpp handleGet);
  *   copy -> IR_COPY; re, rre -> IR_REDUCE chains (rre's sources on peers); res, rres -> the
  *     same, then one IR_PUT of the sum per remote destination;
  *   glres -> IR_SW_REDUCE_STORE; gstore -> IR_SW_STORE;
  *   the packet ops -> IR_MPKT_PUT (a write of packets), IR_MPKT_READ and IR_MPKT_REDUCE (reads
- *     that poll them), on the plan's packet buffer, paired by address by mscclpp_packets.c.
+ *     that poll them), on the plan's packet buffer, paired by address by mscclpp_packets.c;
+ *   sem_release, sem_acquire -> one IR_SEM_RELEASE/IR_SEM_ACQUIRE per semaphore id, the rank's own.
  * A reduction of n sources is n - 1 element-wise IR_REDUCEs into the destination, the first
  * reading the source the destination coincides with, if any (so none reads a chunk already
  * overwritten). Every piece of one plan op has the op's position and a context naming the
@@ -275,6 +277,35 @@ static void map_switch_sync(Map *x)
     emit(x, o);
 }
 
+/* sem_release, sem_acquire: thread j releases or acquires semaphore_ids[j] of its own gpu, the
+   release a fetch-add of +1 with release order, the acquire a fetch-add of -1 with acquire order
+   that, when it found no unit left, spins with acquire loads until a release has put one back
+   (concurrency_device.hpp DeviceSemaphore). With one acquiring block the k-th acquire passes
+   once k releases were made; with one releasing block too, that is the k-th release in program
+   order, and the IR pairs them so: a signal and wait of the pair (rank, rank), channel = id. */
+static void map_semaphore(Map *x)
+{
+    Msc *m = x->m;
+    MscGpu *g = &m->gpu[m->rank];
+    bool release = x->op->ir->sync == SYNC_SIGNAL;
+    for (int j = 0; j < x->op->nsems && !x->failed; j++) {
+        int id = x->op->sems[j];
+        int *user = release ? &g->sem_release_tb[id] : &g->sem_acquire_tb[id];
+        if (*user >= 0 && *user != m->tb) {
+            refuse(x, arena_printf(m->a, "semaphore %d of gpu %d is %s by threadblocks %d and %d: the executor "
+                                   "counts them on one value, so which %s a threadblock's %s serves depends on "
+                                   "timing", id, m->rank, release ? "released" : "acquired", *user, m->tb,
+                                   release ? "sem_acquire" : "sem_release", x->op->name));
+            return;
+        }
+        *user = m->tb;
+        IrOp o = data_op(x, x->op->ir->kind, m->rank, (IrRange){-1, 0, 0}, (IrRange){-1, 0, 0});
+        o.chan = (int16_t)id;
+        o.thread = (int16_t)j;
+        emit(x, o);
+    }
+}
+
 static void map_put(Map *x)
 {
     const MscOp *op = x->op;
@@ -312,14 +343,13 @@ static void map_get(Map *x)
     for (int i = 0; i < op->nsrc && !x->failed; i++) {
         if (!need(x, op->ndst, i + 1, false) || !is(x, &op->src[i], MSC_REMOTE) || !is(x, &op->dst[i], MSC_LOCAL))
             return;
-        if (op->src[i].index != op->dst[i].index) {
-            refuse(x, arena_printf(x->m->a, "the executor swaps a get's offsets (it reads chunk %lld of the peer and "
-                                   "writes its chunk %lld, not the other way round); cdsl takes a get only where the "
-                                   "two are equal", op->dst[i].index, op->src[i].index));
-            return;
-        }
-        IrOp o = data_op(x, op->ir->kind, op->src[i].rank, range(x, &op->dst[i], op->src[i].size),
-                         range(x, &op->src[i], op->src[i].size));
+        /* The executor's offsets, swapped: the local buffer of dst's type at src's (sliced) offset,
+           from the peer's buffer of src's type at dst's (sliced) offset, src's size. */
+        MscOperand to = op->dst[i], from = op->src[i];
+        to.index = op->src[i].index, to.size = op->src[i].size;
+        from.index = op->dst[i].index, from.size = op->dst[i].size;
+        IrOp o = data_op(x, op->ir->kind, op->src[i].rank, range(x, &to, op->src[i].size),
+                         range(x, &from, op->src[i].size));
         rule3(x, &o, op->dst[i].at);
         emit(x, o);
     }
@@ -739,6 +769,7 @@ static void (*const MAPPERS[IR_NKINDS])(Map *) = {
     [IR_PUT] = map_put,       [IR_GET] = map_get,            [IR_COPY] = map_copy,
     [IR_REDUCE] = map_reduce, [IR_SW_STORE] = map_switch_data, [IR_SW_REDUCE_STORE] = map_switch_data,
     [IR_MPKT_PUT] = map_packets,
+    [IR_SEM_RELEASE] = map_semaphore, [IR_SEM_ACQUIRE] = map_semaphore,
 };
 
 void msc_map(Msc *m, const MscOp *op)

@@ -23,6 +23,8 @@ enum {
     MSC_MAX_BARRIERS = 16,
     MSC_MAX_CHUNKS = 1 << 16, /* chunks of one buffer, before thread-block-group scaling */
     MSC_MAX_SCALE = 64,       /* lcm of the thread-block-group sizes */
+    MSC_MAX_SEMAPHORES = 1024, /* semaphores of one rank (ids are IR channels of the pair (r, r)) */
+    MSC_MAX_OP_SEMAPHORES = 16, /* per op, as the executor's MAX_DEVICE_SEMAPHORES */
 };
 
 typedef enum MscChan { MSC_MEMORY, MSC_PORT, MSC_SWITCH, MSC_NONE, MSC_NCHAN } MscChan;
@@ -50,6 +52,8 @@ typedef struct MscGpu {
     int nch[MSC_NCHAN];
     MscRemote *remote;
     int nremote;
+    int nsem;                          /* gpus[r].semaphores */
+    int *sem_release_tb, *sem_acquire_tb; /* [nsem]: the block that releases / acquires it, -1 none */
     const json_t *tbs;                 /* the threadblocks array */
 } MscGpu;
 
@@ -94,6 +98,9 @@ typedef struct MscOp {
     int nchans;
     int tbg_id, tbg_size;             /* slice tbg_id of tbg_size; 1 slice when none */
     int barrier_id, nblocks;
+    int sems[MSC_MAX_OP_SEMAPHORES];  /* sem_acquire, sem_release: semaphore_ids */
+    const json_t *sem_at[MSC_MAX_OP_SEMAPHORES];
+    int nsems;
     const json_t *at, *name_at;
 } MscOp;
 

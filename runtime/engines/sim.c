@@ -625,9 +625,11 @@ static bool sim_exec(SimWorker *w, const IrOp *op)
         return sim_combine(w, ab, 2, &dst, 1, len);
     }
     case IR_SIGNAL:
+    case IR_SEM_RELEASE: /* a semaphore is the rank's own counter: peer is the rank itself */
         atomic_fetch_add_explicit(sim_arrivals(s, op->peer, me, op->chan), 1, memory_order_release);
         return true;
     case IR_WAIT:
+    case IR_SEM_ACQUIRE:
         w->want = ++*sim_consumed(s, me, op->peer, op->chan);
         return sim_wait(w, sim_arrivals(s, me, op->peer, op->chan), w->want);
     case IR_SW_SIGNAL:
@@ -750,7 +752,7 @@ static void *sim_rank_main(void *arg)
             if (!sim_exec(w, &seq->ops[i])) {
                 IrKind k = seq->ops[i].kind;
                 if (k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_PKT_RECV ||
-                    k == IR_MPKT_READ || k == IR_MPKT_REDUCE) {
+                    k == IR_MPKT_READ || k == IR_MPKT_REDUCE || k == IR_SEM_ACQUIRE) {
                     u->stuck_op = i;
                     u->stuck_iter = it;
                     u->stuck_want = w->want;
@@ -816,6 +818,14 @@ static bool sim_report_rank(Sim *s, int u)
             return false;
         rt_error(s->cfg.log, "rank %d gave up waiting at %s for rank %d's signal (counter peer %d: %llu of %llu arrivals)",
                  r, where, op->peer, op->peer, have, want);
+        return true;
+    }
+    if (op->kind == IR_SEM_ACQUIRE) {
+        unsigned long long have = atomic_load(sim_arrivals(s, r, r, op->chan));
+        if (have >= want)
+            return false;
+        rt_error(s->cfg.log, "rank %d gave up waiting at %s for a release of its semaphore %d (%llu of %llu releases)",
+                 r, where, op->chan, have, want);
         return true;
     }
     if (op->kind == IR_BARRIER) {
@@ -1174,6 +1184,9 @@ static bool sim_op_ok(const IrProgram *ir, int rank, const IrOp *op)
     case IR_SIGNAL:
     case IR_WAIT: /* to the rank itself: between a thread block and its port channel's proxy */
         return (peer_ok || op->peer == rank) && op->chan >= 0 && op->chan < 4096;
+    case IR_SEM_RELEASE:
+    case IR_SEM_ACQUIRE:
+        return op->peer == rank && op->chan >= 0 && op->chan < 4096;
     case IR_SW_STORE:
     case IR_SW_REDUCE:
     case IR_SW_REDUCE_STORE:
@@ -1220,7 +1233,8 @@ static int sim_load_units(Sim *s, const IrProgram *ir)
     for (int r = 0; r < ir->nranks; r++) {
         nunits += ir_ntbs(ir, r);
         for (int i = 0; i < ir->ranks[r].nops; i++)
-            if ((ir->ranks[r].ops[i].kind == IR_SIGNAL || ir->ranks[r].ops[i].kind == IR_WAIT) &&
+            if ((ir->ranks[r].ops[i].kind == IR_SIGNAL || ir->ranks[r].ops[i].kind == IR_WAIT ||
+                 ir_is_semaphore(ir->ranks[r].ops[i].kind)) &&
                 ir->ranks[r].ops[i].chan >= nchan)
                 nchan = ir->ranks[r].ops[i].chan + 1;
     }
