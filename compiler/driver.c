@@ -24,6 +24,7 @@
 #include <setjmp.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "ast.h"
@@ -125,6 +126,27 @@ static int phase_resolve(Compilation *c)
     return CDSL_OK;
 }
 
+/* A plan's size class, -D pipeline_iterations=N (1 without it): 0 after a usage error. */
+static int plan_size_class(cdsl_program *p, const cdsl_compile_opts *o)
+{
+    static const char key[] = "pipeline_iterations=";
+    int n = 1;
+    for (int i = 0; i < o->ndefines; i++) {
+        if (!o->defines[i] || strncmp(o->defines[i], key, sizeof key - 1))
+            continue;
+        char *end;
+        errno = 0;
+        long v = strtol(o->defines[i] + sizeof key - 1, &end, 10);
+        if (errno || *end || end == o->defines[i] + sizeof key - 1 || v < 1 || v > 65535) {
+            diag_usage(&p->diag, "-D %s: a plan's size class is a number of pipeline iterations, 1 to 65535",
+                       o->defines[i]);
+            return 0;
+        }
+        n = (int)v;
+    }
+    return n;
+}
+
 /* An MSCCL++ plan instead of load, resolve and eval: the plan is the IR. */
 static int phase_import(Compilation *c)
 {
@@ -136,7 +158,10 @@ static int phase_import(Compilation *c)
         return CDSL_ERR_USAGE;
     }
     bool usage;
-    p->ir = mscclpp_import(p->arena, &p->diag, o->path, o->nranks, &usage);
+    int pipe_iters = plan_size_class(p, o);
+    if (!pipe_iters)
+        return CDSL_ERR_USAGE;
+    p->ir = mscclpp_import(p->arena, &p->diag, o->path, o->nranks, pipe_iters, &usage);
     if (!p->ir)
         return usage ? CDSL_ERR_USAGE : CDSL_ERR_PROGRAM;
     p->name = p->ir->name;

@@ -94,7 +94,7 @@ bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a)
             return false;
         }
     int chans = ir_plan_channels(p);
-    for (int r = 0; r < p->nranks; r++)
+    for (int r = 0; r < p->nranks; r++) {
         if (!one_waiting_block(p, r, chans, d, a))
             return false;
         for (int i = 0; i < p->ranks[r].nops; i++)
@@ -103,6 +103,7 @@ bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a)
                            "code has no words for them yet; they are checked and run on sim", r, p->ranks[r].ops[i].tb);
                 return false;
             }
+    }
     return true;
 }
 

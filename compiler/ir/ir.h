@@ -216,6 +216,13 @@ typedef struct IrProgram {
                            buffer; evaluation moved those operands into the holder (an
                            in-place MSCCL++ plan's `i` operands are moved the same way by
                            its importer: compiler/plan/mscclpp_map.c) */
+    /* An MSCCL++ plan whose meaning depends on the size (pipelines, reuse_resources): the IR is
+       that of one size class, exact for plan chunks of more than chunk_lo and at most chunk_hi
+       bytes (a plan chunk is chunk_scale IR chunks); chunk_hi 0: every size. */
+    unsigned long long chunk_lo, chunk_hi;
+    int chunk_scale;
+    int pipe_iters;     /* the class: how many times each pipeline runs (0: no pipelines) */
+    unsigned long long pipe_unit; /* bytes of a chunk each pipeline iteration does */
 } IrProgram;
 
 /* Upper bounds that keep evaluation and checking bounded on absurd inputs. */

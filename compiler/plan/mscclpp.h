@@ -23,10 +23,12 @@
 bool mscclpp_is_plan(const char *path);
 
 /* Reads the plan at path into an IrProgram. nranks 0: the plan's gpu count; otherwise it must
- * be that. NULL after errors (*usage set when the only error is a disagreeing -n). */
-IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, bool *usage);
+ * be that. pipe_iters: the size class to read a plan with pipelines for (how many times each
+ * pipeline runs; docs/mscclpp.md §3.3), 1 for the smallest sizes. NULL after errors (*usage set
+ * when the only error is a disagreeing -n). */
+IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, int pipe_iters, bool *usage);
 /* The same from text already in memory (the fuzz harness; src->text NUL-terminated). */
-IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, bool *usage);
+IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, int pipe_iters, bool *usage);
 
 /* Writes p (checked, one unit per rank) as a current-format plan. False after a diag_error
  * saying what cannot be written (a get whose offsets the executor would swap, ...). */

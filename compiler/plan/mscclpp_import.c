@@ -466,6 +466,28 @@ static bool block_channels_old(Msc *m, const MscGpu *g, const json_t *tb, MscBlo
 }
 
 /* The largest thread-block-group size over the plan's ops, as the lcm of all of them. */
+/* Every pipeline's iter_context: the size classes are those of one trip count only when all
+   pipelines run the same number of times at every size. False after an error. */
+static bool pipeline_context(Msc *m, const json_t *op)
+{
+    const json_t *ctx = json_object_get(op, "iter_context");
+    long long unit, chunks;
+    if (!json_is_object(ctx) || !json_pos_int(json_object_get(ctx, "unit_size"), 1, UINT32_MAX, &unit) ||
+        !json_pos_int(json_object_get(ctx, "num_chunks"), 1, MSC_MAX_CHUNKS, &chunks))
+        return true; /* said when the pipeline is read */
+    if (!m->pipe_unit) {
+        m->pipe_unit = unit, m->pipe_chunks = chunks, m->pipe_at = ctx;
+        return true;
+    }
+    if (unit == m->pipe_unit && chunks == m->pipe_chunks)
+        return true;
+    msc_error(m, ctx, "not supported: pipelines of %lld-byte units over %lld chunk%s here and of %lld-byte units over "
+              "%lld at %d:%d: their trip counts differ from size to size, and cdsl checks one trip count for all "
+              "pipelines of a size class", unit, chunks, chunks == 1 ? "" : "s", m->pipe_unit, m->pipe_chunks,
+              json_pos_loc(m->jp, m->pipe_at).line, json_pos_loc(m->jp, m->pipe_at).col);
+    return false;
+}
+
 static int group_scale(Msc *m)
 {
     long long scale = 1;
@@ -474,6 +496,9 @@ static int group_scale(Msc *m)
         const json_t *tb, *op;
         json_array_foreach(m->gpu[r].tbs, t, tb) {
             json_array_foreach(json_object_get(tb, "ops"), k, op) {
+                if (!m->old && json_is_string(json_object_get(op, "name")) &&
+                    !strcmp(json_string_value(json_object_get(op, "name")), "pipeline") && !pipeline_context(m, op))
+                    return 0;
                 const json_t *info = json_object_get(op, "tbg_info");
                 long long g;
                 if (!json_is_object(info) || !json_pos_int(json_object_get(info, "tbg_size"), 1, MSC_MAX_SCALE, &g))
@@ -493,7 +518,78 @@ static int group_scale(Msc *m)
             }
         }
     }
-    return (int)scale;
+    if (m->pipe_unit && (m->pipe_iters < 1 || m->pipe_iters > 65535)) {
+        msc_error(m, m->pipe_at, "a size class of %d pipeline iterations: the executor counts them in 16 bits "
+                  "(execution_kernel.hpp handlePipeline), so from 65536 on they wrap and part of the data is never "
+                  "moved; the classes are 1 to 65535", m->pipe_iters);
+        return 0;
+    }
+    return m->pipe_unit ? (int)scale * m->pipe_iters : (int)scale; /* a pipeline's iteration i: slice i */
+}
+
+/* An inner op of a pipeline must do its share of every iteration: operands of num_chunks
+   chunks (the executor's min(size - offset, unit) underflows on a smaller one), no
+   thread-block group of its own. */
+static bool pipelined_op(Msc *m, MscOp *op)
+{
+    if (op->tbg_size > 1) {
+        msc_unsupported(m, op, "a thread-block group inside a pipeline: the executor slices the operand for the group "
+                        "and then runs every iteration of the whole pipeline over the slice");
+        return false;
+    }
+    for (int k = 0; k < op->nsrc + op->ndst; k++) {
+        const MscOperand *o = k < op->nsrc ? &op->src[k] : &op->dst[k - op->nsrc];
+        if (o->size != m->pipe_chunks) {
+            msc_error(m, o->at, "this operand of a %s in a pipeline has %lld chunk%s and the pipeline runs over %lld: "
+                      "the executor's iterations would run past its end (gpu %d, threadblock %d, op %d)", op->name,
+                      o->size, o->size == 1 ? "" : "s", m->pipe_chunks, m->rank, m->tb, m->k);
+            return false;
+        }
+    }
+    op->tbg_id = m->pipe_iter, op->tbg_size = m->pipe_iters;
+    return true;
+}
+
+/* pipeline {iter_context {unit_size, num_chunks}, ops}: the executor runs its ops
+   ceil(num_chunks x chunk / unit_size) times, iteration i on bytes [i x unit, (i + 1) x unit)
+   of every operand (execution_plan.cc setupOperation, execution_kernel.hpp handlePipeline).
+   In the size class of n iterations, with one-chunk pipelines, iteration i is slice i of n of
+   each operand: a plan chunk is n IR chunks (group_scale) and iteration i's ops take the i-th. */
+static void read_pipeline(Msc *m, const json_t *ov, const MscBlock *blk)
+{
+    MscOp pipe = {.name = "pipeline", .at = ov, .name_at = json_object_get(ov, "name")};
+    const json_t *ctx = msc_field(m, ov, "iter_context", JSON_OBJECT, true, "a pipeline");
+    const json_t *ops = ctx ? msc_field(m, ov, "ops", JSON_ARRAY, true, "a pipeline") : NULL;
+    long long unit, chunks;
+    if (!ops || !msc_int(m, ctx, "unit_size", 1, UINT32_MAX, true, 0, &unit, "iter_context") ||
+        !msc_int(m, ctx, "num_chunks", 1, MSC_MAX_CHUNKS, true, 0, &chunks, "iter_context"))
+        return;
+    if (chunks != 1) {
+        msc_unsupported(m, &pipe, "a pipeline over %lld chunks: where its iterations cross from one chunk to the next "
+                        "depends on the size; cdsl reads pipelines over one chunk (what MSCCL++'s DSL writes)", chunks);
+        return;
+    }
+    int errors = m->d->nerrors;
+    for (int i = 0; i < m->pipe_iters && m->d->nerrors == errors; i++) {
+        size_t j;
+        const json_t *iv;
+        json_array_foreach(ops, j, iv) {
+            MscOp op;
+            m->pipe_iter = i, m->pipe_op = (int)j;
+            const json_t *name = json_is_object(iv) ? json_object_get(iv, "name") : NULL;
+            if (json_is_string(name) && !strcmp(json_string_value(name), "pipeline")) {
+                MscOp inner = {.name = "pipeline", .at = iv, .name_at = name};
+                msc_unsupported(m, &inner, "a pipeline inside a pipeline: the executor loads only one level "
+                                "(execution_plan.cc setupOperations), so the inner one's ops would not run");
+                break;
+            }
+            if (msc_decode(m, iv, blk, &op) && pipelined_op(m, &op))
+                msc_map(m, &op);
+            if (m->d->nerrors != errors)
+                break;
+        }
+    }
+    m->pipe_iter = m->pipe_op = -1;
 }
 
 static bool read_block(Msc *m, const json_t *tb, int t)
@@ -528,7 +624,10 @@ static bool read_block(Msc *m, const json_t *tb, int t)
     json_array_foreach(ops, k, ov) {
         m->k = (int)k;
         MscOp op;
-        if (msc_decode(m, ov, &blk, &op))
+        const json_t *name = json_is_object(ov) ? json_object_get(ov, "name") : NULL;
+        if (!m->old && json_is_string(name) && !strcmp(json_string_value(name), "pipeline"))
+            read_pipeline(m, ov, &blk);
+        else if (msc_decode(m, ov, &blk, &op))
             msc_map(m, &op);
         if (m->d->nerrors - m->errors_before >= 20)
             return false; /* enough to go on with */
@@ -579,11 +678,13 @@ static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
     m->double_scratch = json_is_true(dbl);
     m->ll = !strcmp(json_string_value(proto), "LL");
     const json_t *reuse = msc_field(m, root, "reuse_resources", JSON_TRUE, false, "the plan");
-    if (json_is_true(reuse)) {
-        msc_error(m, reuse, "not supported: reuse_resources: where the executor puts scratch chunks then depends on "
-                  "the run-time size");
+    if (!reuse && json_object_get(root, "reuse_resources"))
         return false;
-    }
+    m->reuse = json_is_true(reuse);
+    const json_t *dbl = msc_field(m, root, "use_double_scratch_buffer", JSON_TRUE, false, "the plan");
+    if (!dbl && json_object_get(root, "use_double_scratch_buffer"))
+        return false;
+    m->double_scratch = json_is_true(dbl);
     static const char *const sizes[] = {"min_message_size", "max_message_size"};
     for (int i = 0; i < 2; i++) { /* read by the executor only: just their type */
         const json_t *sv = json_object_get(root, sizes[i]);
@@ -657,6 +758,54 @@ static const char *shape_mismatch(Msc *m, const CollInfo *ci, int in, int out)
                         no > ni ? "input" : "output");
 }
 
+/* The executor's calMaxScratchChunkSize(PREDFINED_SCRATCH_SIZE) for rank r: a reuse_resources
+   plan's scratch chunk holds this many bytes (execution_plan.cc:218, execution_common.hpp:22). */
+static unsigned long long reuse_capacity(const Msc *m, int r)
+{
+    unsigned long long size = 64ull << 20, align = (unsigned long long)m->p->chunk_align;
+    if (m->double_scratch)
+        size /= 2;
+    size = (size + (unsigned long long)m->gpu[r].scratch - 1) / (unsigned long long)m->gpu[r].scratch;
+    return (size + align - 1) / align * align;
+}
+
+/* The sizes this IR is exact for. Pipelines: a plan chunk of more than (n - 1) x unit and at
+   most n x unit bytes runs n iterations (execution_plan.cc:592-598, num_chunks 1).
+   reuse_resources: scratch keeps its plain layout while a chunk fits the capacity of a scratch
+   chunk (execution_plan.cc:643; beyond it, chunks and pipeline offsets wrap, getOffset). */
+static void size_class(Msc *m)
+{
+    IrProgram *p = m->p;
+    p->chunk_scale = m->scale;
+    if (m->pipe_unit) {
+        p->pipe_iters = m->pipe_iters;
+        p->pipe_unit = (unsigned long long)m->pipe_unit;
+        p->chunk_lo = (unsigned long long)(m->pipe_iters - 1) * (unsigned long long)m->pipe_unit;
+        p->chunk_hi = (unsigned long long)m->pipe_iters * (unsigned long long)m->pipe_unit;
+    }
+    unsigned long long cap = 0;
+    for (int r = 0; m->reuse && r < m->n; r++)
+        if (m->gpu[r].scratch > 0 && (!cap || reuse_capacity(m, r) < cap))
+            cap = reuse_capacity(m, r);
+    if (cap && (!p->chunk_hi || cap < p->chunk_hi))
+        p->chunk_hi = cap;
+    if (cap && p->chunk_hi <= p->chunk_lo) {
+        msc_error(m, m->pipe_at, "a size class of %d pipeline iterations needs chunks over %llu bytes, and "
+                  "reuse_resources wraps scratch from %llu bytes on: cdsl checks scratch in its plain layout only",
+                  m->pipe_iters, p->chunk_lo, cap);
+        return;
+    }
+    /* Said for every plan whose meaning depends on the size, clean or not. */
+    if (m->pipe_unit)
+        diag_note(m->d, p->loc, "the plan's pipelines run once per %lld bytes of a chunk: checked for the size class "
+                  "of %d iteration%s, chunks over %llu and up to %llu bytes%s; -D pipeline_iterations=N checks the "
+                  "class of N", m->pipe_unit, m->pipe_iters, m->pipe_iters == 1 ? "" : "s", p->chunk_lo, p->chunk_hi,
+                  cap && cap == p->chunk_hi ? " (reuse_resources keeps scratch in its plain layout up to there)" : "");
+    else if (cap)
+        diag_note(m->d, p->loc, "reuse_resources: checked for chunks up to %llu bytes, where the executor keeps "
+                  "scratch in its plain layout; larger ones are not", cap);
+}
+
 /* Buffers: input, output (also what an in-place plan's `i` and `o` are), scratch. */
 static bool make_buffers(Msc *m)
 {
@@ -675,6 +824,15 @@ static bool make_buffers(Msc *m)
     }
     /* C: the input holds ci->in(n, 1) blocks of C chunks (an allreduce plan whose input does
        not split into nranks blocks takes all of it as one) */
+    long long most = in > out ? in : out;
+    most = most > g->scratch ? most : g->scratch;
+    if (most * L > IR_MAX_CHUNKS) {
+        msc_error(m, m->pipe_at ? m->pipe_at : json_pos_root(m->jp), "not supported: %d chunks of a buffer, each cut "
+                  "into %d (thread-block groups and pipeline iterations), make %lld; cdsl reads at most %d",
+                  (int)most, L, most * L, IR_MAX_CHUNKS);
+        return false;
+    }
+    size_class(m);
     long long blocks = coll_declares_buffers(ci) || ci->in(m->n, 1) < 1 ? m->n : ci->in(m->n, 1);
     p->chunks = in % blocks ? in * L : (int)(in / blocks) * L;
     p->bufs[IR_INPUT] = (IrBuf){"input", in * L, p->loc, false};
@@ -802,18 +960,19 @@ static IrProgram *import_json(Msc *m, int nranks, bool *usage)
     return m->p;
 }
 
-IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, bool *usage)
+IrProgram *mscclpp_import(Arena *a, Diag *d, const char *path, int nranks, int pipe_iters, bool *usage)
 {
     int usage_before = d->nusage;
     Source *src = read_plan(a, d, path);
     *usage = d->nusage > usage_before;
-    return src ? mscclpp_import_source(a, d, src, nranks, usage) : NULL;
+    return src ? mscclpp_import_source(a, d, src, nranks, pipe_iters, usage) : NULL;
 }
 
-IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, bool *usage)
+IrProgram *mscclpp_import_source(Arena *a, Diag *d, const Source *src, int nranks, int pipe_iters, bool *usage)
 {
     *usage = false;
-    Msc m = {.a = a, .d = d, .errors_before = d->nerrors, .pkt_buf = -1};
+    Msc m = {.a = a, .d = d, .errors_before = d->nerrors, .pkt_buf = -1, .pipe_iters = pipe_iters, .pipe_op = -1,
+             .pipe_iter = -1};
     m.jp = json_pos_parse(a, d, src);
     if (!m.jp)
         return NULL;

@@ -779,8 +779,10 @@ void msc_map(Msc *m, const MscOp *op)
     x.base.tb = m->tb;
     x.base.dst.buf = x.base.src.buf = x.base.src2.buf = -1;
     x.base.loc = json_pos_loc(m->jp, op->name_at);
-    x.base.ctx = arena_printf(m->a, "threadblock %d, op %d", m->tb, m->k);
-    x.ctx_named = arena_printf(m->a, "%s at threadblock %d, op %d", op->name, m->tb, m->k);
+    const char *pipe = m->pipe_iter >= 0 ? arena_printf(m->a, ", pipeline op %d, iteration %d", m->pipe_op,
+                                                        m->pipe_iter + 1) : "";
+    x.base.ctx = arena_printf(m->a, "threadblock %d, op %d%s", m->tb, m->k, pipe);
+    x.ctx_named = arena_printf(m->a, "%s at threadblock %d, op %d%s", op->name, m->tb, m->k, pipe);
     void (*map)(Map *) = op->chan == MSC_PORT ? map_port : MAPPERS[op->ir->kind];
     if (op->ir->chan == CH_PORT && op->chan != MSC_PORT)
         fail(&x, op->name_at, arena_printf(m->a, "%s is an operation of port channels, and this op's channel_type is "

@@ -119,6 +119,12 @@ typedef struct Msc {
     bool ll;           /* protocol "LL": the executor sizes the scratch for packets (2 bytes a byte) */
     int pkt_buf;       /* the IR buffer of the plan's packets (IrBuf.packets), -1 none yet */
     int sw_barrier;    /* the switch channel (group index) gsignal/gwait use; -1 none yet */
+    int pipe_iters;    /* the size class asked for: how many times each pipeline runs */
+    long long pipe_unit, pipe_chunks; /* every pipeline's iter_context (unit_size 0: no pipeline) */
+    const json_t *pipe_at;            /* the first pipeline's iter_context */
+    int pipe_op, pipe_iter;           /* the inner op and iteration being read; -1 outside one */
+    bool reuse;                       /* reuse_resources */
+    bool double_scratch;              /* use_double_scratch_buffer */
     int *sw_unit;      /* [n]: the thread block of each rank that uses it, -1 none */
     PortProxies proxies; /* the port channels' proxies of the rank being read (port_proxy.h) */
     /* where the op being read is, for messages */

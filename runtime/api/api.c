@@ -313,7 +313,7 @@ static int comm_layout_bytes(cdsl_comm *c, const IrProgram *ir, size_t chunk_byt
     if (!rt_in_place_fits(ir, c->log))
         return CDSL_ERR_USAGE;
     int rc = rt_chunk_ok(chunk_bytes, 1, true, c->log, "");
-    if (rc)
+    if (rc || (rc = rt_size_class_ok(ir, chunk_bytes, c->log, "")))
         return rc;
     int b = rt_layout_bytes(ir, chunk_bytes, SIZE_MAX, bytes);
     if (b < 0)

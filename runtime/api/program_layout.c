@@ -45,6 +45,23 @@ int rt_chunk_ok(size_t chunk_bytes, size_t elem_bytes, bool zero_ok, FILE *log, 
     return CDSL_ERR_USAGE;
 }
 
+int rt_size_class_ok(const IrProgram *ir, size_t chunk_bytes, FILE *log, const char *who)
+{
+    unsigned long long plan_chunk = (unsigned long long)chunk_bytes * (unsigned long long)(ir->chunk_scale ? ir->chunk_scale : 1);
+    if (!ir->chunk_hi || (plan_chunk > ir->chunk_lo && plan_chunk <= ir->chunk_hi))
+        return CDSL_OK;
+    unsigned long long n = ir->pipe_unit ? (plan_chunk + ir->pipe_unit - 1) / ir->pipe_unit : 0;
+    if (n && n <= 65535 && plan_chunk <= ir->chunk_hi / (unsigned long long)ir->pipe_iters * n)
+        rt_error(log, "%s%s was checked for the size class of %d pipeline iteration%s (plan chunks over %llu and up to "
+                 "%llu bytes); this size's chunks are %llu bytes, which run %llu: compile it with -D "
+                 "pipeline_iterations=%llu", who, ir->name, ir->pipe_iters, ir->pipe_iters == 1 ? "" : "s", ir->chunk_lo,
+                 ir->chunk_hi, plan_chunk, n, n);
+    else
+        rt_error(log, "%s%s was checked for plan chunks over %llu and up to %llu bytes; this size's are %llu bytes, "
+                 "where the executor lays it out otherwise", who, ir->name, ir->chunk_lo, ir->chunk_hi, plan_chunk);
+    return CDSL_ERR_USAGE;
+}
+
 bool rt_in_place_fits(const IrProgram *ir, FILE *log)
 {
     int aliased, holder;

@@ -28,6 +28,9 @@ bool rt_dtype_known(cdsl_dtype t);
 /* A chunk is a multiple of 4 bytes and of elem_bytes (the element type's size; 1 before a run
  * names the type), and more than none unless zero_ok; CDSL_ERR_USAGE after a message otherwise. */
 int rt_chunk_ok(size_t chunk_bytes, size_t elem_bytes, bool zero_ok, FILE *log, const char *who);
+/* A plan read for one size class (pipelines, reuse_resources: IrProgram.chunk_lo/hi) runs only
+ * at a chunk size in that class; CDSL_ERR_USAGE after a message saying which class fits. */
+int rt_size_class_ok(const IrProgram *ir, size_t chunk_bytes, FILE *log, const char *who);
 
 /* In place (ir_in_place), whether the aliased buffer lies inside its holder on every rank;
  * false after a message on log naming the first rank where it would reach past the end. */

@@ -233,6 +233,8 @@ static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_
 {
     char who[24];
     int st = rt_chunk_ok(chunk, 1, false, c->log, rt_who(c, who));
+    if (!st)
+        st = rt_size_class_ok(ir, chunk, c->log, rt_who(c, who));
     if (st)
         return st;
     if (!rt_in_place_fits(ir, c->log))

@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     Source *src = fuzz_source(a, data, size);
     src->path = "fuzz.json";
     bool usage;
-    IrProgram *p = mscclpp_import_source(a, &d, src, 0, &usage);
+    IrProgram *p = mscclpp_import_source(a, &d, src, 0, 2, &usage);
     if (p) {
         CheckLimits limits = {(size_t)64 << 20, 1u << 24};
         const struct CheckResult *r = check_program(p, &d, &limits);
