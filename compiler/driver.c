@@ -147,6 +147,72 @@ static int plan_size_class(cdsl_program *p, const cdsl_compile_opts *o)
     return n;
 }
 
+/* Whether -D pipeline_iterations chose the plan's size class. */
+static bool size_class_chosen(const cdsl_compile_opts *o)
+{
+    for (int i = 0; i < o->ndefines; i++)
+        if (o->defines[i] && !strncmp(o->defines[i], "pipeline_iterations=", 20))
+            return true;
+    return false;
+}
+
+/* The size classes checked by default: those of 1 to PLAN_CLASSES pipeline iterations that
+   reuse_resources leaves scratch in its plain layout for. */
+enum { PLAN_CLASSES = 3 };
+
+static int default_classes(const IrProgram *ir)
+{
+    int n = 1;
+    while (n < PLAN_CLASSES && (!ir->scratch_cap || (unsigned long long)n * ir->pipe_unit < ir->scratch_cap))
+        n++;
+    return n;
+}
+
+/* Says which sizes a plan whose meaning depends on the size was checked for (classes: how many
+   were, from the one compiled on). */
+static void note_size_classes(cdsl_program *p, int classes)
+{
+    const IrProgram *ir = p->ir;
+    if (ir->pipe_iters && classes > 1)
+        diag_note(&p->diag, ir->loc, "the plan's pipelines run once per %llu bytes of a chunk, so what it does depends "
+                  "on the size: checked for the size classes of 1 to %d iterations (chunks up to %llu bytes); a run "
+                  "checks the class of its size (-D pipeline_iterations=N checks the class of N)", ir->pipe_unit,
+                  classes, (unsigned long long)classes * ir->pipe_unit < ir->scratch_cap || !ir->scratch_cap
+                      ? (unsigned long long)classes * ir->pipe_unit : ir->scratch_cap);
+    else if (ir->pipe_iters)
+        diag_note(&p->diag, ir->loc, "the plan's pipelines run once per %llu bytes of a chunk, so what it does depends "
+                  "on the size: checked for the size class of %d iteration%s (chunks over %llu and up to %llu bytes); "
+                  "-D pipeline_iterations=N checks the class of N", ir->pipe_unit, ir->pipe_iters,
+                  ir->pipe_iters == 1 ? "" : "s", ir->chunk_lo, ir->chunk_hi);
+    else if (ir->scratch_cap)
+        diag_note(&p->diag, ir->loc, "reuse_resources: checked for chunks up to %llu bytes, where the executor keeps "
+                  "scratch in its plain layout; larger ones are not", ir->scratch_cap);
+}
+
+/* After a clean check of a pipelined plan's first size class (no -D chose one): the next
+   classes, each read and checked the same way; the first with errors says them. */
+static void check_more_classes(cdsl_program *p, const cdsl_compile_opts *o, const CheckLimits *limits)
+{
+    int classes = p->ir->pipe_iters && !size_class_chosen(o) && p->diag.nerrors == 0 ? default_classes(p->ir) : 1;
+    note_size_classes(p, classes);
+    for (int n = 2; n <= classes && p->diag.nerrors == 0; n++) {
+        bool usage;
+        Diag quiet; /* counts, prints nothing: the class is said only when it has something to say */
+        diag_init(&quiet, NULL);
+        IrProgram *ir = mscclpp_import(p->arena, &quiet, o->path, o->nranks, n, &usage);
+        if (ir)
+            check_program(ir, &quiet, limits);
+        bool bad = quiet.nerrors > 0;
+        diag_free(&quiet);
+        if (!bad)
+            continue;
+        diag_note(&p->diag, p->ir->loc, "in the size class of %d pipeline iterations (chunks over %llu and up to %llu "
+                  "bytes):", n, (unsigned long long)(n - 1) * p->ir->pipe_unit, (unsigned long long)n * p->ir->pipe_unit);
+        if ((ir = mscclpp_import(p->arena, &p->diag, o->path, o->nranks, n, &usage)))
+            check_program(ir, &p->diag, limits);
+    }
+}
+
 /* An MSCCL++ plan instead of load, resolve and eval: the plan is the IR. */
 static int phase_import(Compilation *c)
 {
@@ -214,6 +280,8 @@ static int phase_check(Compilation *c)
     progress_say(&p->progress, "checking %s for %d ranks", p->name, o->nranks);
     double t = log_clock();
     p->check = check_program(p->ir, &p->diag, &limits);
+    if (c->plan && (p->ir->pipe_iters || p->ir->scratch_cap))
+        check_more_classes(p, o, &limits);
     timed("check", t, p, o->nranks);
     return CDSL_OK;   /* errors stop the program after the phase list, with every finding said */
 }
@@ -400,6 +468,18 @@ const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->colle
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }
 int cdsl_program_in_place(const cdsl_program *p) { return p && p->ir && p->ir->in_place; }
+
+int cdsl_program_size_class(const cdsl_program *p, size_t size)
+{
+    if (!p || !p->ir || !p->ir->pipe_unit || p->ir->chunk_scale < 1)
+        return 0;
+    int in = p->ir->bufs[IR_INPUT].nchunks, out = p->ir->bufs[IR_OUTPUT].nchunks;
+    unsigned long long plan_chunks = (unsigned long long)(in > out ? in : out) / (unsigned long long)p->ir->chunk_scale;
+    if (!plan_chunks)
+        return 0;
+    unsigned long long n = ((unsigned long long)size / plan_chunks + p->ir->pipe_unit - 1) / p->ir->pipe_unit;
+    return n < 1 ? 1 : n > 65536 ? 65536 : (int)n; /* 65536: past the executor's counter, refused */
+}
 
 char *cdsl_cuda_standalone(const char *src)
 {

@@ -159,6 +159,11 @@ int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
 /* 1 when p runs in NCCL's in-place form: compiled with cdsl_compile_opts.in_place, or an
  * MSCCL++ plan that says "inplace": true; 0 otherwise (also for NULL). */
 int cdsl_program_in_place(const cdsl_program *p);
+/* An MSCCL++ plan whose meaning depends on the size (pipelines, docs/mscclpp.md §3.3): how
+ * many times its pipelines run at a collective size of `size` bytes, the size class that
+ * -D pipeline_iterations=N compiles and checks it for (a run at a size of another class is
+ * refused); 0 when the program does the same at every size. */
+int cdsl_program_size_class(const cdsl_program *p, size_t size);
 
 /* The collectives, by index 0 .. cdsl_collective_count() - 1 (the order of compiler/ir/colls.def,
  * the one table that says what each means): what tools and bindings ask instead of keeping

@@ -68,6 +68,8 @@ typedef struct Run {
     int nrows;
     int status;                     /* the exit status so far */
     bool progress;                  /* stderr is a terminal */
+    int size_class;                 /* a pipelined plan: the class prog was read for; -1 chosen by -D */
+    char class_define[40];          /* "pipeline_iterations=N" for a recompile */
 } Run;
 
 static const char usage_text[] =
@@ -490,11 +492,40 @@ static int warm_up(Run *R, Row *row)
     return rc;
 }
 
+/* A plan whose pipelines run a number of times that depends on the size is read and checked
+ * for one size class (docs/mscclpp.md §3.3): before a size of another class, the plan is read
+ * again for that class, unless -D pipeline_iterations chose one. */
+static int take_size_class(Run *R, size_t size)
+{
+    int k = size && R->size_class >= 0 ? cdsl_program_size_class(R->prog, size) : 0;
+    if (k <= 0 || k == R->size_class)
+        return CDSL_OK;
+    cdsl_compile_opts o = R->a->c.opts;
+    const char *defines[CLI_MAX_LIST + 1];
+    for (int i = 0; i < o.ndefines; i++)
+        defines[i] = o.defines[i];
+    snprintf(R->class_define, sizeof R->class_define, "pipeline_iterations=%d", k);
+    defines[o.ndefines++] = R->class_define;
+    o.defines = defines;
+    cdsl_program *p = NULL;
+    int rc = cdsl_compile(&o, &p);
+    if (rc) {
+        cdsl_program_destroy(p);
+        return rc;
+    }
+    cdsl_program_destroy(R->prog);
+    R->prog = p;
+    R->size_class = k;
+    return CDSL_OK;
+}
+
 static int run_one_size(Run *R, size_t size, Row *row)
 {
     const Args *a = R->a;
     *row = (Row){.size = size, .chunk = 4, .iters = a->iters};    /* size 0 (a barrier): chunks of 4 bytes */
-    int rc = size ? cdsl_chunk_bytes(R->prog, size, &row->chunk, NULL) : CDSL_OK;
+    int rc = take_size_class(R, size);
+    if (!rc && size)
+        rc = cdsl_chunk_bytes(R->prog, size, &row->chunk, NULL);
     if (!rc)
         rc = cdsl_comm_alloc(R->comm, R->prog, row->chunk);
     if (!rc)
@@ -747,6 +778,10 @@ static int compile(Run *R, Args *a)
     }
     if (!a->comm.nranks) /* a plan says how many */
         a->c.opts.nranks = a->comm.nranks = cdsl_program_nranks(R->prog);
+    R->size_class = 1;
+    for (int i = 0; i < a->c.opts.ndefines; i++)
+        if (!strncmp(a->c.opts.defines[i], "pipeline_iterations=", 20))
+            R->size_class = -1;
     if (cdsl_program_in_place(R->prog)) /* a plan may say so itself */
         a->c.opts.in_place = 1;
     if (a->unchecked)

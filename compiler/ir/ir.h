@@ -223,6 +223,7 @@ typedef struct IrProgram {
     int chunk_scale;
     int pipe_iters;     /* the class: how many times each pipeline runs (0: no pipelines) */
     unsigned long long pipe_unit; /* bytes of a chunk each pipeline iteration does */
+    unsigned long long scratch_cap; /* reuse_resources: the largest chunk scratch keeps its layout for (0: none) */
 } IrProgram;
 
 /* Upper bounds that keep evaluation and checking bounded on absurd inputs. */

@@ -681,10 +681,6 @@ static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
     if (!reuse && json_object_get(root, "reuse_resources"))
         return false;
     m->reuse = json_is_true(reuse);
-    const json_t *dbl = msc_field(m, root, "use_double_scratch_buffer", JSON_TRUE, false, "the plan");
-    if (!dbl && json_object_get(root, "use_double_scratch_buffer"))
-        return false;
-    m->double_scratch = json_is_true(dbl);
     static const char *const sizes[] = {"min_message_size", "max_message_size"};
     for (int i = 0; i < 2; i++) { /* read by the executor only: just their type */
         const json_t *sv = json_object_get(root, sizes[i]);
@@ -795,15 +791,7 @@ static void size_class(Msc *m)
                   m->pipe_iters, p->chunk_lo, cap);
         return;
     }
-    /* Said for every plan whose meaning depends on the size, clean or not. */
-    if (m->pipe_unit)
-        diag_note(m->d, p->loc, "the plan's pipelines run once per %lld bytes of a chunk: checked for the size class "
-                  "of %d iteration%s, chunks over %llu and up to %llu bytes%s; -D pipeline_iterations=N checks the "
-                  "class of N", m->pipe_unit, m->pipe_iters, m->pipe_iters == 1 ? "" : "s", p->chunk_lo, p->chunk_hi,
-                  cap && cap == p->chunk_hi ? " (reuse_resources keeps scratch in its plain layout up to there)" : "");
-    else if (cap)
-        diag_note(m->d, p->loc, "reuse_resources: checked for chunks up to %llu bytes, where the executor keeps "
-                  "scratch in its plain layout; larger ones are not", cap);
+    p->scratch_cap = cap;
 }
 
 /* Buffers: input, output (also what an in-place plan's `i` and `o` are), scratch. */

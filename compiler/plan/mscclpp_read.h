@@ -124,7 +124,6 @@ typedef struct Msc {
     const json_t *pipe_at;            /* the first pipeline's iter_context */
     int pipe_op, pipe_iter;           /* the inner op and iteration being read; -1 outside one */
     bool reuse;                       /* reuse_resources */
-    bool double_scratch;              /* use_double_scratch_buffer */
     int *sw_unit;      /* [n]: the thread block of each rank that uses it, -1 none */
     PortProxies proxies; /* the port channels' proxies of the rank being read (port_proxy.h) */
     /* where the op being read is, for messages */
