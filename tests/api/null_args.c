@@ -35,7 +35,7 @@ static const char *const functions[] = {
     "cdsl_is_plan", "cdsl_emit_mscclpp", "cdsl_program_in_place", "cdsl_get_last_error",
     "cdsl_rank_get_last_error", "cdsl_collective_count", "cdsl_collective_name", "cdsl_collective_find",
     "cdsl_collective_chunks", "cdsl_collective_busbw_factor", "cdsl_collective_postcondition",
-    "cdsl_collective_in_place", "cdsl_list_name",
+    "cdsl_collective_in_place", "cdsl_list_name", "cdsl_program_size_class",
 };
 
 static void names(void)
@@ -135,6 +135,8 @@ static void program(cdsl_program *p, FILE *quiet)
     test_case("cdsl_program_chunks");
     EXPECT(cdsl_program_in_place(NULL) == 0 && cdsl_program_in_place(p) == 0);
     test_case("cdsl_program_in_place");
+    EXPECT(cdsl_program_size_class(NULL, 1 << 20) == 0 && cdsl_program_size_class(p, 1 << 20) == 0);
+    test_case("cdsl_program_size_class");
     collectives();
     EXPECT(cdsl_emit_cuda(NULL, CDSL_BACKEND_P2P, CDSL_F32) == NULL);
     test_case("cdsl_emit_cuda");
