@@ -39,8 +39,11 @@
  *       CDSL_STATE_PKT_EPOCH(n)     launches of programs with packets so far: the packets'
  *                                   epoch (runtime/device/cdsl_packets.cuh); such a launch
  *                                   consumes 1
+ *       CDSL_STATE_SEM(n) + id      releases consumed on a plan's semaphore id
  *     state[CDSL_STATE_LIVE(n)]     the grid counter: block arrivals at the rank's convergences
  *     state[CDSL_STATE_LIVE(n) + 1 + id]  a plan's barrier id: its blocks' arrivals
+ *     state[CDSL_STATE_SEM_LIVE(n, id)]   a plan's semaphore id: its releases (a semaphore is
+ *                                   the rank's own, between its thread blocks)
  *     state[CDSL_STATE_LAUNCH(n) + b]  the launch number L, one copy per block slot b (a block
  *                                   cannot tell when the others have read a shared one): block
  *                                   b reads slot b and, as it leaves, writes L + 1 to every slot
@@ -75,6 +78,7 @@ enum {
 };
 #define CDSL_STATE_GRID(nranks) (1 + (nranks))
 #define CDSL_PLAN_BARRIERS 16      /* barrier ids of a rank (MSCCL++'s MAX_DEVICE_SYNCERS) */
+#define CDSL_PLAN_SEMAPHORES 128   /* semaphores of a rank an imported plan may use */
 #define CDSL_MAX_BLOCKS 1024       /* blocks per rank the runtime may launch */
 #define CDSL_ARGS_RANKS 16         /* ranks whose addresses the argument block carries */
 #define CDSL_STATE_BARRIER(nranks) (3 + (nranks))
@@ -88,9 +92,11 @@ enum {
 /* Sync words for k channels per pair (k >= 1; a .cdsl program needs 1). */
 #define CDSL_SYNC_WORDS(nranks, k) (CDSL_SYNC_FIXED_WORDS(nranks) + (nranks) * ((k) - 1))
 #define CDSL_STATE_PKT_EPOCH(nranks) (3 + (nranks) + CDSL_PLAN_BARRIERS)
-#define CDSL_BASE_WORDS(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
+#define CDSL_STATE_SEM(nranks) (CDSL_STATE_PKT_EPOCH(nranks) + 1)
+#define CDSL_BASE_WORDS(nranks) (CDSL_STATE_SEM(nranks) + CDSL_PLAN_SEMAPHORES)
 #define CDSL_STATE_LIVE(nranks) (2 * CDSL_BASE_WORDS(nranks))
-#define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS)
+#define CDSL_STATE_SEM_LIVE(nranks, id) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS + (id))
+#define CDSL_STATE_LAUNCH(nranks) (CDSL_STATE_LIVE(nranks) + 1 + CDSL_PLAN_BARRIERS + CDSL_PLAN_SEMAPHORES)
 #define CDSL_STATE_BLOCK_BASE(nranks, src, w) \
     (CDSL_STATE_LAUNCH(nranks) + CDSL_MAX_BLOCKS + (src) * CDSL_SYNC_BLOCKS + (w))
 #define CDSL_STATE_FIXED_WORDS(nranks) (CDSL_STATE_BLOCK_BASE(nranks, 1 + (nranks), 0))

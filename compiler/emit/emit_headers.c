@@ -28,7 +28,7 @@ static long helper_calls(const IrProgram *p, int rank)
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; (rank < 0 || r == rank) && i < p->ranks[r].nops; i++) {
             IrKind k = p->ranks[r].ops[i].kind;
-            n += ir_is_data(k) || k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER;
+            n += ir_is_data(k) || k == IR_WAIT || k == IR_SW_WAIT || k == IR_BARRIER || k == IR_SEM_ACQUIRE;
         }
     return n;
 }

@@ -29,6 +29,7 @@ struct EmitPlan {
     int switch_waits;
     int bar_uses[CDSL_PLAN_BARRIERS]; /* this block's uses of each barrier */
     int bar_total[CDSL_PLAN_BARRIERS]; /* arrivals on each barrier per launch, this rank */
+    int sem_acquires[CDSL_PLAN_SEMAPHORES]; /* acquires of each semaphore per launch, this rank */
 };
 
 static int sync_word(const EmitPlan *e, int chan, int peer)
@@ -97,12 +98,14 @@ bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a)
     for (int r = 0; r < p->nranks; r++) {
         if (!one_waiting_block(p, r, chans, d, a))
             return false;
-        for (int i = 0; i < p->ranks[r].nops; i++)
-            if (ir_is_semaphore(p->ranks[r].ops[i].kind)) {
-                diag_error(d, p->ranks[r].ops[i].loc, "the plan uses semaphores (gpu %d, threadblock %d): the device "
-                           "code has no words for them yet; they are checked and run on sim", r, p->ranks[r].ops[i].tb);
+        for (int i = 0; i < p->ranks[r].nops; i++) {
+            const IrOp *op = &p->ranks[r].ops[i];
+            if (ir_is_semaphore(op->kind) && op->chan >= CDSL_PLAN_SEMAPHORES) {
+                diag_error(d, op->loc, "gpu %d of the plan uses semaphore %d; the device code has words for %d", r,
+                           op->chan, CDSL_PLAN_SEMAPHORES);
                 return false;
             }
+        }
     }
     return true;
 }
@@ -122,6 +125,7 @@ void emit_plan_begin_rank(EmitPlan *e, int rank)
     e->switch_waits = 0;
     memset(e->waits, 0, (size_t)e->p->nranks * (size_t)e->chans * sizeof *e->waits);
     memset(e->bar_total, 0, sizeof e->bar_total);
+    memset(e->sem_acquires, 0, sizeof e->sem_acquires);
 }
 
 void emit_plan_begin_block(EmitPlan *e)
@@ -132,7 +136,9 @@ void emit_plan_begin_block(EmitPlan *e)
 void emit_plan_comment(EmitBuf *b, const IrProgram *p, const IrOp *op)
 {
     emit_printf(b, "    // %d:%d  %s", op->loc.line, op->loc.col, ir_kind_name(op->kind));
-    if (op->peer >= 0)
+    if (ir_is_semaphore(op->kind))
+        emit_printf(b, " semaphore %d", op->chan);
+    else if (op->peer >= 0)
         emit_printf(b, " peer %d", op->peer);
     if (op->kind == IR_SIGNAL || op->kind == IR_WAIT)
         emit_printf(b, " channel %d", op->chan);
@@ -178,6 +184,13 @@ void emit_plan_sync(EmitBuf *b, EmitPlan *e, const IrOp *op)
     case IR_NOP:
         emit_puts(b, "    __syncthreads();\n");
         break;
+    case IR_SEM_RELEASE:
+        emit_printf(b, "    cdsl_tb_sem_release(a, %d);\n", op->chan);
+        break;
+    case IR_SEM_ACQUIRE:
+        emit_printf(b, "    CDSL_TRY(cdsl_tb_sem_acquire(a, %d, %d, %d));\n", op->chan, ++e->sem_acquires[op->chan],
+                    op->loc.line);
+        break;
     case IR_BARRIER:
         emit_printf(b, "    CDSL_TRY(cdsl_tb_barrier(a, %d, %d, %d));\n", op->barrier,
                     ++e->bar_uses[op->barrier] * op->blocks, op->loc.line);
@@ -216,4 +229,7 @@ void emit_plan_consumed(EmitBuf *b, const EmitPlan *e)
     for (int c = 0; c < CDSL_PLAN_BARRIERS; c++)
         if (e->bar_total[c])
             emit_printf(b, "    case %d: return %d;  // barrier %d\n", CDSL_STATE_BARRIER(n) + c, e->bar_total[c], c);
+    for (int s = 0; s < CDSL_PLAN_SEMAPHORES; s++)
+        if (e->sem_acquires[s])
+            emit_printf(b, "    case %d: return %d;  // semaphore %d\n", CDSL_STATE_SEM(n) + s, e->sem_acquires[s], s);
 }

@@ -845,6 +845,29 @@ __device__ __forceinline__ void cdsl_tb_chan_leave(const CdslArgs &a, u32 base_s
         a.state[base_slot] += consumed;
 }
 
+/* A plan's sem_release of its semaphore id (MSCCL++'s DeviceSemaphore, between the rank's
+   blocks): thread 0 adds one to the semaphore's word, a release at gpu scope. */
+__device__ __forceinline__ void cdsl_tb_sem_release(const CdslArgs &a, u32 id)
+{
+    if (threadIdx.x == 0) {
+        cdsl_fence_gpu();
+        cdsl_red_gpu(&a.state[CDSL_STATE_SEM_LIVE(CDSL_NRANKS, id)]);
+    }
+}
+
+/* The k-th sem_acquire of semaphore id this launch: thread 0 waits (acquire) until the word
+   has grown by k since the launch began, then the block goes on together (stronger than the
+   executor, where only the acquiring thread waits, and so within what the checker proved). */
+__device__ CDSL_OUTLINE bool cdsl_tb_sem_acquire(const CdslArgs &a, u32 id, u64 k, u32 line)
+{
+    int bad = 0;
+    if (threadIdx.x == 0)
+        bad = !cdsl_spin(a, &a.state[CDSL_STATE_SEM_LIVE(CDSL_NRANKS, id)],
+                         cdsl_base(a, CDSL_STATE_SEM(CDSL_NRANKS) + id) + k, CDSL_GPU, CDSL_ACQUIRE, line,
+                         CDSL_GRID_COUNTER);
+    return !__syncthreads_or(bad);
+}
+
 /* The k-th use of barrier id by each of its n blocks (a group of blocks): thread 0 arrives on
    the barrier's counter (which only grows) and waits until it has grown by want = k * n since
    the launch began; the block meets before and after. */
