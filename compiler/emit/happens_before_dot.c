@@ -50,7 +50,9 @@ static const char *dot_label(const IrProgram *p, const IrOp *op)
 {
     Arena *a = p->arena;
     const char *s = arena_printf(a, "%d:%d %s", op->loc.line, op->loc.col, ir_kind_name(op->kind));
-    if (op->peer >= 0)
+    if (ir_is_semaphore(op->kind))
+        s = arena_printf(a, "%s sem=%d", s, op->chan);
+    else if (op->peer >= 0)
         s = arena_printf(a, "%s peer=%d", s, op->peer);
     if (ir_takes_order(op->kind))
         s = arena_printf(a, "%s%s", s, op->relaxed ? " relaxed" : "");

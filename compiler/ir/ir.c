@@ -184,9 +184,11 @@ void ir_dump(const IrProgram *p, FILE *out)
                 fprintf(out, " tb%d", op->tb);
             const IrOpInfo *in = ir_op_info(op->kind);
             fprintf(out, " %d:%d %s", op->loc.line, op->loc.col, in->name);
-            if (op->peer >= 0)
+            if (ir_is_semaphore(op->kind))
+                fprintf(out, " sem=%d", op->chan);
+            else if (op->peer >= 0)
                 fprintf(out, " peer=%d", op->peer);
-            if (op->chan > 0 && (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && !in->packet)
+            if (op->chan > 0 && (ir_is_signal(op->kind) || ir_is_wait(op->kind)) && !in->packet && !ir_is_semaphore(op->kind))
                 fprintf(out, " chan=%d", op->chan);
             if (in->sync == SYNC_BARRIER)
                 fprintf(out, " id=%d blocks=%d", op->barrier, op->blocks);
