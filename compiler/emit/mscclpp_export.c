@@ -453,7 +453,7 @@ static void served(Plan *pl, const IrProgram *q, int r, const IrOp *req, bool *p
                    const IrOp **data)
 {
     const IrSeq *s = &q->ranks[r];
-    int unit = 1 + req->chan / 2, i = pl->cursor[unit];
+    int unit = 1 + (req->chan - IR_PORT_REQ_CHAN) / 2, i = pl->cursor[unit];
     while (i < s->nops && (s->ops[i].tb != unit || s->ops[i].kind != IR_WAIT || s->ops[i].chan != req->chan))
         i++;
     *put = *sig = *flush = false;

@@ -460,8 +460,9 @@ static void emit_port(Eval *ev, const Stmt *s, const IrOpInfo *in, IrOp op)
         IrOp put = op;
         put.kind = IR_PUT;
         put.chan = 0;
-        port_request(ev->ir, &ev->proxies, issue, op.peer, 0,
-                     in->dst.on != ON_NONE ? PORT_PUT : in->sync == SYNC_SIGNAL ? PORT_SIGNAL : PORT_FLUSH, &put);
+        if (!port_request(ev->ir, &ev->proxies, issue, op.peer, 0,
+                          in->dst.on != ON_NONE ? PORT_PUT : in->sync == SYNC_SIGNAL ? PORT_SIGNAL : PORT_FLUSH, &put))
+            ev_error(ev, s->name_loc, "more than %d port channels on one rank", IR_PORT_MAX_PROXIES);
     }
 }
 

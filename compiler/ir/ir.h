@@ -56,6 +56,10 @@ enum { IR_PKT_CHAN = 4095 };
 /* A port channel's semaphore between two ranks is IR channel IR_PORT_CHAN + its pairing ordinal,
    apart from memory channels' (lower/port_proxy.h); a .cdsl program's port(p) is ordinal 0. */
 enum { IR_PORT_CHAN = 2048 };
+/* A block's requests to its k-th port proxy and the proxy's "flush done" are signals of the rank
+   to itself on channels IR_PORT_REQ_CHAN + 2k and + 2k + 1, above a plan's semaphores (which are
+   the channels 0 .. 1023 of the pair (r, r)), below IR_PORT_CHAN. */
+enum { IR_PORT_REQ_CHAN = 1024, IR_PORT_MAX_PROXIES = (IR_PORT_CHAN - IR_PORT_REQ_CHAN) / 2 };
 /* A plan's packets (MPKT_*) are matched by address, not by order: the importer gives each
    write the reader of each of its chunks, and the pair one id (IrOp.match) on this channel. */
 enum { IR_MPKT_CHAN = 4094 };

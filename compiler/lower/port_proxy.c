@@ -26,6 +26,8 @@ static int proxy_of(IrProgram *p, PortProxies *pp, int issuer, int peer, int pai
         pp->v = arena_grow(p->arena, pp->v, (size_t)pp->n, (size_t)cap, sizeof *pp->v);
         pp->cap = cap;
     }
+    if (pp->n == IR_PORT_MAX_PROXIES)
+        return -1;
     pp->v[pp->n] = (PortProxy){issuer, peer, pair, {0}};
     return pp->n++;
 }
@@ -41,17 +43,19 @@ static IrOp sync_op(IrOp issue, IrKind kind, int peer, int chan)
     return o;
 }
 
-void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, const IrOp *put)
+bool port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, const IrOp *put)
 {
     int k = proxy_of(p, pp, issue.tb, peer, pair), me = pp->rank;
+    if (k < 0)
+        return false;
     IrSeq *proxy = &pp->v[k].ops;
     issue.port_peer = (int16_t)peer;
     IrOp served = issue;
     served.thread = -1;
     served.ctx = arena_printf(p->arena, "the port proxy of %s", issue.ctx ? issue.ctx : "the rank");
     issue.ctx = arena_printf(p->arena, "a request to the port proxy, %s", issue.ctx ? issue.ctx : "the rank");
-    ir_append(p, me, sync_op(issue, IR_SIGNAL, me, 2 * k));
-    seq_append(p->arena, proxy, sync_op(served, IR_WAIT, me, 2 * k));
+    ir_append(p, me, sync_op(issue, IR_SIGNAL, me, IR_PORT_REQ_CHAN + 2 * k));
+    seq_append(p->arena, proxy, sync_op(served, IR_WAIT, me, IR_PORT_REQ_CHAN + 2 * k));
     if (work & PORT_PUT) {
         IrOp o = sync_op(served, put->kind, put->peer, put->chan);
         o.dst = put->dst;
@@ -62,9 +66,10 @@ void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair,
     if (work & PORT_SIGNAL)
         seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, peer, IR_PORT_CHAN + pair));
     if (work & PORT_FLUSH) {
-        seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, me, 2 * k + 1));
-        ir_append(p, me, sync_op(issue, IR_WAIT, me, 2 * k + 1));
+        seq_append(p->arena, proxy, sync_op(served, IR_SIGNAL, me, IR_PORT_REQ_CHAN + 2 * k + 1));
+        ir_append(p, me, sync_op(issue, IR_WAIT, me, IR_PORT_REQ_CHAN + 2 * k + 1));
     }
+    return true;
 }
 
 void port_wait(IrProgram *p, int rank, IrOp issue, int peer, int pair)

@@ -21,8 +21,8 @@
  *                  that it got there (port_channel_device.hpp:28, waitFlush)
  * A proxy per (block, channel) orders only what MSCCL++ promises: the requests of one channel
  * from one thread block. The signals between a block and its proxy are signals of the rank to
- * itself (IrOp.peer is the rank), on channels of their own: 2k (requests) and 2k + 1 (flushes
- * done) for the rank's k-th proxy. A port channel's semaphore is IR channel
+ * itself (IrOp.peer is the rank), on channels of their own: IR_PORT_REQ_CHAN + 2k (requests)
+ * and + 2k + 1 (flushes done) for the rank's k-th proxy (ir.h), apart from a plan's semaphores. A port channel's semaphore is IR channel
  * IR_PORT_CHAN (ir.h) + its pairing ordinal, apart from memory channels' ordinals.
  */
 #ifndef CDSL_PORT_PROXY_H
@@ -51,8 +51,9 @@ typedef enum PortWork { PORT_PUT = 1, PORT_SIGNAL = 2, PORT_FLUSH = 4 } PortWork
 
 /* put (work PORT_PUT: the proxy does `put`, an IR_PUT, or an IR_MPKT_PUT of packets, with its
    kind, ranges, peer and match), signal, flush, or their fusions (MSCCL++'s pws = PORT_PUT |
-   PORT_SIGNAL, pwsf = all three). */
-void port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, const IrOp *put);
+   PORT_SIGNAL, pwsf = all three). False, with nothing added, when the rank already has
+   IR_PORT_MAX_PROXIES proxies and this would be another. */
+bool port_request(IrProgram *p, PortProxies *pp, IrOp issue, int peer, int pair, unsigned work, const IrOp *put);
 /* wait(): the block's wait on the channel's semaphore. */
 void port_wait(IrProgram *p, int rank, IrOp issue, int peer, int pair);
 /* After the rank's blocks: its proxies as units, and p->ntbs[rank] counting them. */
@@ -61,7 +62,8 @@ void port_finish(IrProgram *p, PortProxies *pp);
    and flush waits (signals of the rank to itself), a block's wait on a port semaphore. */
 static inline bool port_lowered(const IrOp *op, int rank)
 {
-    return op->thread < 0 || op->peer == rank || op->chan >= IR_PORT_CHAN;
+    bool sync = op->kind == IR_SIGNAL || op->kind == IR_WAIT;
+    return op->thread < 0 || (sync && op->peer == rank) || (sync && op->chan >= IR_PORT_CHAN);
 }
 
 #endif

@@ -650,6 +650,13 @@ static bool port_user(Map *x, MscChannel *c, bool signal)
     return false;
 }
 
+static void too_many_proxies(Map *x)
+{
+    refuse(x, arena_printf(x->m->a, "more than %d (thread block, port channel) pairs on gpu %d: cdsl models each "
+                           "pair's proxy as a unit of its own, and has channels for that many", IR_PORT_MAX_PROXIES,
+                           x->m->rank));
+}
+
 static IrOp port_issue(Map *x, int thread)
 {
     IrOp o = x->base;
@@ -689,8 +696,8 @@ static void map_port_put(Map *x, unsigned work)
         IrOp o = data_op(x, IR_PUT, c->peer, range(x, &op->dst[i], op->dst[i].size),
                          range(x, &op->src[i], op->dst[i].size));
         rule3(x, &o, op->dst[i].at);
-        if (!x->failed)
-            port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, work, &o);
+        if (!x->failed && !port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, work, &o))
+            too_many_proxies(x);
     }
     no_extra(x, op->nsrc, op->ndst, true);
 }
@@ -712,9 +719,9 @@ static void map_port_sync(Map *x)
             return;
         if (wait)
             port_wait(x->m->p, x->m->rank, port_issue(x, j), c->peer, c->pair);
-        else
-            port_request(x->m->p, &x->m->proxies, port_issue(x, j), c->peer, c->pair, signal ? PORT_SIGNAL : PORT_FLUSH,
-                         NULL);
+        else if (!port_request(x->m->p, &x->m->proxies, port_issue(x, j), c->peer, c->pair,
+                               signal ? PORT_SIGNAL : PORT_FLUSH, NULL))
+            too_many_proxies(x);
     }
 }
 
@@ -741,8 +748,8 @@ static void map_port_rppkt(Map *x)
         if (!is(x, &op->dst[i], MSC_REMOTE))
             return;
         IrOp put = packet_op(x, IR_MPKT_PUT, c->peer, packets_at(x, &op->dst[i], size), at);
-        if (!x->failed)
-            port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, PORT_PUT, &put);
+        if (!x->failed && !port_request(x->m->p, &x->m->proxies, port_issue(x, i), c->peer, c->pair, PORT_PUT, &put))
+            too_many_proxies(x);
     }
 }
 

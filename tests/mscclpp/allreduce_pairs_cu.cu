@@ -75,7 +75,7 @@ __device__ bool plan_0_1(const CdslArgs &a)
     __syncthreads();
     // 150:23  wait peer 1 channel 1  (threadblock 1)
 #line 150 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_chan(a, &a.sync[772], 1854, 1, CDSL_RELAXED, 150, 772));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[772], 2238, 1, CDSL_RELAXED, 150, 772));
     // 157:23  nop  (threadblock 1)
 #line 157 "allreduce_pairs_cu.json"
     __syncthreads();
@@ -96,12 +96,12 @@ __device__ bool plan_0_1(const CdslArgs &a)
     __syncthreads();
     // 202:23  wait peer 1 channel 1  (threadblock 1)
 #line 202 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_chan(a, &a.sync[772], 1854, 2, CDSL_ACQUIRE, 202, 772));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[772], 2238, 2, CDSL_ACQUIRE, 202, 772));
     // 209:23  nop  (threadblock 1)
 #line 209 "allreduce_pairs_cu.json"
     __syncthreads();
 #line 104 "allreduce_pairs_p2p_f32.cu"
-    cdsl_tb_chan_leave(a, 1854, 2);  // from rank 1, channel 1
+    cdsl_tb_chan_leave(a, 2238, 2);  // from rank 1, channel 1
     return true;
 }
 
@@ -185,7 +185,7 @@ __device__ bool plan_1_1(const CdslArgs &a)
     __syncthreads();
     // 368:23  wait peer 0 channel 1  (threadblock 1)
 #line 368 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_chan(a, &a.sync[771], 1853, 1, CDSL_RELAXED, 368, 771));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[771], 2237, 1, CDSL_RELAXED, 368, 771));
     // 375:23  nop  (threadblock 1)
 #line 375 "allreduce_pairs_cu.json"
     __syncthreads();
@@ -206,12 +206,12 @@ __device__ bool plan_1_1(const CdslArgs &a)
     __syncthreads();
     // 420:23  wait peer 0 channel 1  (threadblock 1)
 #line 420 "allreduce_pairs_cu.json"
-    CDSL_TRY(cdsl_wait_chan(a, &a.sync[771], 1853, 2, CDSL_ACQUIRE, 420, 771));
+    CDSL_TRY(cdsl_wait_chan(a, &a.sync[771], 2237, 2, CDSL_ACQUIRE, 420, 771));
     // 427:23  nop  (threadblock 1)
 #line 427 "allreduce_pairs_cu.json"
     __syncthreads();
 #line 214 "allreduce_pairs_p2p_f32.cu"
-    cdsl_tb_chan_leave(a, 1853, 2);  // from rank 0, channel 1
+    cdsl_tb_chan_leave(a, 2237, 2);  // from rank 0, channel 1
     return true;
 }
 
