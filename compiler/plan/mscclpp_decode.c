@@ -176,7 +176,9 @@ static bool operands(Msc *m, const json_t *ov, const char *key, MscOp *op, const
     if (!msc_optional_list(m, ov, key, "an op", &list) || !list)
         return list || !json_object_get(ov, key);
     if (json_array_size(list) > MSC_MAX_OPERANDS) {
-        msc_error(m, list, "an op has at most %d operands on a side (the executor's limit)", MSC_MAX_OPERANDS);
+        msc_error(m, list, "the executor cannot load this op: it has %zu operands on a side, and the executor keeps "
+                  "%d (MAX_LOCAL_BUFFER_PER_OPERATION + MAX_CHANNEL_PER_OPERATION, execution_common.hpp:13-16) and "
+                  "writes past them for more (execution_plan.cc:520-525)", json_array_size(list), MSC_MAX_OPERANDS);
         return false;
     }
     size_t i;
