@@ -65,7 +65,7 @@ verdict() { # the first error's kind, as VERDICTS words it
     *"data race"*) echo race ;;
     *"deadlock"* | *"waits forever"*) echo deadlock ;;
     *"postcondition fails"*) echo "wrong result" ;;
-    *) echo error ;;
+    *) echo refused ;;   # rule 3, or what the executor cannot load (as dsl_verdicts.sh says)
     esac
 }
 while IFS='|' read -r path want first; do
