@@ -138,8 +138,8 @@ static int plan_size_class(cdsl_program *p, const cdsl_compile_opts *o)
         errno = 0;
         long v = strtol(o->defines[i] + sizeof key - 1, &end, 10);
         if (errno || *end || end == o->defines[i] + sizeof key - 1 || v < 1 || v > 65535) {
-            diag_usage(&p->diag, "-D %s: a plan's size class is a number of pipeline iterations, 1 to 65535",
-                       o->defines[i]);
+            diag_usage(&p->diag, "define %s (cdsl_compile_opts.defines, cdslc -D): a plan's size class is a number "
+                       "of pipeline iterations, 1 to 65535", o->defines[i]);
             return 0;
         }
         n = (int)v;

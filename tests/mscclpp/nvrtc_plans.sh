@@ -20,7 +20,12 @@ for f in tests/mscclpp/*.json; do
             name="nvrtc $(basename "$f") $b $t" out=$tmp/x
             if ! "$cdslc" "$f" --emit-cubin --arch sm_90 --backend "$b" --dtype "$t" -o "$out.cubin" 2>"$out.err" ||
                 ! "$cdslc" "$f" --emit-ptx --backend "$b" --dtype "$t" -o "$out.ptx" 2>>"$out.err"; then
-                echo "[FAIL] $name: $(head -5 "$out.err" | tr '\n' ' ')"; continue
+                if grep -q "not supported on the GPU backends: port channels" "$out.err"; then
+                    echo "[SKIP] $name: port channels are not emitted for the GPUs yet (their proxy)"
+                else
+                    echo "[FAIL] $name: $(head -5 "$out.err" | tr '\n' ' ')"
+                fi
+                continue
             fi
             mm=$(grep -c 'multimem\.' "$out.ptx")
             sw=$("$cdslc" "$f" --dump-ir | grep -c ' switch\.')

@@ -446,6 +446,7 @@ static Prog mk_blocks(const char *name, Collective coll, int n, int chunks, int 
 {
     Prog g = mk(name, coll, n, chunks);
     g.p->ntbs = ARENA_ARRAY(g.a, int, (size_t)n);
+    g.p->plan = true; /* thread blocks are a plan's (ir.h) */
     for (int r = 0; r < n; r++)
         g.p->ntbs[r] = ntbs;
     return g;
