@@ -468,6 +468,10 @@ const char *cdsl_program_collective(const cdsl_program *p) { return p ? p->colle
 int cdsl_program_nranks(const cdsl_program *p) { return p && p->ir ? p->ir->nranks : 0; }
 int cdsl_program_chunks(const cdsl_program *p) { return p && p->ir ? p->ir->chunks : 0; }
 int cdsl_program_in_place(const cdsl_program *p) { return p && p->ir && p->ir->in_place; }
+int cdsl_program_root(const cdsl_program *p)
+{
+    return p && p->ir && coll_has_root(coll_info(p->ir->coll)) ? p->ir->root : -1;
+}
 
 int cdsl_program_size_class(const cdsl_program *p, size_t size)
 {

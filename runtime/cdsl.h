@@ -156,6 +156,9 @@ const char *cdsl_program_name(const cdsl_program *p);
 const char *cdsl_program_collective(const cdsl_program *p);
 int cdsl_program_nranks(const cdsl_program *p);
 int cdsl_program_chunks(const cdsl_program *p);     /* the collective's C */
+/* The root rank it was compiled for (broadcast, reduce: the define "root=R", default 0); -1
+ * when its collective has no root or p was not evaluated. */
+int cdsl_program_root(const cdsl_program *p);
 /* 1 when p runs in NCCL's in-place form: compiled with cdsl_compile_opts.in_place, or an
  * MSCCL++ plan that says "inplace": true; 0 otherwise (also for NULL). */
 int cdsl_program_in_place(const cdsl_program *p);
@@ -182,11 +185,15 @@ int cdsl_collective_chunks(int coll, int nranks, int chunks, long long *input, l
 double cdsl_collective_busbw_factor(int coll, int nranks);
 /* What the checker proves and cdsl_check / cdsl_pattern_check compare: nothing (custom, or an
  * unknown index), a barrier's ordering (no data to compare), outputs that are copies of the
- * inputs (compared bit for bit), or sums of them. */
+ * inputs (compared bit for bit), or sums of them; a broadcast's outputs are copies of the
+ * root's input, a reduce's root output the sum (the other ranks' outputs are not compared). */
 typedef enum cdsl_postcondition {
-    CDSL_POST_NONE, CDSL_POST_BARRIER, CDSL_POST_GATHER, CDSL_POST_SUM
+    CDSL_POST_NONE, CDSL_POST_BARRIER, CDSL_POST_GATHER, CDSL_POST_SUM, CDSL_POST_BROADCAST, CDSL_POST_REDUCE
 } cdsl_postcondition;
 cdsl_postcondition cdsl_collective_postcondition(int coll);
+/* 1 when its programs have a root rank (broadcast, reduce): compiled per root with the define
+ * "root=R" (default 0), as they are per rank count; 0 otherwise. */
+int cdsl_collective_has_root(int coll);
 /* 1 when a program of it compiles with cdsl_compile_opts.in_place (a barrier's runs the same),
  * 0 when it has no in-place form (custom) or the index is unknown. */
 int cdsl_collective_in_place(int coll);

@@ -26,7 +26,7 @@ static inline double collective_busbw_factor(const cdsl_program *p)
 static inline bool collective_has_postcondition(const cdsl_program *p)
 {
     cdsl_postcondition post = cdsl_collective_postcondition(collective_of(p));
-    return post == CDSL_POST_GATHER || post == CDSL_POST_SUM;
+    return post != CDSL_POST_NONE && post != CDSL_POST_BARRIER;
 }
 
 /* A barrier: its postcondition is an ordering, proved by the checker; a run just completes. */
@@ -38,7 +38,8 @@ static inline bool collective_is_barrier(const cdsl_program *p)
 /* Its outputs are sums of the inputs (nccl-tests' redop "sum"). */
 static inline bool collective_sums(const cdsl_program *p)
 {
-    return cdsl_collective_postcondition(collective_of(p)) == CDSL_POST_SUM;
+    cdsl_postcondition post = cdsl_collective_postcondition(collective_of(p));
+    return post == CDSL_POST_SUM || post == CDSL_POST_REDUCE;
 }
 
 #endif

@@ -14,7 +14,7 @@
  * merges. The ops run along sync_schedule.c's schedule; since rules 1 and 2 passed when this runs, any
  * schedule gives the same values. At the end each rank's output runs are compared with the
  * family the collective asks for (its row of colls.def: one per block of C chunks for a
- * gather, one for the whole output for a sum). A barrier's postcondition (no rank leaves before every rank has
+ * gather, one for the whole output for a sum or a broadcast; a reduce's only on its root). A barrier's postcondition (no rank leaves before every rank has
  * entered) is a happens-before fact, checked on the final EXEC clocks.
  */
 #include "check_text.h"
@@ -618,6 +618,10 @@ static int expected(Post *s, int r, int o, PostTerm *t)
         t[0] = (PostTerm){(uint32_t)(o / C) * s->nin + (uint32_t)(from + o % C), 1};
         return 1;
     }
+    if (ci->post == COLL_POST_BROADCAST) {
+        t[0] = (PostTerm){(uint32_t)p->root * s->nin + (uint32_t)(from + o), 1};
+        return 1;
+    }
     for (int q = 0; q < p->nranks; q++)
         t[q] = (PostTerm){(uint32_t)q * s->nin + (uint32_t)(from + o), 1};
     return p->nranks;
@@ -640,6 +644,10 @@ static PostId expected_family(Post *s, int r, int lo, int *hi)
     FamTerm *t = scratch(s, (size_t)p->nranks + 1);
     if (gather) {
         t[0] = (FamTerm){q, from - q * C, 1};
+        return *cached = intern(s, t, 1);
+    }
+    if (ci->post == COLL_POST_BROADCAST) {
+        t[0] = (FamTerm){p->root, from, 1};
         return *cached = intern(s, t, 1);
     }
     for (int k = 0; k < p->nranks; k++)
@@ -734,8 +742,9 @@ static void report_wrong(Post *s, Diag *d, int r, int o, const Cell *c, const Po
         has = arena_printf(s->a, "= %s", terms_text(s, t, n, 4));
         diff = diff_text(s, t, n, want, nwant);
     }
-    diag_error(d, p->loc, "%s postcondition fails: rank %d ends with %s %s; it should hold %s%s", p->coll_name, r,
-               chunk, has, should_hold(s, want, nwant), diff);
+    const char *root = coll_has_root(coll_info(p->coll)) ? arena_printf(s->a, " (root %d)", p->root) : "";
+    diag_error(d, p->loc, "%s postcondition%s fails: rank %d ends with %s %s; it should hold %s%s", p->coll_name, root,
+               r, chunk, has, should_hold(s, want, nwant), diff);
     if (c->w_rank >= 0) {
         const IrOp *op = &p->ranks[c->w_rank].ops[c->w_idx];
         diag_note(d, op->loc, "rank %d's %s was last written here, by rank %d %s", r, chunk, c->w_rank,
@@ -780,6 +789,8 @@ static void check_outputs(Post *s, Diag *d)
     if (ir_in_place(p, &aliased, NULL) && aliased == IR_OUTPUT)
         buf = IR_INPUT; /* in place, a reducescatter's output is its part of the input */
     for (int r = 0; r < p->nranks && !over(s); r++) {
+        if (!coll_output_checked(coll_info(p->coll), r, p->root))
+            continue; /* a reduce's other ranks: their output is not part of the result */
         int base = buf == IR_OUTPUT ? 0 : ir_in_place_first(p, r);
         RunMap *m = cells(s, r, buf);
         for (const Run *run = m->first ? runs_find(m, base) : NULL; run && run->lo < base + nout && !over(s);
@@ -795,7 +806,9 @@ static void check_outputs(Post *s, Diag *d)
             }
         }
     }
-    if (w.count > w.shown)
+    if (w.count > w.shown && coll_info(p->coll)->post == COLL_POST_REDUCE)
+        diag_note(d, p->loc, "%d output chunks are wrong in all, on the root %d", w.count, p->root);
+    else if (w.count > w.shown)
         diag_note(d, p->loc, "%d output chunks are wrong in all, over the %d ranks", w.count, p->nranks);
 }
 
@@ -850,7 +863,7 @@ void post_check(CheckResult *r, Diag *d)
         check_barrier(r, d);
         return;
     }
-    if (post != COLL_POST_GATHER && post != COLL_POST_SUM)
+    if (!coll_copies(coll_info(p->coll)) && !coll_sums(coll_info(p->coll)))
         return;
     Post s;
     post_init(&s, r);

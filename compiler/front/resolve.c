@@ -347,6 +347,9 @@ static void push_program_names(Resolver *r)
 {
     push_name(r, "rank");
     push_name(r, "nranks");
+    Collective c;
+    if (coll_find(r->program->collective, &c) && coll_has_root(coll_info(c)))
+        push_name(r, "root"); /* the root rank, -D root=R (eval.c) */
     push_name(r, "input");
     push_name(r, "output");
     for (int i = 0; i < r->program->body.n; i++)

@@ -39,7 +39,8 @@ static const char *const names[COLL_COUNT] = {
 };
 
 _Static_assert((int)COLL_POST_NONE == (int)CDSL_POST_NONE && (int)COLL_POST_BARRIER == (int)CDSL_POST_BARRIER &&
-                   (int)COLL_POST_GATHER == (int)CDSL_POST_GATHER && (int)COLL_POST_SUM == (int)CDSL_POST_SUM,
+                   (int)COLL_POST_GATHER == (int)CDSL_POST_GATHER && (int)COLL_POST_SUM == (int)CDSL_POST_SUM &&
+                   (int)COLL_POST_BROADCAST == (int)CDSL_POST_BROADCAST && (int)COLL_POST_REDUCE == (int)CDSL_POST_REDUCE,
                "colls.h's CollPost is cdsl.h's cdsl_postcondition");
 
 const CollInfo *coll_info(Collective c)
@@ -70,6 +71,26 @@ bool coll_find_mscclpp(const char *name, Collective *out)
 bool coll_declares_buffers(const CollInfo *ci)
 {
     return ci->in(1, 1) == DECLARED;
+}
+
+bool coll_has_root(const CollInfo *ci)
+{
+    return ci->post == COLL_POST_BROADCAST || ci->post == COLL_POST_REDUCE;
+}
+
+bool coll_copies(const CollInfo *ci)
+{
+    return ci->post == COLL_POST_GATHER || ci->post == COLL_POST_BROADCAST;
+}
+
+bool coll_sums(const CollInfo *ci)
+{
+    return ci->post == COLL_POST_SUM || ci->post == COLL_POST_REDUCE;
+}
+
+bool coll_output_checked(const CollInfo *ci, int rank, int root)
+{
+    return (coll_copies(ci) || coll_sums(ci)) && (ci->post != COLL_POST_REDUCE || rank == root);
 }
 
 bool coll_alias_per_rank(const CollInfo *ci, int chunks)
@@ -140,6 +161,12 @@ cdsl_postcondition cdsl_collective_postcondition(int coll)
 {
     const CollInfo *ci = coll_info((Collective)coll);
     return ci ? (cdsl_postcondition)ci->post : CDSL_POST_NONE;
+}
+
+int cdsl_collective_has_root(int coll)
+{
+    const CollInfo *ci = coll_info((Collective)coll);
+    return ci && coll_has_root(ci);
 }
 
 int cdsl_collective_in_place(int coll)

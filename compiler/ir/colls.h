@@ -34,6 +34,8 @@ typedef enum CollPost {
     COLL_POST_BARRIER,
     COLL_POST_GATHER,
     COLL_POST_SUM,
+    COLL_POST_BROADCAST,
+    COLL_POST_REDUCE,
 } CollPost;
 
 /* A row of colls.def; the expressions are functions. */
@@ -57,6 +59,14 @@ bool coll_find(const char *name, Collective *out);
 bool coll_find_mscclpp(const char *name, Collective *out);
 /* Whether the program declares its own input and output (custom). */
 bool coll_declares_buffers(const CollInfo *ci);
+/* Whether its programs have a root (broadcast, reduce): the name `root`, -D root=R. */
+bool coll_has_root(const CollInfo *ci);
+/* Whether its result is a copy of inputs (compared bit for bit), not a sum. */
+bool coll_copies(const CollInfo *ci);
+/* Whether its result is a sum of every rank's inputs. */
+bool coll_sums(const CollInfo *ci);
+/* Whether rank r's output is constrained (reduce: only the root's). */
+bool coll_output_checked(const CollInfo *ci, int rank, int root);
 /* Whether in place puts the aliased buffer at a different place of the holder on each rank. */
 bool coll_alias_per_rank(const CollInfo *ci, int chunks);
 /* Every name, in the table's order (COLL_COUNT of them), for "did you mean". */

@@ -866,7 +866,7 @@ static bool check_defines(Eval *ev, const EvalOptions *opt)
             diag_usage(ev->diag, "define '%s': expected name=integer", opt->defines[i]);
             return false;
         }
-        bool known = false;
+        bool known = len == 4 && !strncmp(n, "root", 4) && coll_has_root(coll_info(ev->ir->coll));
         for (int k = 0; k < p->nparams; k++)
             known |= strlen(p->params[k].name) == len && !strncmp(p->params[k].name, n, len);
         if (!known) {
@@ -880,6 +880,30 @@ static bool check_defines(Eval *ev, const EvalOptions *opt)
             return false;
         }
     }
+    return true;
+}
+
+/* A broadcast's or reduce's root: the name `root`, bound like nranks (visible in defs too), from
+ * -D root=R or 0. The program is compiled, and checked, for that one root. */
+static bool bind_root(Eval *ev, const EvalOptions *opt)
+{
+    const Decl *p = ev->program;
+    ev->ir->root = -1;
+    if (!coll_has_root(coll_info(ev->ir->coll)))
+        return true;
+    for (int i = 0; i < p->nparams; i++)
+        if (!strcmp(p->params[i].name, "root")) {
+            ev_error(ev, p->params[i].loc, "a %s's root is not a parameter: every %s program has the name 'root', "
+                     "set with -D root=R (0 when not given)", ev->ir->coll_name, ev->ir->coll_name);
+            return false;
+        }
+    long long v = 0;
+    if (define_for(ev, opt, "root", &v) && (v < 0 || v >= opt->nranks)) {
+        diag_usage(ev->diag, "define 'root=%lld': the root must be a rank, 0 to %d", v, opt->nranks - 1);
+        return false;
+    }
+    ev->ir->root = (int)v;
+    bind(ev, "root", (Value){V_INT, v, CH_LOCAL});
     return true;
 }
 
@@ -1022,6 +1046,8 @@ IrProgram *eval_program(Arena *a, Diag *d, const Decl *program, const EvalOption
     if (!check_defines(ev, opt) || !check_in_place(ev, opt))
         return NULL;
     bind(ev, "nranks", (Value){V_INT, opt->nranks, CH_LOCAL});
+    if (!bind_root(ev, opt))
+        return NULL;
     IrProgram *ir = ev->ir;
     /* Buffers first (their sizes may use parameters), visible everywhere, even inside defs. */
     int params_at = ev->nenv;

@@ -201,6 +201,8 @@ typedef struct IrProgram {
     const char *coll_name;
     int nranks;
     int chunks;         /* C: the `chunks` parameter, 1 when not declared */
+    int root;           /* a broadcast's or reduce's root rank (-D root=R, default 0); -1 for a
+                           collective without one */
     IrBuf bufs[IR_MAX_BUFS];
     int nbufs;
     IrSeq *ranks;       /* [nranks], each rank's ops grouped by unit (op.tb) */

@@ -9,11 +9,13 @@ What each collective means (names, chunk counts, bus-bandwidth factor, postcondi
     cdsl.collectives(), cdsl.collective_chunks, cdsl.collective_busbw_factor, ...
 python3 -m cdsl.selftest -n 4: every stdlib program on 4 processes, verified.
 """
-from .core import (Error, Program, RankComm, collective_busbw_factor, collective_chunks, collective_postcondition,
+from .core import (Error, Program, RankComm, collective_busbw_factor, collective_chunks, collective_has_root,
+                   collective_postcondition,
                    collectives, get_unique_id, library_path, pattern_check, pattern_fill, stdlib_dir, stdlib_program,
                    unique_id_engine, version)
 
-__all__ = ["Error", "Program", "RankComm", "collective_busbw_factor", "collective_chunks", "collective_postcondition",
+__all__ = ["Error", "Program", "RankComm", "collective_busbw_factor", "collective_chunks", "collective_has_root",
+           "collective_postcondition",
            "collectives", "get_unique_id", "library_path", "pattern_check", "pattern_fill", "stdlib_dir",
            "stdlib_program", "unique_id_engine", "version"]
 __version__ = "0.1.0"

@@ -97,6 +97,7 @@ program_name = _fn("cdsl_program_name", c_char_p, P)
 program_collective = _fn("cdsl_program_collective", c_char_p, P)
 program_nranks = _fn("cdsl_program_nranks", c_int, P)
 program_chunks = _fn("cdsl_program_chunks", c_int, P)
+program_root = _fn("cdsl_program_root", c_int, P)
 program_nbufs = _fn("cdsl_program_nbufs", c_int, P)
 program_buf_chunks = _fn("cdsl_program_buf_chunks", c_int, P, c_int)
 chunk_bytes = _fn("cdsl_chunk_bytes", c_int, P, c_size_t, ctypes.POINTER(c_size_t), ctypes.POINTER(c_size_t))
@@ -124,7 +125,8 @@ collective_chunks = _fn("cdsl_collective_chunks", c_int, c_int, c_int, c_int, ct
                         ctypes.POINTER(ctypes.c_longlong))
 collective_busbw_factor = _fn("cdsl_collective_busbw_factor", c_double, c_int, c_int)
 collective_postcondition = _fn("cdsl_collective_postcondition", c_int, c_int)
-POSTCONDITIONS = {0: "none", 1: "barrier", 2: "gather", 3: "sum"}
+POSTCONDITIONS = {0: "none", 1: "barrier", 2: "gather", 3: "sum", 4: "broadcast", 5: "reduce"}
+collective_has_root = _fn("cdsl_collective_has_root", c_int, c_int)
 rank_get_last_error = _fn("cdsl_rank_get_last_error", c_char_p, P)
 list_name = _fn("cdsl_list_name", c_char_p, c_int, c_int)
 backend_parse = _fn("cdsl_backend_parse", c_int, c_char_p, ctypes.POINTER(c_int))

@@ -106,9 +106,16 @@ def collective_busbw_factor(name, nranks):
 
 
 def collective_postcondition(name):
-    """What its outputs hold: "gather" (copies of inputs), "sum", "barrier" (no data: an
-    ordering) or "none" (custom)."""
+    """What its outputs hold: "gather" (copies of inputs), "sum", "broadcast" (copies of the
+    root's input), "reduce" (the sum, on the root only), "barrier" (no data: an ordering) or
+    "none" (custom)."""
     return _lib.POSTCONDITIONS[_lib.collective_postcondition(_collective(name))]
+
+
+def collective_has_root(name):
+    """Whether its programs have a root rank (broadcast, reduce): Program(..., defines={"root": R})
+    compiles one for root R (0 when not given)."""
+    return bool(_lib.collective_has_root(_collective(name)))
 
 
 class Program:
@@ -200,6 +207,13 @@ class Program:
         """The collective's C (its `chunks` parameter), as collective_chunks takes it."""
         with self._lock:
             return _lib.program_chunks(self._handle())
+
+    @property
+    def root(self):
+        """The root rank it was compiled for (broadcast, reduce); None for a collective without one."""
+        with self._lock:
+            r = _lib.program_root(self._handle())
+        return None if r < 0 else r
 
     def buf_chunks(self, buf):
         with self._lock:

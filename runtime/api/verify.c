@@ -9,6 +9,8 @@
  *   reducescatter  output[i] == sum over p of input@p[r*C + i]
  *   allreduce      output[i] == sum over p of input@p[i]
  *   alltoall       output[p*C + i] == input@p[r*C + i]
+ *   broadcast      output[i] == input@root[i]
+ *   reduce         output[i] == sum over p of input@p[i] on the root; other ranks' not compared
  * It counts the wrong elements and reports the first one: rank, chunk, element, expected,
  * got, and where the expected value comes from. Barrier and custom programs have nothing to
  * compare. cdsl_chunk_bytes() holds the size convention (nccl-tests': the larger of one rank's
@@ -34,14 +36,13 @@ enum { F16_NORMALS = 2 * 30 * 1024, BF16_NORMALS = 2 * 254 * 128 };
  * exact; copies are compared bit for bit, so their inputs are all different. */
 VfMode vf_mode(Collective c)
 {
-    return coll_info(c)->post == COLL_POST_SUM ? VF_SUM : VF_MOVE;
+    return coll_sums(coll_info(c)) ? VF_SUM : VF_MOVE;
 }
 
 /* Whether there are outputs to compare (not a barrier's or a custom program's). */
 static bool vf_has_result(const IrProgram *ir)
 {
-    CollPost post = coll_info(ir->coll)->post;
-    return post == COLL_POST_GATHER || post == COLL_POST_SUM;
+    return coll_copies(coll_info(ir->coll)) || coll_sums(coll_info(ir->coll));
 }
 
 /* The first input chunk rank r's output is made of (colls.def's from). */
@@ -53,7 +54,13 @@ static size_t vf_from(const IrProgram *ir, int r)
 /* A sum that is the same on every rank (allreduce's) is computed once for all of them. */
 static bool vf_sums_once(const IrProgram *ir)
 {
-    return coll_info(ir->coll)->post == COLL_POST_SUM && vf_from(ir, 1) == vf_from(ir, 0);
+    return coll_sums(coll_info(ir->coll)) && vf_from(ir, 1) == vf_from(ir, 0);
+}
+
+/* Whether rank r's output is compared (a reduce's only on its root). */
+static bool vf_rank_checked(const IrProgram *ir, int r)
+{
+    return coll_output_checked(coll_info(ir->coll), r, ir->root);
 }
 
 /* Fibonacci hashing: the top half of u times 2^64/phi. One multiply per element, and
@@ -377,6 +384,8 @@ static void vf_expected(const VfCheck *k, int r, size_t first, size_t count, uin
     size_t ce = k->chunk_elems, C = (size_t)ir->chunks, chunk = first / ce, from = vf_from(ir, r);
     if (coll_info(ir->coll)->post == COLL_POST_GATHER)
         vf_values(k->t, VF_MOVE, ir->nranks, (int)(chunk / C), (from + chunk % C) * ce + first % ce, count, want);
+    else if (coll_info(ir->coll)->post == COLL_POST_BROADCAST)
+        vf_values(k->t, VF_MOVE, ir->nranks, ir->root, from * ce + first, count, want);
     else if (k->sums)
         memcpy(want, k->sums + first, count * sizeof *want);
     else
@@ -435,6 +444,8 @@ static void vf_report(FILE *log, const VfCheck *k, size_t out_elems, int ranks_c
     if (coll_info(ir->coll)->post == COLL_POST_GATHER)
         snprintf(from, sizeof from, "rank %zu's input chunk %zu", chunk / (size_t)ir->chunks,
                  start + chunk % (size_t)ir->chunks);
+    else if (coll_info(ir->coll)->post == COLL_POST_BROADCAST)
+        snprintf(from, sizeof from, "the root %d's input chunk %zu", ir->root, start + chunk);
     else
         snprintf(from, sizeof from, "the sum over ranks of input chunk %zu", start + chunk);
     bool poison = k->first_got == vf_poison(k->t);
@@ -496,7 +507,11 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
     size_t bytes = cdsl_comm_buf_bytes(c, IR_OUTPUT), elems = bytes / cdsl_dtype_size(t);
     char *host = vf_host(c, bytes);
     int rc = host ? vf_prepare_sums(c, &k, elems) : CDSL_ERR_SYSTEM;
+    int checked = 0;
     for (int r = 0; !rc && r < ir->nranks; r++) {
+        if (!vf_rank_checked(ir, r))
+            continue;
+        checked++;
         rc = cdsl_comm_read(c, r, IR_OUTPUT, host, bytes);
         if (!rc)
             vf_check_rank(&k, r, host, elems);
@@ -509,7 +524,7 @@ int cdsl_check_detail(cdsl_comm *c, const cdsl_program *p, cdsl_dtype t, cdsl_ch
     vf_first_wrong(&k, out);
     if (!k.wrong)
         return CDSL_OK;
-    vf_report(rt_comm_log(c), &k, elems, ir->nranks);
+    vf_report(rt_comm_log(c), &k, elems, checked);
     return CDSL_ERR_VERIFY;
 }
 
@@ -553,7 +568,7 @@ int cdsl_pattern_check(const cdsl_program *p, cdsl_dtype t, int rank, size_t chu
     const IrProgram *ir = vf_rank_args(p, t, rank, chunk_bytes, IR_OUTPUT, bytes, log, &elems);
     if (!ir || (elems && !output))
         return CDSL_ERR_USAGE;
-    if (!vf_has_result(ir))
+    if (!vf_has_result(ir) || !vf_rank_checked(ir, rank))
         return CDSL_OK;
     VfCheck k = {.ir = ir, .t = t, .mode = vf_mode(ir->coll), .first_rank = -1};
     k.chunk_elems = chunk_bytes / cdsl_dtype_size(t);

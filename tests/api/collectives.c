@@ -3,7 +3,10 @@
  * counts they give are the buffers every program of that collective gets, a collective without
  * an in-place form refuses cdsl_compile_opts.in_place, and the postcondition they name is what
  * cdsl_check compares (a gather's or a sum's outputs verify after a sim run; a wrong element is
- * found). Names and indices go both ways; bad indices and names get the documented "none".
+ * found). A collective with a root (broadcast, reduce) is compiled for the last rank as root:
+ * the root is the one asked for, its output is the one compared, and a reduce's other ranks'
+ * outputs are not compared. Names and indices go both ways; bad indices and names get the
+ * documented "none".
  * The bus-bandwidth factors and in-place forms are compared with nccl-tests' and NCCL's.
  *
  *     collectives PROGRAM.cdsl...      (each compiled at 2, 3 and 4 ranks)
@@ -52,7 +55,7 @@ static void as_nccl_says(void)
         double factor_at_4;
         int in_place;
     } want[] = {{"allgather", 0.75, 1}, {"reducescatter", 0.75, 1}, {"allreduce", 1.5, 1}, {"barrier", 0, 1},
-                {"custom", 1, 0}, {"alltoall", 0.75, 1}};
+                {"custom", 1, 0}, {"alltoall", 0.75, 1}, {"broadcast", 1, 1}, {"reduce", 1, 1}};
     char what[128], why[128];
     for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
         int c = cdsl_collective_find(want[i].name);
@@ -64,15 +67,26 @@ static void as_nccl_says(void)
     }
 }
 
+/* A program with a root is compiled for the last rank (not the default 0). */
 static cdsl_program *compile_quiet(const char *path, int nranks, int in_place, FILE *quiet)
 {
     cdsl_compile_opts o = compile_opts(path, nranks);
+    char root[32];
+    const char *defines[] = {root};
+    snprintf(root, sizeof root, "root=%d", nranks - 1);
+    cdsl_program *head = compile_try(&o); /* its collective, to know whether it has a root */
+    if (head && cdsl_collective_has_root(cdsl_collective_find(cdsl_program_collective(head)))) {
+        o.defines = defines;
+        o.ndefines = 1;
+    }
+    cdsl_program_destroy(head);
     o.in_place = in_place;
     o.diag = quiet;
     return compile_try(&o);
 }
 
-/* One sim run of p, then cdsl_check; with `spoil`, one output element is changed first. */
+/* One sim run of p, then cdsl_check; with `spoil` >= 0, one output element of that rank is
+   changed first. */
 static int run_checked(cdsl_program *p, int spoil, unsigned long long *wrong)
 {
     cdsl_comm_opts o;
@@ -88,9 +102,9 @@ static int run_checked(cdsl_program *p, int spoil, unsigned long long *wrong)
         rc = cdsl_fill(c, p, CDSL_F32);
     if (!rc)
         rc = cdsl_run(c, p, CDSL_F32, 1, NULL);
-    if (!rc && spoil) {
+    if (!rc && spoil >= 0) {
         float bad = -12345.5f;
-        rc = cdsl_comm_write(c, 1, CDSL_BUF_OUTPUT, &bad, sizeof bad);
+        rc = cdsl_comm_write(c, spoil, CDSL_BUF_OUTPUT, &bad, sizeof bad);
     }
     if (!rc)
         rc = cdsl_check(c, p, CDSL_F32, wrong);
@@ -123,10 +137,23 @@ static int program_at(const char *path, int n, FILE *quiet, char *why, size_t si
         ok = 0;
     }
     cdsl_program_destroy(ip);
+    int root = cdsl_program_root(p), rooted = cdsl_collective_has_root(coll);
+    if (ok && root != (rooted ? n - 1 : -1)) {
+        snprintf(why, size, "compiled for root %d at %d ranks, cdsl_program_root says %d", rooted ? n - 1 : -1, n, root);
+        ok = 0;
+    }
     cdsl_postcondition post = cdsl_collective_postcondition(coll);
-    if (ok && n == 3 && (post == CDSL_POST_GATHER || post == CDSL_POST_SUM)) {
+    if (ok && n == 3 && post == CDSL_POST_REDUCE) {
+        unsigned long long other = 1;
+        int rc = run_checked(p, 0, &other);
+        if (rc != CDSL_OK || other != 0) {
+            snprintf(why, size, "a reduce's non-root output changed: status %d with %llu wrong", rc, other);
+            ok = 0;
+        }
+    }
+    if (ok && n == 3 && post != CDSL_POST_NONE && post != CDSL_POST_BARRIER) {
         unsigned long long right = 1, spoilt = 0;
-        int rc = run_checked(p, 0, &right), rc2 = run_checked(p, 1, &spoilt);
+        int rc = run_checked(p, -1, &right), rc2 = run_checked(p, rooted ? root : 1, &spoilt);
         if (rc != CDSL_OK || right != 0 || rc2 != CDSL_ERR_VERIFY || spoilt != 1) {
             snprintf(why, size, "a run: status %d with %llu wrong; one element changed: status %d with %llu wrong", rc,
                      right, rc2, spoilt);

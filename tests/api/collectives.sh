@@ -37,7 +37,7 @@ PY=${PYTHON:-/usr/bin/python3}
 if ! [ -x "$PY" ]; then echo "[SKIP] collectives (Python): needs python3"; exit 0; fi
 export PYTHONPATH=$PWD/python CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib
 # The factor cdslrun applies to each data collective at 4 ranks, from its --json (busbw / algbw).
-factors=$(for p in allgather_ring reducescatter_nvls allreduce_nvls alltoall_mesh; do
+factors=$(for p in allgather_ring reducescatter_nvls allreduce_nvls alltoall_mesh broadcast_nvls reduce_nvls; do
     build/cdslrun "stdlib/$p.cdsl" -n 4 --backend sim --size 64K --json 2>/dev/null |
         "$PY" -c 'import json, sys; d = json.load(sys.stdin); r = d["results"][0]; print(d["collective"], r["busbw_gbs"] / r["algbw_gbs"])' 2>/dev/null
 done)
@@ -57,13 +57,13 @@ for path in paths:
         p.close()
 print("chunks", not bad, bad[:3])
 lines = [l.split() for l in factors.splitlines() if l.strip()]
-print("factors", len(lines) == 4 and all(abs(cdsl.collective_busbw_factor(c, 4) - float(f)) < 1e-3 for c, f in lines), lines)
+print("factors", len(lines) == 6 and all(abs(cdsl.collective_busbw_factor(c, 4) - float(f)) < 1e-3 for c, f in lines), lines)
 try:
     cdsl.collective_chunks("no_such_collective", 2)
     print("unknown", False)
 except ValueError as e:
     print("unknown", all(n in str(e) for n in names))
-print("postconditions", sorted(set(cdsl.collective_postcondition(c) for c in names)) == ["barrier", "gather", "none", "sum"])
+print("postconditions", sorted(set(cdsl.collective_postcondition(c) for c in names)) == ["barrier", "broadcast", "gather", "none", "reduce", "sum"])
 PY
 )
 check() { if echo "$out" | grep -q "^$1 True"; then pass "$2"; else fail "$2" "$(echo "$out" | grep "^$1" || echo "$out" | tail -3)"; fi; }
@@ -71,4 +71,4 @@ check names "Python: cdsl.collectives() is the library's list"
 check chunks "Python: collective_chunks are every stdlib program's input and output chunks (2 and 4 ranks)"
 check factors "Python: collective_busbw_factor is the factor cdslrun --json applies (4 ranks)"
 check unknown "Python: an unknown collective is a ValueError that names the known ones"
-check postconditions "Python: collective_postcondition names the four kinds"
+check postconditions "Python: collective_postcondition names the six kinds"

@@ -36,6 +36,7 @@ static const char *const functions[] = {
     "cdsl_rank_get_last_error", "cdsl_collective_count", "cdsl_collective_name", "cdsl_collective_find",
     "cdsl_collective_chunks", "cdsl_collective_busbw_factor", "cdsl_collective_postcondition",
     "cdsl_collective_in_place", "cdsl_list_name", "cdsl_program_size_class",
+    "cdsl_collective_in_place", "cdsl_list_name", "cdsl_collective_has_root", "cdsl_program_root",
 };
 
 static void names(void)
@@ -118,6 +119,8 @@ static void collectives(void)
     test_case("cdsl_collective_postcondition");
     EXPECT(cdsl_collective_in_place(-1) == 0);
     test_case("cdsl_collective_in_place");
+    EXPECT(cdsl_collective_has_root(-1) == 0 && cdsl_collective_has_root(cdsl_collective_find("broadcast")) == 1);
+    test_case("cdsl_collective_has_root");
 }
 
 static void program(cdsl_program *p, FILE *quiet)
@@ -137,6 +140,8 @@ static void program(cdsl_program *p, FILE *quiet)
     test_case("cdsl_program_in_place");
     EXPECT(cdsl_program_size_class(NULL, 1 << 20) == 0 && cdsl_program_size_class(p, 1 << 20) == 0);
     test_case("cdsl_program_size_class");
+    EXPECT(cdsl_program_root(NULL) == -1 && cdsl_program_root(p) == -1);
+    test_case("cdsl_program_root");
     collectives();
     EXPECT(cdsl_emit_cuda(NULL, CDSL_BACKEND_P2P, CDSL_F32) == NULL);
     test_case("cdsl_emit_cuda");
