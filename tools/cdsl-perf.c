@@ -47,6 +47,8 @@ typedef struct Opts {
     /* nccl-tests' */
     size_t min_bytes, max_bytes, step_bytes, step_factor;
     int iters, warmup, check, ngpus, graph, blocking;
+    int root;                   /* -r: a broadcast's or reduce's root; -1: not given */
+    char root_define[32];       /* "root=R", added to the defines for a collective with a root */
     cdsl_dtype types[MAX_TYPES];
     int ntypes;
     /* ours */
@@ -104,12 +106,14 @@ static const char usage_text[] =
     "  -d, --datatype T          float, half, bfloat16, int32, uint32 or all (default float; also\n"
     "                            cdsl's names f32 f16 bf16 s32 u32)\n"
     "  -o, --op OP               sum (or all): cdsl programs reduce with sum\n"
+    "  -r, --root R              the root rank of a broadcast or reduce (default 0); other\n"
+    "                            collectives have none (their rows say root -1)\n"
     "  -G, --cudagraph N         replay the timed runs N times and average (p2p replays its\n"
     "                            repeated runs as one CUDA graph anyway)\n"
     "  -z, --blocking 0|1|2|3    0: timed runs back to back; 1-3: each run waited for before the\n"
     "                            next (cdsl runs every rank together, so 1, 2 and 3 are alike)\n"
     "  -h, --help\n"
-    "  nccl-tests' other options (-t -m -N -p -r -y -T -C -S -a -R -x -D -V -M -u -I -K -J) are\n"
+    "  nccl-tests' other options (-t -m -N -p -y -T -C -S -a -R -x -D -V -M -u -I -K -J) are\n"
     "  accepted at their default values only (exit 5 otherwise: not implemented here).\n"
     "\n"
     "cdsl's options (long only, so that none takes a letter of nccl-tests'):\n"
@@ -135,8 +139,8 @@ static const char usage_notes[] =
     "\n"
     "Rows: size is the larger of one rank's input and output in bytes, count the per-rank count\n"
     "nccl-tests passes to NCCL (allgather: the input's elements; reducescatter: the output's;\n"
-    "allreduce, alltoall: all), busbw = algbw x (n-1)/n (allgather, reducescatter, alltoall) or\n"
-    "2(n-1)/n (allreduce).\n"
+    "allreduce, alltoall, broadcast, reduce: all), busbw = algbw x (n-1)/n (allgather,\n"
+    "reducescatter, alltoall), 2(n-1)/n (allreduce) or 1 (broadcast, reduce).\n"
     "A size that does not split into the program's chunks of whole 4-byte words runs at the\n"
     "nearest size below (a note on stderr); a barrier runs one row of size 0 with no bandwidth.\n"
     "The in-place group runs the program compiled in place (cdslc --in-place); one that cannot\n"
@@ -236,7 +240,7 @@ static int parse_op(const char *v)
  * a script that spells the default out still runs. */
 static const struct { int letter; const char *name, *dflt; } foreign[] = {
     {'t', "nthreads", "1"},        {'m', "agg_iters", "1"},         {'N', "run_cycles", "1"},
-    {'p', "parallel_init", "0"},   {'r', "root", "0"},              {'y', "stream_null", "0"},
+    {'p', "parallel_init", "0"},   {'y', "stream_null", "0"},
     {'T', "timeout", "0"},         {'C', "report_cputime", "0"},    {'S', "report_timestamps", "0"},
     {'a', "average", "1"},         {'R', "local_register", "0"},    {'x', "cta_policy", "-1"},
     {'D', "device_implementation", "0"}, {'V', "device_cta_count", "16"}, {'M', "memory", "0"},
@@ -325,6 +329,7 @@ static int parse_nccl_option(Opts *o, int c, const char *v)
     case 'g': return parse_int(v, 1, CDSL_MAX_RANKS, &o->ngpus) ? 0 : usage("-g expects a number of GPUs, not '%s'", v);
     case 'G': return parse_int(v, 0, 1 << 20, &o->graph) ? 0 : usage("-G expects a number of graph launches, not '%s'", v);
     case 'z': return parse_int(v, 0, 3, &o->blocking) ? 0 : usage("-z expects 0, 1, 2 or 3, not '%s'", v);
+    case 'r': return parse_int(v, 0, CDSL_MAX_RANKS - 1, &o->root) ? 0 : usage("-r expects a root rank, not '%s'", v);
     case 'd': return parse_type(o, v);
     case 'o': return parse_op(v);
     case 'F':
@@ -383,6 +388,7 @@ static void default_opts(Opts *o)
     o->iters = 20;
     o->warmup = 1;
     o->check = 1;
+    o->root = -1;
     o->types[0] = CDSL_F32;
     o->ntypes = 1;
     o->in_place = true;
@@ -736,7 +742,8 @@ static void print_header(const Bench *B)
 
 static void print_row(const Bench *B, const PerfRow *r)
 {
-    printf("%12zu  %12zu  %8s  %6s  %6d", r->size, r->count, perf_type_name(r->dtype), redop_name(B->prog[0]), -1);
+    printf("%12zu  %12zu  %8s  %6s  %6d", r->size, r->count, perf_type_name(r->dtype), redop_name(B->prog[0]),
+           cdsl_program_root(B->prog[0]));
     for (int k = 0; k < 2; k++)
         print_cell(B, &r->cell[k]);
     printf("\n");
@@ -833,6 +840,7 @@ static void describe(const Bench *B, PerfReport *rep, int argc, char **argv)
     rep->nranks = o->nranks;
     rep->ranks_per_gpu = B->ranks_per_gpu;
     rep->chunks = cdsl_program_chunks(p);
+    rep->root = cdsl_program_root(p);
     rep->measured = B->measured;
     rep->devices = B->devices;
     rep->in_place_unsupported = B->prog[1] ? NULL : B->why_not;
@@ -849,6 +857,27 @@ static void describe(const Bench *B, PerfReport *rep, int argc, char **argv)
     rep->nrows = B->nrows;
 }
 
+/* -r: the define root=R when the program's collective has a root (learnt from a parse alone);
+ * nccl-tests ignores -r for the others, and so does this. */
+static int add_root(Opts *o)
+{
+    if (o->root < 0)
+        return 0;
+    cdsl_compile_opts parse = o->copts;
+    parse.stop_after = CDSL_STAGE_PARSE;
+    parse.diag = fopen("/dev/null", "w");
+    cdsl_program *p = NULL;
+    int rc = parse.diag ? cdsl_compile(&parse, &p) : CDSL_ERR_SYSTEM;
+    bool rooted = !rc && cdsl_collective_has_root(collective_of(p));
+    cdsl_program_destroy(p);
+    if (parse.diag)
+        fclose(parse.diag);
+    if (!rooted)   /* errors, if any, come from the real compile */
+        return 0;
+    snprintf(o->root_define, sizeof o->root_define, "root=%d", o->root);
+    return add_to_list(o->defines, &o->copts.ndefines, o->root_define, "--define");
+}
+
 static int set_up(Bench *B)
 {
     Opts *o = B->o;
@@ -857,7 +886,10 @@ static int set_up(Bench *B)
     if (stat(o->path, &in) == 0 && cli_same_file(o->output_file, &in))   /* a plan is .json too */
         return usage("-F '%s' is the program file; refusing to overwrite it", o->output_file);
     o->copts.path = o->path;
-    int rc = cdsl_compile(&o->copts, &B->prog[0]);
+    int rc = add_root(o);
+    if (rc)
+        return rc;
+    rc = cdsl_compile(&o->copts, &B->prog[0]);
     if (rc && !o->by_name)
         cli_name_advice("cdsl-perf", o->arg);
     if (rc)

@@ -38,6 +38,7 @@ typedef struct PerfReport {
     char host[256];
     const char *file, *program, *collective, *backend, *redop;
     int nranks, ranks_per_gpu, chunks;
+    int root;                   /* a broadcast's or reduce's root; -1 for a collective without one */
     bool measured;              /* times are measurements (not the sim) */
     const cdsl_device_info *devices;        /* [nranks] */
     const char *in_place_unsupported;       /* why, or NULL when the in-place form ran */

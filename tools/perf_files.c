@@ -168,7 +168,7 @@ static json_t *json_rows(const PerfReport *r)
         const PerfRow *row = &r->rows[i];
         append(&list, json_pack("{s:I, s:I, s:s, s:o, s:i, s:o, s:o}", "size", (json_int_t)row->size, "count",
                                 (json_int_t)row->count, "type", perf_type_name(row->dtype), "redop", text(r->redop),
-                                "root", -1, placement_name[0], json_cell(r, &row->cell[0]), placement_name[1],
+                                "root", r->root, placement_name[0], json_cell(r, &row->cell[0]), placement_name[1],
                                 json_cell(r, &row->cell[1])));
     }
     return list;
@@ -252,10 +252,12 @@ static void csv_line(FILE *f, const PerfReport *r, const PerfRow *row, int k)
         snprintf(num[10], 64, "%zu", c->check.element);
         snprintf(num[11], 64, "%.40s%s", c->check.got, c->check.never_written ? " (never written)" : "");
     }
+    char root[16];
+    snprintf(root, sizeof root, "%d", r->root);
     const char *v[CSV_NCOLS] = {
         "cdsl-perf", cdsl_version(), r->timestamp, r->host, r->program, r->collective, r->file, r->backend,
         num[0], num[1], r->nranks ? r->devices[0].name : "", driver_text(r, driver, sizeof driver),
-        r->measured ? "yes" : "no", num[2], num[3], perf_type_name(row->dtype), r->redop, "-1",
+        r->measured ? "yes" : "no", num[2], num[3], perf_type_name(row->dtype), r->redop, root,
         k ? "in-place" : "out-of-place", num[4], num[5], num[6], num[7], num[8], num[9], num[10],
         first ? c->check.expected : "", num[11], cell_status(c),
     };
