@@ -652,11 +652,36 @@ static bool no_packets(Export *x)
     return true;
 }
 
+/* A plan names its collective but no root: MSCCL++ hands the root to the algorithm at run time
+   (ncclBroadcast's "root" hint, src/ext/nccl/nccl.cc:577), and a broadcast plan is read back as
+   root 0's. A collective MSCCL++ does not name (reduce: src/ext/nccl/nccl.cc:540) would become
+   "custom" and lose its postcondition. */
+static bool root_fits_plan(Export *x)
+{
+    const IrProgram *p = x->p;
+    const CollInfo *ci = coll_info(p->coll);
+    if (!coll_has_root(ci))
+        return true;
+    if (!ci->mscclpp) {
+        diag_error(x->d, p->loc, "MSCCL++ has no %s collective: a plan of it would say \"custom\" and lose what it "
+                   "means; run the .cdsl program instead", ci->name);
+        return false;
+    }
+    if (p->root != 0) {
+        diag_error(x->d, p->loc, "this %s is compiled for root %d, but a plan names no root and is read back as "
+                   "root 0's: export the program compiled for root 0", ci->name, p->root);
+        return false;
+    }
+    return true;
+}
+
 /* The lowered program, checked; NULL after errors. */
 static IrProgram *lower_checked(Export *x)
 {
     const IrProgram *p = x->p;
     int before = x->d->nerrors;
+    if (!root_fits_plan(x))
+        return NULL;
     if (p->in_place) {
         diag_error(x->d, p->loc, "an in-place plan is written back only as it was read: export the .cdsl program "
                    "instead");

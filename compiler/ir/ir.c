@@ -157,7 +157,10 @@ void ir_dump(const IrProgram *p, FILE *out)
 {
     fputs("program ", out);
     esc_puts(out, p->name);
-    fprintf(out, " implements %s, nranks=%d, chunks=%d\n", p->coll_name, p->nranks, p->chunks);
+    fprintf(out, " implements %s, nranks=%d, chunks=%d", p->coll_name, p->nranks, p->chunks);
+    if (coll_has_root(coll_info(p->coll)))
+        fprintf(out, ", root=%d", p->root);
+    fputc('\n', out);
     for (int b = 0; b < p->nbufs; b++) {
         fputs("buffer ", out);
         esc_puts(out, p->bufs[b].name);
@@ -169,9 +172,11 @@ void ir_dump(const IrProgram *p, FILE *out)
         esc_puts(out, p->bufs[aliased].name);
         fputs(" is ", out);
         esc_puts(out, p->bufs[holder].name);
-        bool per_rank = coll_alias_per_rank(coll_info(p->coll), p->chunks);
+        const CollInfo *ci = coll_info(p->coll);
+        bool per_rank = coll_alias_per_rank(ci, p->chunks);
+        const char *whole = ci->in(2, 1) == 1 ? "C" : "nranks*C"; /* broadcast's C, allreduce's n*C */
         fprintf(out, "[%s .. %s] on rank r; operations name ", !per_rank ? "0" : p->chunks == 1 ? "r" : "r*C",
-                !per_rank ? "nranks*C" : p->chunks == 1 ? "r+1" : "(r+1)*C");
+                !per_rank ? whole : p->chunks == 1 ? "r+1" : "(r+1)*C");
         esc_puts(out, p->bufs[holder].name);
         fputs(" only\n", out);
     }

@@ -699,6 +699,7 @@ static bool read_top(Msc *m, const json_t *root, const json_t **gpus)
         return false;
     }
     p->coll_name = ir_coll_name(p->coll);
+    p->root = coll_has_root(coll_info(p->coll)) ? 0 : -1; /* a plan names no root: a broadcast's is 0 */
     p->chunk_align = (int)align;
     m->inplace = json_is_true(inplace);
     return true;

@@ -88,6 +88,13 @@ static bool has_packets(const IrProgram *p)
     return false;
 }
 
+/* A collective with a root that MSCCL++ does not name (reduce): a plan would lose its meaning. */
+static bool no_plan_collective(const IrProgram *p)
+{
+    const CollInfo *ci = coll_info(p->coll);
+    return coll_has_root(ci) && !ci->mscclpp;
+}
+
 static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -127,9 +134,10 @@ static void one(const char *file, int n, const char *dir, FILE *log)
     char *t1 = NULL, *t2 = NULL;
     if (cdsl_compile(&o, &p) || !p) {
         bad = "does not compile";
-    } else if (has_packets(p->ir)) { /* MSCCL++ plans have no cdsl packets: refused, by name */
+    } else if (has_packets(p->ir) || no_plan_collective(p->ir)) { /* MSCCL++ plans have no cdsl packets
+                                                                       and no reduce: refused, by name */
         if (mscclpp_lower(p->ir, &p->diag) || export_to(p, plan) == 0)
-            bad = "a program with packets was written as a plan";
+            bad = "a program MSCCL++ cannot hold was written as a plan";
     } else {
         IrProgram *q = mscclpp_lower(p->ir, &p->diag);
         cdsl_compile_opts o2 = {.path = plan, .nranks = 0, .stop_after = CDSL_STAGE_CHECK, .diag = log, .color = 0};
@@ -147,7 +155,9 @@ static void one(const char *file, int n, const char *dir, FILE *log)
                  memcmp(t1, t2, l1))
             bad = "exporting the re-imported plan writes other bytes";
     }
-    const char *what = p && has_packets(p->ir) ? "refused as a plan (packets)" : "exports, re-imports and checks clean";
+    const char *what = p && has_packets(p->ir)          ? "refused as a plan (packets)"
+                       : p && no_plan_collective(p->ir) ? "refused as a plan (a collective MSCCL++ does not have)"
+                                                        : "exports, re-imports and checks clean";
     if (bad) {
         printf("[FAIL] %s: %s: %s\n", what, name, bad);
         failures++;
