@@ -611,6 +611,12 @@ static void print_summary(const Run *R, const Row *r)
                cdsl_dtype_name(a->dtype), sz, runs);
     else if (!a->check)
         printf("%s: %d ranks, %s, %s, %s: ran (not checked%s)\n", name, n, be, cdsl_dtype_name(a->dtype), sz, runs);
+    else if (collective_sums(R->prog) && cdsl_program_root(R->prog) >= 0)   /* a reduce: the root's only */
+        printf("%s: %d ranks, %s, %s, %s: verified (root %d's %d chunk%s%s)\n", name, n, be,
+               cdsl_dtype_name(a->dtype), sz, cdsl_program_root(R->prog), out, out == 1 ? "" : "s", runs);
+    else if (cdsl_program_root(R->prog) >= 0)
+        printf("%s: %d ranks, %s, %s, %s: verified (%d ranks x %d chunk%s from root %d%s)\n", name, n, be,
+               cdsl_dtype_name(a->dtype), sz, n, out, out == 1 ? "" : "s", cdsl_program_root(R->prog), runs);
     else
         printf("%s: %d ranks, %s, %s, %s: verified (%d ranks x %d chunk%s%s)\n", name, n, be,
                cdsl_dtype_name(a->dtype), sz, n, out, out == 1 ? "" : "s", runs);
@@ -744,10 +750,11 @@ static int print_json(const Run *R)
             json_decref(rows);
             return CDSL_ERR_SYSTEM;
         }
-    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:i, s:o, s:s, s:i, s:i, s:b, s:I, s:o, s:s, s:i}", "tool",
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:i, s:i, s:o, s:s, s:i, s:i, s:b, s:I, s:o, s:s, s:i}", "tool",
                           "cdslrun", "version", cdsl_version(), "file", json_shown(a->c.opts.path), "program",
                           json_shown(have ? cdsl_program_name(p) : NULL), "collective",
-                          json_shown(have ? cdsl_program_collective(p) : NULL), "nranks", a->c.opts.nranks,
+                          json_shown(have ? cdsl_program_collective(p) : NULL), "root", cdsl_program_root(p),
+                          "nranks", a->c.opts.nranks,
                           "backend", json_shown(R->comm ? cdsl_backend_name(cdsl_comm_backend(R->comm)) : NULL),
                           "dtype", cdsl_dtype_name(a->dtype), "iters",
                           a->iters_auto && R->comm ? bench_most(R) : a->iters, "warmup", a->warmup, "check",

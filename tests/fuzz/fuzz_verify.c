@@ -4,7 +4,8 @@
  * sim and cdsl_check. The input is not the plan's text (fuzz_plan covers the importer) but
  * the plan's shape, so that nearly every input reaches fill and check: the bytes choose
  *
- *     byte 0      the collective: allgather, reducescatter, allreduce, alltoall, custom
+ *     byte 0      the collective: allgather, reducescatter, allreduce, alltoall, custom, broadcast
+ *                 (a plan names no root: root 0's)
  *     byte 1      ranks, 1 to 8
  *     bytes 2-4   input, output and scratch chunks per gpu (0 to 16, 16, 8): odd counts,
  *                 counts that fit no collective, and empty buffers
@@ -34,7 +35,7 @@ enum { MAX_OPS = 16, PLAN_BYTES = 64 * 1024 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "alltoall", "custom"};
+static const char *const collectives[] = {"allgather", "reducescatter", "allreduce", "alltoall", "custom", "broadcast"};
 static const char buffer_types[] = {'i', 'o', 's'};
 
 typedef struct Shape {
@@ -66,7 +67,7 @@ static Shape read_shape(const uint8_t *d, size_t size)
     uint8_t h[8] = {0};
     memcpy(h, d, size < sizeof h ? size : sizeof h);
     Shape s = {
-        .coll = h[0] % 5,
+        .coll = h[0] % (int)(sizeof collectives / sizeof *collectives),
         .nranks = 1 + h[1] % 8,
         .in = h[2] % 17,
         .out = h[3] % 17,
