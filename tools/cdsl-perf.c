@@ -1,6 +1,6 @@
 /*
  * cdsl-perf - a .cdsl collective benchmarked the way nccl-tests benchmarks NCCL: its flags
- * (-b -e -f -i -n -w -c -g -d -o -G -z), its header, its two row groups per size (out of place,
+ * (-b -e -f -i -n -w -c -g -d -o -r -G -z), its header, its two row groups per size (out of place,
  * in place: time, algbw, busbw, #wrong) and its footer ("# Out of bounds values : 0 OK",
  * "# Avg bus bandwidth : X"), so that scripts written for all_gather_perf read it unchanged.
  * The program is the last argument (a path, or a stdlib program by name); it runs wherever
@@ -589,7 +589,7 @@ static int plan_sizes(Bench *B)
 /* ---- running ---------------------------------------------------------------------------------------- */
 
 /* nccl-tests' count: the element count it passes to NCCL, per rank (allgather: the input's;
- * reducescatter: the output's; allreduce, alltoall: either). */
+ * reducescatter: the output's; allreduce, alltoall, broadcast, reduce: either). */
 static size_t row_count(const cdsl_program *p, size_t size, cdsl_dtype t)
 {
     if (!size)

@@ -2,9 +2,11 @@
 # tests/api/collectives.sh - what a collective means, asked through the API, agrees with what the
 # compiler and the checker do (the one table, compiler/ir/colls.def):
 #   - collectives.c: cdsl_collective_* against every stdlib program and a custom one at 2, 3 and 4 ranks (chunk
-#     counts are its buffers, no in-place form means in place is refused, a gather's or a sum's
-#     outputs verify after a sim run and a changed element does not), names and indices both
-#     ways, bad arguments; against build/libcdsl.a and, where it exists, the ASan build;
+#     counts are its buffers, no in-place form means in place is refused, a gather's, a sum's, a
+#     broadcast's or a reduce's outputs verify after a sim run and a changed element does not;
+#     a broadcast or reduce is compiled for the last rank as root, and a reduce's other ranks'
+#     outputs are not compared), names and indices both ways, bad arguments; against
+#     build/libcdsl.a and, where it exists, the ASan build;
 #   - the Python package reads the same facts (cdsl.collectives, collective_chunks,
 #     collective_busbw_factor, collective_postcondition) and has no list of its own: its chunk
 #     counts are each stdlib program's buffers, and its factors are the ones cdslrun --json
