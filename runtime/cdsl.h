@@ -109,10 +109,10 @@ typedef struct cdsl_compile_opts {
     int in_place;                      /* 1: compile for NCCL's in-place form (cdslc --in-place):
                                           allgather's input is this rank's part of its output
                                           (output + rank * input size), reducescatter's output
-                                          this rank's part of its input, allreduce's and
-                                          alltoall's input its output; the checker sees the
-                                          aliasing, and the runtime lays the buffers out so
-                                          (docs/language.md, "In place") */
+                                          this rank's part of its input, allreduce's,
+                                          alltoall's, broadcast's and reduce's input its
+                                          output; the checker sees the aliasing, and the runtime
+                                          lays the buffers out so (docs/language.md, "In place") */
     const char *source;                /* the program's text (NUL-terminated) instead of reading
                                           path, which then only names it in messages; imports
                                           are looked up from the current folder. NULL: read path */
@@ -180,8 +180,8 @@ int cdsl_collective_find(const char *name);
  * nranks < 1 or chunks < 1. Either pointer may be NULL. */
 int cdsl_collective_chunks(int coll, int nranks, int chunks, long long *input, long long *output);
 /* nccl-tests' bus-bandwidth factor at nranks ranks: busbw = algbw x factor ((n-1)/n for
- * allgather, reducescatter and alltoall, 2(n-1)/n for allreduce, 0 for a barrier, 1 for
- * custom). */
+ * allgather, reducescatter and alltoall, 2(n-1)/n for allreduce, 1 for broadcast and reduce, 0
+ * for a barrier, 1 for custom). */
 double cdsl_collective_busbw_factor(int coll, int nranks);
 /* What the checker proves and cdsl_check / cdsl_pattern_check compare: nothing (custom, or an
  * unknown index), a barrier's ordering (no data to compare), outputs that are copies of the
