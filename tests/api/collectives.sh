@@ -66,6 +66,11 @@ try:
 except ValueError as e:
     print("unknown", all(n in str(e) for n in names))
 print("postconditions", sorted(set(cdsl.collective_postcondition(c) for c in names)) == ["barrier", "broadcast", "gather", "none", "reduce", "sum"])
+roots = [n for n in names if cdsl.collective_has_root(n)]
+b = cdsl.Program("stdlib/broadcast_ring.cdsl", 4, defines={"root": 3})
+a = cdsl.Program("stdlib/allgather_ring.cdsl", 2)
+print("root", roots == ["broadcast", "reduce"] and b.root == 3 and a.root is None, roots, b.root, a.root)
+b.close(); a.close()
 PY
 )
 check() { if echo "$out" | grep -q "^$1 True"; then pass "$2"; else fail "$2" "$(echo "$out" | grep "^$1" || echo "$out" | tail -3)"; fi; }
@@ -74,3 +79,4 @@ check chunks "Python: collective_chunks are every stdlib program's input and out
 check factors "Python: collective_busbw_factor is the factor cdslrun --json applies (4 ranks)"
 check unknown "Python: an unknown collective is a ValueError that names the known ones"
 check postconditions "Python: collective_postcondition names the six kinds"
+check root "Python: collective_has_root names broadcast and reduce; Program.root is the define root=R (None without a root)"
