@@ -11,6 +11,8 @@
 #                   resolve), fuzz_check (through the checker and CUDA emission),
 #                   fuzz_plan (the MSCCL++ plan importer, through the checker) and
 #                   fuzz_verify (plan shapes through cdslrun's fill, sim run and check)
+#   make wheel      build/dist/cdsl-<version>-py3-none-<platform>.whl: the Python package with
+#                   libcdsl.so and the stdlib inside (pip install it offline; python/README.md)
 #   make install PREFIX=/usr/local   tools, libcdsl, cdsl.h, the device headers (include/cdsl/),
 #                   the stdlib, pkg-config and CMake files
 #
@@ -129,6 +131,13 @@ rank_example_mpi: $(B)/rank_example_mpi
 $(B)/rank_example_mpi: examples/rank_example.c $(B)/libcdsl.a
 	$(MPICC) -std=c11 -O2 -g -D_GNU_SOURCE -DCDSL_WITH_MPI -Iruntime -o $@ $< $(B)/libcdsl.a $(LDLIBS)
 
+# make wheel: build/dist/cdsl-$(VERSION)-py3-none-<platform>.whl, the Python package with
+# libcdsl.so and the stdlib inside it, written by python/build_backend/cdsl_build.py with the
+# standard library only (no network, no setuptools); pip install it anywhere, offline.
+PYTHON ?= python3
+wheel: $(B)/libcdsl.so
+	$(PYTHON) python/build_backend/cdsl_build.py --lib $(B)/libcdsl.so --stdlib stdlib --out $(B)/dist
+
 # The variant builds share build/gen: make it first, so that parallel sub-makes never run
 # re2c or lemon at the same time.
 asan: $(GEN)/parser.h $(GEN)/lexer.c $(GEN)/device_headers.c
@@ -178,7 +187,7 @@ clean:
 include-flags:
 	@echo $(INCLUDES) -Ibuild/gen
 
-.PHONY: all asan tsan fuzz test install clean rank_example_mpi include-flags
+.PHONY: all asan tsan fuzz test install clean rank_example_mpi include-flags wheel
 .SECONDARY:
 
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

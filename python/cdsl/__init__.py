@@ -18,4 +18,4 @@ __all__ = ["Error", "Program", "RankComm", "collective_busbw_factor", "collectiv
            "collective_postcondition",
            "collectives", "get_unique_id", "library_path", "pattern_check", "pattern_fill", "stdlib_dir",
            "stdlib_program", "unique_id_engine", "version"]
-__version__ = "0.1.0"
+__version__ = version()     # the library's: a wheel's version is the library it carries

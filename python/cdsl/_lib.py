@@ -1,9 +1,11 @@
 """Finding and loading libcdsl.so with ctypes, and declaring the functions of cdsl.h we use.
 
-Where the library is, in order: the file named by CDSL_LIB; build/libcdsl.so of the source
-checkout this package sits in (python/cdsl/ -> ../../build); lib/libcdsl.so beside an
-installed tree (sys.prefix, /usr/local, /usr); what the dynamic linker finds by name. Nothing
-is compiled: the package is ctypes over the library that `make` or `make install` made.
+Where the library is, in order: the file named by CDSL_LIB; lib/libcdsl.so.N inside this
+package (an installed wheel carries it, with the libraries it needs beyond the C library's,
+which are loaded first so that the dynamic linker finds them by SONAME); build/libcdsl.so of
+the source checkout this package sits in (python/cdsl/ -> ../../build); lib/libcdsl.so beside
+an installed tree (sys.prefix, /usr/local, /usr); what the dynamic linker finds by name.
+Nothing is compiled: the package is ctypes over the library that `make` or `make install` made.
 
 Messages: a failing call's exception carries the library's own explanation. For a
 communicator, cdsl_rank_get_last_error(comm) (cdsl_rank_get_last_error(NULL): the calling
@@ -18,12 +20,32 @@ import os
 import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGED = os.path.join(_HERE, "lib")
+
+
+def _packaged():
+    """The wheel's libcdsl.so.N, after loading the libraries it needs (kept in _deps)."""
+    names = sorted(os.listdir(_PACKAGED)) if os.path.isdir(_PACKAGED) else []
+    ours = [n for n in names if n.startswith("libcdsl.so")]
+    if not ours:
+        return
+    for n in names:
+        if n not in ours:
+            try:
+                _deps.append(ctypes.CDLL(os.path.join(_PACKAGED, n)))
+            except OSError as e:
+                raise ImportError("cdsl: cannot load %s, which the package's libcdsl needs: %s" % (n, e))
+    yield os.path.join(_PACKAGED, ours[0])
+
+
+_deps = []
 
 
 def _candidates():
     env = os.environ.get("CDSL_LIB")
     if env:
         yield env
+    yield from _packaged()
     yield os.path.join(_HERE, "..", "..", "build", "libcdsl.so")
     for prefix in (sys.prefix, "/usr/local", "/usr"):
         yield os.path.join(prefix, "lib", "libcdsl.so")

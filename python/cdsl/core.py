@@ -59,9 +59,10 @@ def library_path():
 
 
 def stdlib_dir():
-    """The folder of the stdlib programs: CDSL_STDLIB, the source checkout, or an installed tree."""
+    """The folder of the stdlib programs: CDSL_STDLIB, this package's (a wheel's), the source
+    checkout's, or an installed tree's."""
     here = os.path.dirname(os.path.abspath(__file__))
-    cands = [os.environ.get("CDSL_STDLIB", ""), os.path.join(here, "..", "..", "stdlib"),
+    cands = [os.environ.get("CDSL_STDLIB", ""), os.path.join(here, "stdlib"), os.path.join(here, "..", "..", "stdlib"),
              os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(_lib.path))), "share", "cdsl", "stdlib")]
     for d in cands:
         if d and os.path.isfile(os.path.join(d, "allgather_mesh.cdsl")):
