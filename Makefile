@@ -113,8 +113,10 @@ $(B)/libcdsl.so: $(B)/libcdsl.so.$(VERSION)
 $(B)/%: $(B)/obj/tools/%.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $< $(B)/libcdsl.a $(LDLIBS)
 
-# cdsl-perf: nccl-tests' flags and output (cdsl-perf.c), results files (perf_files.c, jansson).
-$(B)/cdsl-perf: $(B)/obj/tools/cdsl-perf.o $(B)/obj/tools/perf_files.o $(B)/libcdsl.a
+# cdsl-perf: nccl-tests' flags and output (cdsl-perf.c), results files (perf_files.c, jansson),
+# one process per rank under mpirun or torchrun (perf_launch.c, perf_rank.c).
+$(B)/cdsl-perf: $(B)/obj/tools/cdsl-perf.o $(B)/obj/tools/perf_files.o $(B)/obj/tools/perf_launch.o \
+		$(B)/obj/tools/perf_rank.o $(B)/libcdsl.a
 	$(CC) $(CFLAGS) $(XCFLAGS) $(LDXFLAGS) -o $@ $(filter %.o,$^) $(B)/libcdsl.a $(LDLIBS)
 
 # examples/api_example.c: a program of the user's own, linked like one (cdsl.h and the library).

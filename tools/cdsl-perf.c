@@ -1,6 +1,6 @@
 /*
  * cdsl-perf - a .cdsl collective benchmarked the way nccl-tests benchmarks NCCL: its flags
- * (-b -e -f -i -n -w -c -g -d -o -r -G -z), its header, its two row groups per size (out of place,
+ * (-b -e -f -i -n -w -c -g -d -o -r -G -z -T), its header, its two row groups per size (out of place,
  * in place: time, algbw, busbw, #wrong) and its footer ("# Out of bounds values : 0 OK",
  * "# Avg bus bandwidth : X"), so that scripts written for all_gather_perf read it unchanged.
  * The program is the last argument (a path, or a stdlib program by name); it runs wherever
@@ -11,6 +11,9 @@
  * cannot run in place prints N/A there, with the reason in the header. On the sim backend the
  * time, algbw and busbw columns are N/A (CPU threads: not a measurement), also in the footer.
  *
+ * Under mpirun, srun or torchrun with -g 1, each process runs its own rank (perf_launch.c finds
+ * the launcher and passes the unique id, perf_rank.c runs and gathers); rank 0 prints.
+ *
  * Exit status, nccl-tests' where it has one: 0 every value verified, 1 errors in the program,
  * 2 system (no GPU for the backend asked for, out of memory, a failed write), 4 a run failed
  * (a wait ran out of its bound: nccl-tests' timeout), 5 an nccl-tests option or value cdsl-perf
@@ -19,9 +22,11 @@
  * bus bandwidth below NCCL_TESTS_MIN_BW (nccl-tests' result failure).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +40,8 @@
 #include "cli.h"
 #include "collective.h"
 #include "perf.h"
+#include "perf_launch.h"
+#include "perf_rank.h"
 #include "perf_types.h"
 
 enum {
@@ -42,6 +49,14 @@ enum {
     EXIT_WRONG = 7,
 };
 enum { MAX_LIST = 256, MAX_SIZES = 4096, MAX_TYPES = PERF_NTYPES, DEFAULT_RANKS = 8 };
+/* nccl-tests' defaults, which --help states from these same macros. */
+#define DEFAULT_ITERS 20
+#define DEFAULT_WARMUP 1
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+/* Set when a launcher (mpirun, srun, torchrun) started this process as one rank of several. */
+static PerfLaunch launch;
 
 typedef struct Opts {
     /* nccl-tests' */
@@ -49,6 +64,7 @@ typedef struct Opts {
     int iters, warmup, check, ngpus, graph, blocking;
     int root;                   /* -r: a broadcast's or reduce's root; -1: not given */
     char root_define[32];       /* "root=R", added to the defines for a collective with a root */
+    double timeout_s;           /* -T: the bound of every wait; 0: the backend's default */
     cdsl_dtype types[MAX_TYPES];
     int ntypes;
     /* ours */
@@ -70,6 +86,8 @@ typedef struct Bench {
     cdsl_program *prog[2];      /* out of place, in place (NULL: cannot run in place) */
     char why_not[512];          /* why the in-place form cannot run */
     cdsl_comm *comm;
+    PerfRank *rank;             /* one process per rank: this rank's engine (comm is NULL) */
+    const char *backend;        /* where it runs: the backend's or the engine's name */
     cdsl_device_info *devices;
     size_t sizes[MAX_SIZES];
     int nsizes;
@@ -94,8 +112,8 @@ static const char usage_text[] =
     "  -e, --maxbytes SIZE       largest size (default 32M)\n"
     "  -i, --stepbytes SIZE      add this between sizes (default 1M; unless -f)\n"
     "  -f, --stepfactor F        multiply by F between sizes\n"
-    "  -n, --iters N             timed runs per size (default 20)\n"
-    "  -w, --warmup_iters N      untimed runs first (default 1), rounded up to whole timed\n"
+    "  -n, --iters N             timed runs per size (default " STR(DEFAULT_ITERS) ")\n"
+    "  -w, --warmup_iters N      untimed runs first (default " STR(DEFAULT_WARMUP) "), rounded up to whole timed\n"
     "                            calls (N runs become ceil(N / iters) calls of -n runs; of 1\n"
     "                            with -z): the timed calls then replay the CUDA graph the\n"
     "                            warm-up captured, and no capture is timed\n"
@@ -112,8 +130,10 @@ static const char usage_text[] =
     "                            repeated runs as one CUDA graph anyway)\n"
     "  -z, --blocking 0|1|2|3    0: timed runs back to back; 1-3: each run waited for before the\n"
     "                            next (cdsl runs every rank together, so 1, 2 and 3 are alike)\n"
+    "  -T, --timeout S           fail (exit 4) a size whose runs take over S seconds; one\n"
+    "                            process per rank: every wait's bound (default 0: the backend's)\n"
     "  -h, --help\n"
-    "  nccl-tests' other options (-t -m -N -p -y -T -C -S -a -R -x -D -V -M -u -I -K -J) are\n"
+    "  nccl-tests' other options (-t -m -N -p -y -C -S -a -R -x -D -V -M -u -I -K -J) are\n"
     "  accepted at their default values only (exit 5 otherwise: not implemented here).\n"
     "\n"
     "cdsl's options (long only, so that none takes a letter of nccl-tests'):\n"
@@ -142,7 +162,8 @@ static const char usage_notes[] =
     "allreduce, alltoall, broadcast, reduce: all), busbw = algbw x (n-1)/n (allgather,\n"
     "reducescatter, alltoall), 2(n-1)/n (allreduce) or 1 (broadcast, reduce).\n"
     "A size that does not split into the program's chunks of whole 4-byte words runs at the\n"
-    "nearest size below (a note on stderr); a barrier runs one row of size 0 with no bandwidth.\n"
+    "nearest size below (a note on stderr); one below the smallest the program takes is a row of\n"
+    "size 0 whose columns are N/A (nccl-tests prints size 0); a barrier runs one row of size 0.\n"
     "The in-place group runs the program compiled in place (cdslc --in-place); one that cannot\n"
     "run in place says why in the header, and its columns are N/A.\n"
     "\n"
@@ -151,6 +172,12 @@ static const char usage_notes[] =
     "of its bound), 5 an option or value cdsl-perf does not have, 6 bad usage (also a program\n"
     "file that cannot be read), 7 wrong values or an average bus bandwidth below\n"
     "NCCL_TESTS_MIN_BW\n"
+    "\n"
+    "Under mpirun, srun or torchrun (OMPI_COMM_WORLD_*, PMI_*, SLURM_*, or WORLD_SIZE and RANK) with\n"
+    "-g 1, each process runs its own rank through the per-rank engines (--backend sim: CPU\n"
+    "processes), rank 0's unique id reaching the others through a file (CDSL_ID_FILE, else one in\n"
+    "TMPDIR named after the launcher's job); rank 0 prints the rows (the ranks' mean time, their\n"
+    "summed #wrong) and writes -F; every rank exits with the same status.\n"
     "environment: NCCL_TESTS_MIN_BW (GB/s: fail below 0.9 x it, as nccl-tests), NCCL_TESTS_DEVICE\n"
     "  (the first GPU used), CDSL_PATH, and the JIT cache's (CDSL_CACHE_DIR, CDSL_NO_CACHE=1,\n"
     "  CDSL_CACHE_MAXSIZE, CDSL_CACHE_VERBOSE=1) as in cdslc --help\n";
@@ -241,7 +268,7 @@ static int parse_op(const char *v)
 static const struct { int letter; const char *name, *dflt; } foreign[] = {
     {'t', "nthreads", "1"},        {'m', "agg_iters", "1"},         {'N', "run_cycles", "1"},
     {'p', "parallel_init", "0"},   {'y', "stream_null", "0"},
-    {'T', "timeout", "0"},         {'C', "report_cputime", "0"},    {'S', "report_timestamps", "0"},
+    {'C', "report_cputime", "0"},    {'S', "report_timestamps", "0"},
     {'a', "average", "1"},         {'R', "local_register", "0"},    {'x', "cta_policy", "-1"},
     {'D', "device_implementation", "0"}, {'V', "device_cta_count", "16"}, {'M', "memory", "0"},
     {'u', "unalign", "0"},         {'I', "per_iter_timing", "0"},   {'K', "per_iter_skip", "0"},
@@ -330,6 +357,13 @@ static int parse_nccl_option(Opts *o, int c, const char *v)
     case 'G': return parse_int(v, 0, 1 << 20, &o->graph) ? 0 : usage("-G expects a number of graph launches, not '%s'", v);
     case 'z': return parse_int(v, 0, 3, &o->blocking) ? 0 : usage("-z expects 0, 1, 2 or 3, not '%s'", v);
     case 'r': return parse_int(v, 0, CDSL_MAX_RANKS - 1, &o->root) ? 0 : usage("-r expects a root rank, not '%s'", v);
+    case 'T': {
+        int t;
+        if (!parse_int(v, 0, 86400, &t))
+            return usage("-T expects a timeout in whole seconds (0: the default), not '%s'", v);
+        o->timeout_s = t;
+        return 0;
+    }
     case 'd': return parse_type(o, v);
     case 'o': return parse_op(v);
     case 'F':
@@ -385,8 +419,8 @@ static void default_opts(Opts *o)
     o->min_bytes = o->max_bytes = (size_t)32 << 20;
     o->step_bytes = (size_t)1 << 20;
     o->step_factor = 1;
-    o->iters = 20;
-    o->warmup = 1;
+    o->iters = DEFAULT_ITERS;
+    o->warmup = DEFAULT_WARMUP;
     o->check = 1;
     o->root = -1;
     o->types[0] = CDSL_F32;
@@ -397,9 +431,40 @@ static void default_opts(Opts *o)
     cdsl_comm_opts_init(&o->comm);
 }
 
+/* NCCL_TESTS_DEVICE: the first GPU used. */
+static int first_device(Opts *o)
+{
+    const char *dev = getenv("NCCL_TESTS_DEVICE");
+    int first;
+    if (dev && *dev && !parse_int(dev, 0, 1 << 16, &first))
+        return usage("NCCL_TESTS_DEVICE='%s' is not a device number", dev);
+    if (dev && *dev)
+        o->comm.first_device = first;
+    return 0;
+}
+
+/* Under a launcher: one rank per process, on one GPU, as nccl-tests runs under mpirun. */
+static int launched_placement(Opts *o)
+{
+    char text[160];
+    snprintf(text, sizeof text, "%d processes (%s)", launch.size, launch.launcher);
+    if (o->ngpus > 1)
+        return usage("-g above 1 under %s: each process runs one rank on one GPU; give -g 1", text);
+    if (o->nranks && o->nranks != launch.size)
+        return usage("--nranks under %s: the processes are the ranks; leave --nranks out", text);
+    if (o->comm.ranks_per_gpu > 1)
+        return usage("--ranks-per-gpu under %s: one rank per process; start more processes instead", text);
+    if (o->unchecked)
+        return usage("--unchecked under %s: the per-rank engines run checked programs only", text);
+    o->nranks = launch.size;
+    return first_device(o);
+}
+
 /* -g, --nranks and --ranks-per-gpu, reconciled; NCCL_TESTS_DEVICE. */
 static int finish_placement(Opts *o)
 {
+    if (launch.launcher)
+        return launched_placement(o);
     int rpg = o->comm.ranks_per_gpu;
     char text[64];
     snprintf(text, sizeof text, "--nranks %d, -g %d", o->nranks, o->ngpus);
@@ -413,13 +478,7 @@ static int finish_placement(Opts *o)
         o->nranks = DEFAULT_RANKS;
     if (o->nranks > CDSL_MAX_RANKS)
         return usage("-g x --ranks-per-gpu is more than 1024 ranks%s", "");
-    const char *dev = getenv("NCCL_TESTS_DEVICE");
-    int first;
-    if (dev && *dev && !parse_int(dev, 0, 1 << 16, &first))
-        return usage("NCCL_TESTS_DEVICE='%s' is not a device number", dev);
-    if (dev && *dev)
-        o->comm.first_device = first;
-    return 0;
+    return first_device(o);
 }
 
 static int finish_opts(Opts *o)
@@ -552,7 +611,7 @@ static void note_rounded(const cdsl_program *p, int nranks, size_t size, size_t 
                 nranks, granule);
     else
         fprintf(stderr, "cdsl-perf: note: %zu bytes is below the smallest size %s at %d ranks takes (%zu bytes); "
-                "skipped\n", size, cdsl_program_name(p), nranks, granule);
+                "its row has size 0\n", size, cdsl_program_name(p), nranks, granule);
 }
 
 /* nccl-tests' sweep, each size rounded down to what the program's chunks allow (with a note),
@@ -571,17 +630,12 @@ static int plan_sizes(Bench *B)
         size_t down = s / granule * granule;
         if (down != s)
             note_rounded(p, o->nranks, s, down, granule);
-        if (down && (B->nsizes == 0 || B->sizes[B->nsizes - 1] != down))
-            B->sizes[B->nsizes++] = down;
+        if (B->nsizes == 0 || B->sizes[B->nsizes - 1] != down)
+            B->sizes[B->nsizes++] = down;       /* 0: below the smallest, a row that says so */
         size_t next = o->step_factor > 1 ? s * o->step_factor : s + o->step_bytes;
         if (next <= s)
             break;
         s = next;
-    }
-    if (B->nsizes == 0) {
-        fprintf(stderr, "cdsl-perf: error: every size from %zu to %zu is below the smallest %s takes at %d ranks "
-                "(%zu bytes)\n", o->min_bytes, o->max_bytes, cdsl_program_name(p), o->nranks, granule);
-        return EXIT_USAGE;
     }
     return 0;
 }
@@ -635,12 +689,31 @@ static int warmup_runs(const Opts *o)
     return (o->warmup + call_runs(o) - 1) / call_runs(o) * call_runs(o);
 }
 
-/* One placement at one size: warm up, time, then check -c runs on fresh inputs. */
-static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell *cell)
+/* -T in one process: a cell that takes longer ends cdsl-perf as nccl-tests' timeout does
+ * (the per-rank engines bound each wait by -T themselves, naming the rank). */
+static void timed_out(int sig)
+{
+    static const char msg[] = "cdsl-perf: error: a run took longer than -T seconds; stopping\n";
+    (void)sig;
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0)
+        _exit(EXIT_RUN);
+    _exit(EXIT_RUN);
+}
+
+/* One placement at one size, every rank through the per-rank engine of this process's rank. */
+static int run_cell_per_rank(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell *cell)
 {
     const Opts *o = B->o;
-    cdsl_program *p = B->prog[placement];
-    *cell = (PerfCell){.ran = true, .check = {.rank = -1}};
+    PerfRunPlan plan = {.warmup_runs = warmup_runs(o), .call_runs = call_runs(o), .iters = o->iters,
+                        .graph = o->graph, .blocking = o->blocking, .check = o->check};
+    return perf_rank_cell(B->rank, B->prog[placement], size, t, &plan, cell);
+}
+
+/* One placement at one size, every rank in this process: warm up, time, then check -c runs on
+ * fresh inputs. */
+static int run_cell_here(Bench *B, cdsl_program *p, size_t size, cdsl_dtype t, PerfCell *cell)
+{
+    const Opts *o = B->o;
     size_t chunk = 4;   /* size 0 (a barrier): chunks of 4 bytes for any scratch */
     int rc = size ? cdsl_chunk_bytes(p, size, &chunk, NULL) : CDSL_OK;
     if (!rc)
@@ -649,7 +722,6 @@ static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell
         rc = cdsl_run(B->comm, p, t, call_runs(o), NULL);
     if (!rc)
         rc = timed_runs(B, p, t, &cell->us);
-    cell->checked = o->check > 0 && collective_has_postcondition(p);
     for (int c = 0; !rc && c < o->check; c++) {
         rc = cdsl_fill(B->comm, p, t);
         if (!rc)
@@ -657,6 +729,20 @@ static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell
         if (!rc)
             rc = cdsl_check_detail(B->comm, p, t, &cell->check);
     }
+    return rc;
+}
+
+/* One placement at one size, here or through this process's rank; its bandwidth. */
+static int run_cell(Bench *B, int placement, size_t size, cdsl_dtype t, PerfCell *cell)
+{
+    const Opts *o = B->o;
+    cdsl_program *p = B->prog[placement];
+    *cell = (PerfCell){.ran = true, .check = {.rank = -1}};
+    if (o->timeout_s > 0 && !B->rank)
+        alarm((unsigned)o->timeout_s);
+    int rc = B->rank ? run_cell_per_rank(B, placement, size, t, cell) : run_cell_here(B, p, size, t, cell);
+    alarm(0);
+    cell->checked = o->check > 0 && collective_has_postcondition(p);
     if (!rc || rc == CDSL_ERR_VERIFY) {
         cell->algbw = cell->us > 0 ? (double)size / cell->us / 1e3 : 0;
         cell->busbw = cell->algbw * collective_busbw_factor(p);
@@ -712,22 +798,31 @@ static void print_header(const Bench *B)
     printf("# nThread 1 nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %d agg iters: 1 "
            "validation: %d graph: %d unalign: 0\n",
            o->nranks, o->min_bytes, o->max_bytes, o->step_factor > 1 ? o->step_factor : o->step_bytes,
-           o->step_factor > 1 ? "factor" : "bytes", warmup_runs(o), o->iters, o->check, o->graph);
+           o->step_factor > 1 ? "factor" : "bytes", o->warmup, o->iters, o->check, o->graph);
+    if (warmup_runs(o) != o->warmup)
+        printf("# cdsl: -w %d warms up with %d runs: whole calls of %d runs, as the timed ones\n", o->warmup,
+               warmup_runs(o), call_runs(o));
     if (o->blocking)
         printf("# Blocking Enabled: wait after each run\n");
     printf("# cdsl: %s implements %s (%s), %d ranks on %s", cdsl_program_name(p), cdsl_program_collective(p), o->path,
-           o->nranks, cdsl_backend_name(cdsl_comm_backend(B->comm)));
-    if (cdsl_comm_backend(B->comm) != CDSL_BACKEND_SIM)
+           o->nranks, B->backend);
+    if (B->measured)
         printf(", %d per GPU", B->ranks_per_gpu);
+    if (B->rank)
+        printf(", one process each (%s; rank 0 prints, times are the ranks' mean, #wrong their sum)", launch.launcher);
     printf("; nGpus counts ranks\n");
     if (!B->measured)
-        printf("# sim: CPU threads; times are not measurements: time, algbw and busbw are N/A\n");
+        printf("# sim: CPU %s; times are not measurements: time, algbw and busbw are N/A\n", B->rank ? "processes" : "threads");
     if (!B->prog[1])
         printf("# in-place: %s: %s; its columns are N/A\n", cdsl_program_name(p), B->why_not);
     printf("#\n# Using devices\n");
     for (int r = 0; r < o->nranks; r++) {
         const cdsl_device_info *d = &B->devices[r];
-        printf("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%04x:%02x:%02x] %s\n", r, (int)getpid(), host, d->device,
+        int pid = (int)getpid();
+        const char *on = host;
+        if (B->rank)
+            d = perf_rank_device(B->rank, r, &pid, &on);
+        printf("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%04x:%02x:%02x] %s\n", r, pid, on, d->device,
                (unsigned)d->pci_domain, (unsigned)d->pci_bus, (unsigned)d->pci_device, d->name);
     }
     printf("#\n");
@@ -786,7 +881,7 @@ static void sweep(Bench *B)
             *r = (PerfRow){.size = B->sizes[si], .dtype = o->types[ti]};
             r->count = row_count(B->prog[0], r->size, r->dtype);
             for (int k = 0; k < 2; k++) {
-                if (!B->prog[k])
+                if (!B->prog[k] || (!r->size && moves_data(B->prog[0])))  /* below the smallest: N/A */
                     continue;
                 int rc = run_cell(B, k, r->size, r->dtype, &r->cell[k]);
                 if (rc && rc != CDSL_ERR_VERIFY) {
@@ -835,7 +930,7 @@ static void describe(const Bench *B, PerfReport *rep, int argc, char **argv)
     rep->file = o->path;
     rep->program = cdsl_program_name(p);
     rep->collective = cdsl_program_collective(p);
-    rep->backend = cdsl_backend_name(cdsl_comm_backend(B->comm));
+    rep->backend = B->backend;
     rep->redop = redop_name(p);
     rep->nranks = o->nranks;
     rep->ranks_per_gpu = B->ranks_per_gpu;
@@ -849,7 +944,8 @@ static void describe(const Bench *B, PerfReport *rep, int argc, char **argv)
     rep->step_bytes = o->step_bytes;
     rep->step_factor = o->step_factor;
     rep->iters = o->iters;
-    rep->warmup = warmup_runs(o);
+    rep->warmup = o->warmup;
+    rep->warmup_runs = warmup_runs(o);
     rep->check = o->check;
     rep->graph = o->graph;
     rep->blocking = o->blocking;
@@ -878,6 +974,61 @@ static int add_root(Opts *o)
     return add_to_list(o->defines, &o->copts.ndefines, o->root_define, "--define");
 }
 
+/* Under a launcher rank 0 speaks for every rank: the others print nothing on stdout, and
+ * nothing on stderr until they join (a usage or program error is the same on every rank). */
+static int quiet_err = -1;
+
+static void quiet_other_ranks(void)
+{
+    if (!launch.launcher || launch.rank == 0)
+        return;
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null < 0)
+        return;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(null, STDOUT_FILENO);
+    quiet_err = dup(STDERR_FILENO);
+    dup2(null, STDERR_FILENO);
+    close(null);
+}
+
+static void speak_again(void)
+{
+    if (quiet_err < 0)
+        return;
+    fflush(stderr);
+    dup2(quiet_err, STDERR_FILENO);
+    close(quiet_err);
+    quiet_err = -1;
+}
+
+/* This process's rank joins the others; every rank's device, as they reported it. */
+static int set_up_per_rank(Bench *B)
+{
+    Opts *o = B->o;
+    speak_again();
+    int rc = perf_rank_open(&B->rank, &launch, o->comm.backend, o->timeout_s, &o->comm);
+    if (rc)
+        return exit_for(rc);
+    B->backend = perf_rank_engine(B->rank);
+    B->measured = perf_rank_measured(B->rank);
+    B->devices = calloc((size_t)o->nranks, sizeof *B->devices);
+    B->rows = calloc((size_t)B->nsizes * (size_t)o->ntypes, sizeof *B->rows);
+    if (!B->devices || !B->rows) {
+        fprintf(stderr, "cdsl-perf: error: out of memory\n");
+        return EXIT_SYSTEM;
+    }
+    int ndev = 0, pid;
+    const char *host;
+    for (int r = 0; r < o->nranks; r++) {
+        B->devices[r] = *perf_rank_device(B->rank, r, &pid, &host);
+        ndev += r == 0 || B->devices[r].device != B->devices[r - 1].device;
+    }
+    B->ranks_per_gpu = B->measured ? o->nranks / ndev : 0;
+    return 0;
+}
+
 static int set_up(Bench *B)
 {
     Opts *o = B->o;
@@ -897,8 +1048,11 @@ static int set_up(Bench *B)
     compile_in_place(B);
     if ((rc = plan_sizes(B)))
         return rc;
+    if (launch.launcher)
+        return set_up_per_rank(B);
     if ((rc = cdsl_comm_create(&o->comm, &B->comm)))
         return exit_for(rc);
+    B->backend = cdsl_backend_name(cdsl_comm_backend(B->comm));
     B->measured = cdsl_comm_backend(B->comm) != CDSL_BACKEND_SIM;
     B->devices = calloc((size_t)o->nranks, sizeof *B->devices);
     B->rows = calloc((size_t)B->nsizes * (size_t)o->ntypes, sizeof *B->rows);
@@ -920,9 +1074,15 @@ int main(int argc, char **argv)
 {
     static Opts o;
     static Bench B;
+    char why[512];
+    if (!perf_launch_detect(&launch, why, sizeof why) && why[0])
+        return usage("the launcher's environment: %s", why);
+    quiet_other_ranks();
     int rc = parse_args(&o, argc, argv);
     if (rc)
         return rc < 0 ? 0 : rc;
+    if (o.timeout_s > 0)
+        signal(SIGALRM, timed_out);
     B.o = &o;
     rc = set_up(&B);
     PerfReport rep = {.min_busbw = -1};
@@ -938,7 +1098,7 @@ int main(int argc, char **argv)
             rc = EXIT_WRONG;
         rep.exit_status = rc;
         describe(&B, &rep, argc, argv);
-        if (o.output_file && perf_write_file(&rep, o.output_file, stderr))
+        if (o.output_file && launch.rank == 0 && perf_write_file(&rep, o.output_file, stderr))
             rc = rc ? rc : EXIT_SYSTEM;
     }
     if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -946,6 +1106,7 @@ int main(int argc, char **argv)
         rc = rc ? rc : EXIT_SYSTEM;
     }
     cdsl_comm_destroy(B.comm);
+    perf_rank_close(B.rank);
     cdsl_program_destroy(B.prog[0]);
     cdsl_program_destroy(B.prog[1]);
     free(B.devices);

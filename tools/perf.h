@@ -45,6 +45,7 @@ typedef struct PerfReport {
     /* Settings, nccl-tests' names: */
     size_t min_bytes, max_bytes, step_bytes, step_factor;
     int iters, warmup, check, graph, blocking;
+    int warmup_runs;            /* -w rounded up to whole calls: the untimed runs made */
     const PerfRow *rows;
     int nrows;
     int errors;                 /* cells with a wrong element (nccl-tests' out-of-bounds count) */

@@ -144,7 +144,8 @@ static json_t *json_config(const PerfReport *r)
         json_object_set_new(o, "step_factor", json_integer((json_int_t)r->step_factor));
     else
         json_object_set_new(o, "step_bytes", json_integer((json_int_t)r->step_bytes));
-    json_t *rest = json_pack("{s:i, s:i, s:i, s:i, s:i}", "warmup_iters", r->warmup, "iterations", r->iters,
+    json_t *rest = json_pack("{s:i, s:i, s:i, s:i, s:i, s:i}", "warmup_iters", r->warmup, "warmup_runs", r->warmup_runs,
+                             "iterations", r->iters,
                              "validation", r->check, "graph", r->graph, "blocking", r->blocking);
     if (!rest || json_object_update(o, rest)) {   /* jansson keeps the order keys were added in */
         json_decref(o);

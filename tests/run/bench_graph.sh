@@ -98,8 +98,9 @@ PERF=(--backend p2p -g 2 -b 64K -e 64K --no-in-place stdlib/allgather_nvls.cdsl)
 stand_in "$CDSLPERF" -n 20 -w 5 "${PERF[@]}" >"$tmp/out" 2>"$tmp/log"
 expect "cdsl-perf -n 20 -w 5: the timed call replays the warm-up's graph" \
     "C20 G1x20+0 R20 K20 G1x20+0 R20 | R1 " "$tmp/log"
-grep -q "warmup iters: 20 iters: 20" "$tmp/out" && pass "cdsl-perf: the header counts the rounded warm-up" ||
-    fail "cdsl-perf: the header counts the rounded warm-up" "$(grep nThread "$tmp/out")"
+grep -q "warmup iters: 5 iters: 20" "$tmp/out" && grep -qx "# cdsl: -w 5 warms up with 20 runs: whole calls of 20 runs, as the timed ones" "$tmp/out" &&
+    pass "cdsl-perf: the header gives -w as asked, and the rounded warm-up on a line of its own" ||
+    fail "cdsl-perf: the header gives -w as asked, and the rounded warm-up on a line of its own" "$(grep "nThread\|warms up" "$tmp/out")"
 stand_in "$CDSLPERF" -n 20 -w 1 -G 3 -c 0 "${PERF[@]}" >"$tmp/out" 2>"$tmp/log"
 expect "cdsl-perf -G 3: one capture, in the warm-up" \
     "C20 G1x20+0 R20 K20 G1x20+0 R20 K20 G1x20+0 R20 K20 G1x20+0 R20 " "$tmp/log"
