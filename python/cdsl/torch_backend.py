@@ -1,0 +1,706 @@
+"""cdsl as a torch.distributed backend: `init_process_group("cuda:cdsl,cpu:gloo")` routes torch's
+collectives to checked cdsl programs, with torch's own signatures (op=, group=, async_op=).
+
+    import cdsl.torch_backend                          # registers the backend "cdsl"
+    dist.init_process_group("cuda:cdsl,cpu:gloo")      # torch >= 2.0; "cdsl" on torch 1.13
+    dist.all_reduce(t, op=dist.ReduceOp.SUM, async_op=True).wait()
+    cdsl.torch_backend.set_programs("allreduce", [(64 << 10, "allreduce_ll"), (None, "allreduce_twoshot")])
+    t = cdsl.torch_backend.empty((n,), torch.float32)  # in cdsl's symmetric region: runs copy nothing
+
+Why a ProcessGroup of our own and not a c10d Backend: torch's Python trampoline exists only for
+ProcessGroup (PyProcessGroup, torch 1.13 to 2.x), and torch returns such a group as the whole
+group, so "cuda:cdsl,cpu:gloo" on torch 2.x gives this class every tensor. It therefore keeps a
+gloo group of its own over the same store for what cdsl does not run: CPU tensors on a GPU
+engine, the collectives it does not implement (send, gather, ...), and, when the user asked for
+it (set_fallback / CDSL_TORCH_FALLBACK=1), a collective, op, dtype or size that no cdsl program
+serves. Without that request such a call raises a clear error: a silent fallback would hide
+that the program the user chose is not the one that ran.
+
+Bootstrap: group rank 0 makes cdsl's unique id (engine: CDSL_ENGINE, else the library's
+choice) and puts it in the torch store; every rank reads it there and makes its per-rank
+communicator (cdsl.RankComm). The sim engine runs on CPU tensors (host memory), which is how a
+machine without a GPU runs this end to end; the GPU engines run on this process's current
+CUDA device.
+
+Which program serves a call: a table per collective of (largest message bytes, program) rows,
+first row that fits wins (MSCCL++'s per-size plan selection). The message is nccl-tests': the
+larger of one rank's input and output. The default comes from the stdlib found at run time:
+the packet (_ll) program up to 64 KiB, then the first of mesh, twoshot, ring, ...; switch
+(_nvls) and port programs only when nothing else implements the collective. A collective no
+stdlib program implements (broadcast, reduce, alltoall in a tree without them) gets
+"cdsl: no cdsl program implements broadcast".
+
+Work: a call returns a Work whose wait() orders the caller's current stream after the run (an
+event recorded after it; on sim the run is already done) and raises cdsl.Error when the run
+failed (cdsl_rank_status, read once the run's event has completed; synchronize() waits for it).
+
+Symmetric tensors (empty()): one tensor per group at the start of the communicator's region,
+so in-place collectives on it (all_reduce(t), broadcast(t), reduce(t),
+all_gather_into_tensor(t, t.chunk(n)[rank]), reduce_scatter_tensor(t.chunk(n)[rank], t)) run
+with no copy. A call on ordinary tensors stages them through the same region: while a symmetric
+tensor lives, the backend saves its contents around such a call (two copies of its size); a call
+that would need a larger region than empty() reserved raises instead of moving the memory under
+the tensor.
+"""
+import ctypes
+import datetime
+import inspect
+import os
+import re
+import threading
+import weakref
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import Work as _CWork
+
+from . import _lib, core
+from .distributed import _DTYPES, _CudaArray, _overlap
+
+_PACKET_LIMIT = 64 << 10
+_PREFERRED = ("mesh", "twoshot", "ring", "chunked_ring")
+_LAST = ("nvls", "port")
+_REGION_ALIGN = 4096            # the library's alignment of each buffer in the region (rank_comm.c)
+_table = {}                     # collective -> [(max_bytes or None, program)]
+_table_lock = threading.Lock()
+_fallback = None                # None: the environment decides
+
+
+# ---- which programs there are, and which serves a call ----------------------------------------------
+
+def stdlib_programs():
+    """{collective: [stdlib program names]}, read from the stdlib's `program NAME implements C`
+    lines (no compile), in file order."""
+    found = {}
+    pattern = re.compile(r"^\s*program\s+(\w+)\s*(?:\([^)]*\))?\s*implements\s+(\w+)", re.M)
+    d = core.stdlib_dir()
+    for f in sorted(os.listdir(d)):
+        if not f.endswith(".cdsl"):
+            continue
+        with open(os.path.join(d, f), encoding="utf-8", errors="replace") as fh:
+            for name, coll in pattern.findall(fh.read()):
+                if name == f[:-5]:
+                    found.setdefault(coll, []).append(name)
+    return found
+
+
+def _rank_of(name):
+    tail = name.split("_", 1)[1] if "_" in name else name
+    if tail in _LAST:
+        return (2, _LAST.index(tail))
+    return (0, _PREFERRED.index(tail)) if tail in _PREFERRED else (1, 0)
+
+
+def default_programs(collective):
+    """The default table of a collective, from the stdlib: [] when no program implements it."""
+    names = stdlib_programs().get(collective, [])
+    ll = [n for n in names if n.endswith("_ll")]
+    rest = sorted((n for n in names if not n.endswith("_ll")), key=_rank_of)
+    rows = [(_PACKET_LIMIT, ll[0])] if ll else []
+    if rest:
+        rows.append((None, rest[0]))
+    elif ll:
+        rows = [(None, ll[0])]
+    return rows
+
+
+def set_programs(collective, rows):
+    """Set the table of a collective (allgather, reducescatter, allreduce, broadcast, reduce,
+    alltoall): rows of (largest message bytes or None for any, stdlib name or .cdsl path), in
+    order; None or [] restores the default. Every rank must set the same table."""
+    checked = []
+    for row in rows or []:
+        limit, prog = row
+        if limit is not None and (not isinstance(limit, int) or limit <= 0):
+            raise ValueError("cdsl: %s: a row's size limit is a positive number of bytes or None, not %r" %
+                             (collective, limit))
+        if not prog.endswith(".cdsl"):
+            core.stdlib_program(prog)           # a name that is not in the stdlib fails here, not mid-run
+        checked.append((limit, prog))
+    with _table_lock:
+        if checked:
+            _table[collective] = checked
+        else:
+            _table.pop(collective, None)
+
+
+def programs(collective):
+    """The table in force for a collective: the user's, else the stdlib's default."""
+    with _table_lock:
+        rows = _table.get(collective)
+    return list(rows) if rows else default_programs(collective)
+
+
+def choose_program(collective, nbytes):
+    """The program serving a message of nbytes; NoProgram when none does."""
+    rows = programs(collective)
+    if not rows:
+        raise NoProgram("cdsl: no cdsl program implements %s (the stdlib in %s has none; set one with "
+                        "cdsl.torch_backend.set_programs(%r, [(None, 'path.cdsl')]))" %
+                        (collective, core.stdlib_dir(), collective))
+    for limit, prog in rows:
+        if limit is None or nbytes <= limit:
+            return prog
+    raise NoProgram("cdsl: no row of the %s table serves %d bytes (rows up to %s)" %
+                    (collective, nbytes, ", ".join(str(r[0]) for r in rows)))
+
+
+def set_fallback(enabled):
+    """Whether a call that no cdsl program serves runs on the group's gloo instead of raising
+    (default: the environment variable CDSL_TORCH_FALLBACK=1 or gloo)."""
+    global _fallback
+    _fallback = bool(enabled)
+
+
+def fallback_enabled():
+    if _fallback is not None:
+        return _fallback
+    return os.environ.get("CDSL_TORCH_FALLBACK", "").lower() in ("1", "gloo", "yes", "true")
+
+
+class NoProgram(RuntimeError):
+    """No cdsl program serves this call (collective, op, dtype, size or layout)."""
+
+
+# ---- ops ----------------------------------------------------------------------------------------------
+
+_OP_NAMES = ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM")
+
+
+def _op_name(op):
+    for n in _OP_NAMES:
+        if hasattr(dist.ReduceOp, n) and op == getattr(dist.ReduceOp, n):
+            return n
+    return str(op)
+
+
+def _reduce_op(what, op, dtype):
+    """"SUM" or "AVG" (a sum then a division, for floating types); NoProgram for the rest."""
+    name = _op_name(op)
+    if name == "SUM":
+        return name
+    if name == "AVG" and dtype.is_floating_point:
+        return name
+    raise NoProgram("cdsl: %s: op %s is not supported: cdsl's programs sum (ReduceOp.SUM, and AVG on floating "
+                    "types)" % (what, "ReduceOp." + name if name in _OP_NAMES else name))
+
+
+# ---- Work -----------------------------------------------------------------------------------------------
+
+class Work(_CWork):
+    """One call's handle: wait() orders the current stream after the run and raises its error."""
+
+    def __init__(self, pg, result, event=None, after=None):
+        super().__init__()
+        self._pg, self._result, self._event, self._after = pg, result, event, after
+        self._checked = False
+
+    def _finish(self, block):
+        if self._checked:
+            return True
+        if self._event is not None:
+            if block:
+                self._event.synchronize()
+            elif not self._event.query():
+                return False
+        self._checked = True
+        self._pg._status()
+        return True
+
+    def is_completed(self):
+        return self._finish(block=False)
+
+    def is_success(self):
+        try:
+            return self._finish(block=False)
+        except core.Error:
+            return False
+
+    def wait(self, timeout=None):
+        if self._event is not None:
+            torch.cuda.current_stream(self._event_device()).wait_event(self._event)
+        self._finish(block=self._event is None)
+        if self._after is not None:
+            self._after()
+            self._after = None
+        return True
+
+    def synchronize(self):
+        self._finish(block=True)
+
+    def _event_device(self):
+        return self._pg.device
+
+    def result(self):
+        return self._result
+
+    def get_future(self):
+        self.wait()
+        fut = torch.futures.Future()
+        fut.set_result(self._result)
+        return fut
+
+    def exception(self):
+        return None
+
+    def source_rank(self):
+        return -1
+
+
+class _DoneWork(Work):
+    """A call another group ran (gloo): its Work, with ours' interface."""
+
+    def __init__(self, pg, inner, result, after=None):
+        super().__init__(pg, result)
+        self._inner, self._after2 = inner, after
+
+    def wait(self, timeout=None):
+        if self._inner is not None:
+            self._inner.wait()
+            self._inner = None
+        if self._after2 is not None:
+            self._after2()
+            self._after2 = None
+        return True
+
+    def is_completed(self):
+        return self._inner is None or self._inner.is_completed()
+
+    def synchronize(self):
+        self.wait()
+
+
+# ---- the process group ----------------------------------------------------------------------------------
+
+def _seconds(timeout):
+    env = os.environ.get("CDSL_TORCH_TIMEOUT")
+    if env:
+        return float(env)
+    return timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout or 0)
+
+
+class ProcessGroupCDSL(dist.ProcessGroup):
+    """torch.distributed's process group over a cdsl per-rank communicator (see the module doc)."""
+
+    def __init__(self, store, rank, size, timeout=datetime.timedelta(minutes=30)):
+        super().__init__(rank, size)
+        self._rank, self._size = rank, size
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("cdsl_gloo", store), rank, size, timeout)
+        if rank == 0:
+            uid = core.get_unique_id(os.environ.get("CDSL_ENGINE", "auto") or "auto")
+            store.set("cdsl_unique_id", uid.hex())
+        uid = bytes.fromhex(bytes(store.get("cdsl_unique_id")).decode())
+        engine = core.unique_id_engine(uid)
+        if engine == "sim":
+            self.device = torch.device("cpu")
+            dev = -1
+        else:
+            dev = torch.cuda.current_device()
+            self.device = torch.device("cuda", dev)
+        self.comm = core.RankComm(size, uid, rank, device=dev, timeout=_seconds(timeout))
+        self.engine = self.comm.engine
+        self._programs = {}
+        self._reserved = 0          # the region's bytes as far as our runs and allocs grew it
+        self._sym = None            # weakref of the live symmetric tensor
+        self._sym_bytes = 0
+        self._events = []           # runs on the GPU not yet known to have finished
+
+    # -- torch's ProcessGroup interface: names ------------------------------------------------------
+    def getBackendName(self):
+        return "cdsl"
+
+    def name(self):
+        return "cdsl"
+
+    def __repr__(self):
+        return "ProcessGroupCDSL(rank %d of %d, engine %s)" % (self._rank, self._size, self.engine)
+
+    # -- programs and the region -----------------------------------------------------------------------
+    def _program(self, name, in_place, root=None):
+        path = name if name.endswith(".cdsl") else core.stdlib_program(name)
+        key = (path, in_place, root)
+        if key not in self._programs:
+            defines = {"root": str(root)} if root is not None else None
+            self._programs[key] = core.Program(path, self._size, defines=defines, in_place=in_place)
+        return self._programs[key]
+
+    def _region_bytes(self, prog, chunk, in_place):
+        """What the library's layout takes for prog at chunk (rank_comm.c's rt_layout): every
+        buffer aligned, the aliased one of an in-place program inside its holder."""
+        aliased = -1
+        if in_place:
+            aliased = _lib.BUF_OUTPUT if prog.collective == "reducescatter" else _lib.BUF_INPUT
+        total = 0
+        for b in range(_lib.program_nbufs(prog.handle)):
+            if b != aliased:
+                total += (max(prog.buf_chunks(b), 0) * chunk + _REGION_ALIGN - 1) // _REGION_ALIGN * _REGION_ALIGN
+        return max(total, _REGION_ALIGN)
+
+    def _sym_tensor(self):
+        return self._sym() if self._sym is not None else None
+
+    def _status(self):
+        """Raise the communicator's error once every run we enqueued has finished."""
+        self._events = [e for e in self._events if not e.query()]
+        if not self._events:
+            self.comm.status()
+
+    # -- routing ------------------------------------------------------------------------------------------
+    def _on_cdsl(self, tensors, what):
+        """Whether cdsl runs these tensors (its device), else gloo does (CPU tensors on a GPU
+        engine: the cpu:gloo half)."""
+        devs = {t.device.type for t in tensors}
+        if devs == {self.device.type}:
+            return True
+        if devs == {"cpu"}:
+            return False
+        raise ValueError("cdsl: rank %d: %s: tensors on %s, but this group's cdsl communicator runs on %s "
+                         "(engine %s)" % (self._rank, what, ", ".join(sorted(devs)), self.device, self.engine))
+
+    def _with_fallback(self, what, cdsl_call, gloo_call):
+        try:
+            return cdsl_call()
+        except NoProgram as e:
+            if not fallback_enabled():
+                raise NoProgram("%s; or let gloo run it: cdsl.torch_backend.set_fallback(True) or "
+                                "CDSL_TORCH_FALLBACK=1" % e) from None
+            return gloo_call()
+
+    # -- one run ------------------------------------------------------------------------------------------
+    def _run(self, collective, output, input, root=None):
+        """Run the program the table picks on output/input (they may share memory as NCCL's
+        in-place form); returns the Work. Refusals before the run are NoProgram or ValueError."""
+        for t, what in ((output, "the output"), (input, "the input")):
+            if not t.is_contiguous():
+                raise ValueError("cdsl: rank %d: %s is not contiguous; pass t.contiguous()" % (self._rank, what))
+        if output.dtype != input.dtype:
+            raise TypeError("cdsl: rank %d: the input is %s and the output %s; they must be one type" %
+                            (self._rank, input.dtype, output.dtype))
+        if output.dtype not in _DTYPES:
+            raise NoProgram("cdsl: %s: dtype %s is not run by cdsl (it runs %s)" %
+                            (collective, output.dtype, ", ".join(str(d) for d in _DTYPES)))
+        out_bytes = output.numel() * output.element_size()
+        in_bytes = input.numel() * input.element_size()
+        msg = max(out_bytes, in_bytes)
+        in_place = _overlap(input, output)
+        prog = self._program(choose_program(collective, msg), in_place, root)
+        try:
+            chunk = prog.chunk_bytes(msg)
+        except ValueError as e:
+            raise NoProgram("%s (%s of %d bytes on %d ranks)" % (e, collective, msg, self._size)) from None
+        need = self._region_bytes(prog, chunk, in_place)
+        sym = self._sym_tensor()
+        zero_copy = sym is not None and in_place and self._holds_region_start(output, input, collective)
+        if sym is not None and need > self._reserved:
+            raise ValueError("cdsl: rank %d: %s of %d bytes needs %d bytes of symmetric memory, but the region "
+                             "holds %d and a symmetric tensor (cdsl.torch_backend.empty) lives in it: allocate "
+                             "it larger, or free it first" % (self._rank, collective, msg, need, self._reserved))
+        saved = None
+        if sym is not None and not zero_copy:
+            if self._in_region(input) or self._in_region(output):
+                raise ValueError("cdsl: rank %d: %s on a symmetric tensor runs without copies only in place on "
+                                 "the whole tensor (all_reduce(t), broadcast(t), reduce(t), all_gather_into_tensor"
+                                 "(t, t.chunk(n)[rank]), reduce_scatter_tensor(t.chunk(n)[rank], t))" %
+                                 (self._rank, collective))
+            saved = sym.clone()     # a staged run writes the region's start, where the tensor is
+        self._reserved = max(self._reserved, need)
+        stream = None
+        if self.device.type == "cuda":
+            stream = torch.cuda.current_stream(self.device).cuda_stream or 1
+        dtype = _DTYPES[output.dtype]
+        if zero_copy:
+            self.comm.run(prog, dtype, chunk, None, 0, None, 0, stream)
+        else:
+            self.comm.run(prog, dtype, chunk, input.data_ptr() if in_bytes else 0, in_bytes,
+                          output.data_ptr(), out_bytes, stream)
+        if saved is not None:
+            sym.copy_(saved)
+        event = None
+        if self.device.type == "cuda":
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(self.device))
+            self._events.append(event)
+        return event
+
+    def _in_region(self, t):
+        sym = self._sym_tensor()
+        if sym is None or t.numel() == 0:
+            return False
+        base = sym.data_ptr()
+        p = t.data_ptr()
+        return base <= p < base + self._sym_bytes
+
+    def _holds_region_start(self, output, input, collective):
+        """Whether the holder of an in-place call is the symmetric tensor itself (the region's
+        start, where an in-place layout puts its holder), so the run needs no copy."""
+        holder = input if collective == "reducescatter" else output
+        sym = self._sym_tensor()
+        return holder.data_ptr() == sym.data_ptr() and holder.numel() * holder.element_size() <= self._sym_bytes
+
+    def _work(self, event, result, after=None):
+        return Work(self, result, event, after)
+
+    # -- gloo: CPU tensors, and fallback ---------------------------------------------------------------------
+    def _gloo_on(self, tensors, call):
+        """Run call(cpu_tensors) on gloo; CUDA tensors go through CPU copies."""
+        if all(t.device.type == "cpu" for t in tensors):
+            return call(tensors)
+        cpu = [t.detach().cpu() for t in tensors]
+        work = call(cpu)
+        work.wait()
+        for t, c in zip(tensors, cpu):
+            t.copy_(c)
+        return _DoneWork(self, None, tensors)
+
+    # -- the collectives, with torch's signatures ----------------------------------------------------------------
+    def allreduce(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.AllreduceOptions()
+        if len(tensors) != 1:
+            raise ValueError("cdsl: allreduce takes one tensor, not %d" % len(tensors))
+        t = tensors[0]
+        if not self._on_cdsl(tensors, "all_reduce"):
+            return self._gloo.allreduce(tensors, opts)
+
+        def run():
+            op = _reduce_op("all_reduce", opts.reduceOp, t.dtype)
+            event = self._run("allreduce", t, t)
+            return self._work(event, tensors, (lambda: t.div_(self._size)) if op == "AVG" else None)
+
+        def gloo():
+            return self._gloo_on(tensors, lambda ts: self._gloo.allreduce(ts, opts))
+        return self._with_fallback("all_reduce", run, gloo)
+
+    def _allgather_base(self, output, input, opts=None):
+        if not self._on_cdsl([output, input], "all_gather_into_tensor"):
+            return self._gloo_allgather(output, input)
+        if output.numel() != input.numel() * self._size:
+            raise ValueError("cdsl: rank %d: all_gather_into_tensor: the output holds %d elements, not %d x the "
+                             "input's %d" % (self._rank, output.numel(), self._size, input.numel()))
+
+        def run():
+            return self._work(self._run("allgather", output, input), [output])
+        return self._with_fallback("all_gather_into_tensor", run, lambda: self._gloo_allgather(output, input))
+
+    def _gloo_allgather(self, output, input):
+        def call(ts):
+            out, inp = ts
+            parts = list(out.chunk(self._size))
+            w = self._gloo.allgather([parts], [inp])
+            w.wait()
+            return _DoneWork(self, None, [out])
+        return self._gloo_on([output, input], call)
+
+    def allgather(self, output_lists, inputs, opts=None):
+        if not self._on_cdsl(inputs, "all_gather"):
+            return self._gloo.allgather(output_lists, inputs)
+        if len(inputs) != 1 or len(output_lists) != 1 or len(output_lists[0]) != self._size:
+            raise ValueError("cdsl: all_gather takes one input and a list of %d outputs" % self._size)
+        flat = torch.empty((self._size * inputs[0].numel(),), dtype=inputs[0].dtype, device=inputs[0].device)
+        work = self._allgather_base(flat, inputs[0].contiguous())
+        work.wait()
+        for o, part in zip(output_lists[0], flat.chunk(self._size)):
+            o.copy_(part.view_as(o))
+        return _DoneWork(self, None, output_lists)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        if not self._on_cdsl([output, input], "reduce_scatter_tensor"):
+            return self._gloo_reduce_scatter(output, input, opts)
+        if input.numel() != output.numel() * self._size:
+            raise ValueError("cdsl: rank %d: reduce_scatter_tensor: the input holds %d elements, not %d x the "
+                             "output's %d" % (self._rank, input.numel(), self._size, output.numel()))
+
+        def run():
+            op = _reduce_op("reduce_scatter_tensor", opts.reduceOp, output.dtype)
+            event = self._run("reducescatter", output, input)
+            return self._work(event, [output], (lambda: output.div_(self._size)) if op == "AVG" else None)
+        return self._with_fallback("reduce_scatter_tensor", run,
+                                   lambda: self._gloo_reduce_scatter(output, input, opts))
+
+    def _gloo_reduce_scatter(self, output, input, opts):
+        """gloo has no reduce-scatter: an all-reduce of a copy, then this rank's part."""
+        def call(ts):
+            out, inp = ts
+            whole = inp.clone()
+            ar = dist.AllreduceOptions()
+            ar.reduceOp = opts.reduceOp
+            self._gloo.allreduce([whole], ar).wait()
+            out.copy_(whole.chunk(self._size)[self._rank].view_as(out))
+            return _DoneWork(self, None, [out])
+        return self._gloo_on([output, input], call)
+
+    def broadcast(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.BroadcastOptions()
+        if len(tensors) != 1:
+            raise ValueError("cdsl: broadcast takes one tensor, not %d" % len(tensors))
+        t = tensors[0]
+        if not self._on_cdsl(tensors, "broadcast"):
+            return self._gloo.broadcast(tensors, opts)
+
+        def run():
+            return self._work(self._run("broadcast", t, t, root=opts.rootRank), tensors)
+        return self._with_fallback("broadcast", run,
+                                   lambda: self._gloo_on(tensors, lambda ts: self._gloo.broadcast(ts, opts)))
+
+    def reduce(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.ReduceOptions()
+        if len(tensors) != 1:
+            raise ValueError("cdsl: reduce takes one tensor, not %d" % len(tensors))
+        t = tensors[0]
+        if not self._on_cdsl(tensors, "reduce"):
+            return self._gloo.reduce(tensors, opts)
+
+        def run():
+            op = _reduce_op("reduce", opts.reduceOp, t.dtype)
+            root = self._rank == opts.rootRank
+            # NCCL leaves a non-root rank's tensor as it was: run on a copy there.
+            buf = t if root else t.clone()
+            event = self._run("reduce", buf, buf, root=opts.rootRank)
+            after = (lambda: t.div_(self._size)) if op == "AVG" and root else None
+            return self._work(event, tensors, after)
+        return self._with_fallback("reduce", run,
+                                   lambda: self._gloo_on(tensors, lambda ts: self._gloo.reduce(ts, opts)))
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        opts = opts if opts is not None else dist.AllToAllOptions()
+        if not self._on_cdsl([output, input], "all_to_all_single"):
+            return self._gloo.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
+
+        def run():
+            for splits, t, what in ((output_split_sizes, output, "output"), (input_split_sizes, input, "input")):
+                if splits and len(set(splits)) != 1:
+                    raise NoProgram("cdsl: all_to_all_single: %s splits %s are not equal; cdsl's alltoall moves "
+                                    "equal blocks" % (what, list(splits)))
+            if output.numel() != input.numel() or input.shape[0] % self._size:
+                raise NoProgram("cdsl: all_to_all_single: the input (%d rows) and output must be one size, a "
+                                "multiple of %d rows" % (input.shape[0] if input.dim() else 0, self._size))
+            return self._work(self._run("alltoall", output, input), [output])
+
+        def gloo():
+            return self._gloo_on([output, input], lambda ts: self._gloo.alltoall_base(
+                ts[0], ts[1], output_split_sizes, input_split_sizes, opts))
+        return self._with_fallback("all_to_all_single", run, gloo)
+
+    def barrier(self, opts=None):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self._status()
+        return self._gloo.barrier(opts if opts is not None else dist.BarrierOptions())
+
+    # What cdsl has no collective for: gloo (CPU tensors) runs it.
+    def send(self, tensors, dst, tag=0):
+        return self._gloo_on(tensors, lambda ts: self._gloo.send(ts, dst, tag))
+
+    def recv(self, tensors, src, tag=0):
+        return self._gloo_on(tensors, lambda ts: self._gloo.recv(ts, src, tag))
+
+    def gather(self, output_lists, inputs, opts=None):
+        return self._gloo.gather(output_lists, inputs, opts if opts is not None else dist.GatherOptions())
+
+    def scatter(self, outputs, input_lists, opts=None):
+        return self._gloo.scatter(outputs, input_lists, opts if opts is not None else dist.ScatterOptions())
+
+    # -- symmetric tensors ----------------------------------------------------------------------------------------
+    def empty(self, shape, dtype=torch.float32):
+        """A tensor in the communicator's symmetric region (a collective: every rank calls it)."""
+        if dtype not in _DTYPES:
+            raise TypeError("cdsl: dtype %s; cdsl runs %s" % (dtype, ", ".join(str(d) for d in _DTYPES)))
+        if self._sym_tensor() is not None:
+            raise ValueError("cdsl: rank %d: this group has a symmetric tensor already (one per group: it lives at "
+                             "the start of the region); delete it first" % self._rank)
+        numel = 1
+        for s in (shape if isinstance(shape, (tuple, list, torch.Size)) else (shape,)):
+            numel *= int(s)
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        self._reserve(nbytes)
+        prog, chunk = self._layout_for(nbytes)
+        self.comm.alloc(prog, chunk)
+        base = self.comm.buffer(_lib.BUF_OUTPUT)
+        t = self._wrap(base, nbytes, dtype).view(shape)
+        self._sym = weakref.ref(t)
+        self._sym_bytes = nbytes
+        return t
+
+    def _layout_for(self, nbytes):
+        """An in-place program whose holder (its output, at the region's start) is nbytes."""
+        for coll in ("allreduce", "broadcast", "allgather"):
+            try:
+                prog = self._program(choose_program(coll, nbytes), True, 0 if coll == "broadcast" else None)
+                return prog, prog.chunk_bytes(nbytes)
+            except (NoProgram, ValueError, core.Error):
+                continue
+        raise ValueError("cdsl: no in-place program lays out a symmetric tensor of %d bytes" % nbytes)
+
+    def _reserve(self, nbytes):
+        """Grow the region to what every collective of the table needs at nbytes, so that runs
+        on the tensor do not move it; every rank reserves the same."""
+        need = 0
+        for coll in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "alltoall"):
+            try:
+                root = 0 if coll in ("broadcast", "reduce") else None
+                prog = self._program(choose_program(coll, nbytes), True, root)
+                chunk = prog.chunk_bytes(nbytes)
+            except (NoProgram, ValueError, core.Error, FileNotFoundError):
+                continue
+            size = self._region_bytes(prog, chunk, True)
+            if size > need:
+                need, best = size, (prog, chunk)
+        if need > self._reserved:
+            self.comm.alloc(*best)
+            self._reserved = need
+
+    def _wrap(self, ptr, nbytes, dtype):
+        if self.device.type == "cpu":
+            raw = (ctypes.c_char * nbytes).from_address(ptr)
+            return torch.frombuffer(raw, dtype=dtype)
+        typestr = {torch.float32: "<f4", torch.float16: "<f2", torch.int32: "<i4"}
+        if dtype in typestr:
+            return torch.as_tensor(_CudaArray(ptr, nbytes, typestr[dtype]), device=self.device)
+        return torch.as_tensor(_CudaArray(ptr, nbytes, "<i4"), device=self.device).view(dtype)
+
+    def shutdown(self):
+        for p in self._programs.values():
+            p.close()
+        self._programs = {}
+        self.comm.close()
+
+
+def _cdsl_group(group):
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if not isinstance(pg, ProcessGroupCDSL):
+        raise TypeError("cdsl: %r is not a cdsl process group (init_process_group(\"cuda:cdsl,cpu:gloo\") or "
+                        "new_group(backend=\"cdsl\"))" % (pg,))
+    return pg
+
+
+def empty(shape, dtype=torch.float32, group=None):
+    """A tensor in cdsl's symmetric region of the group (torch's symm_mem.empty): collectives run
+    in place on it with no copy. Every rank of the group calls it; one per group at a time."""
+    return _cdsl_group(group).empty(shape, dtype)
+
+
+def is_symmetric(tensor, group=None):
+    return _cdsl_group(group)._in_region(tensor)
+
+
+# ---- registration ---------------------------------------------------------------------------------------------
+
+def _create(store_or_opts, rank=None, size=None, timeout=None):
+    if rank is None:                # extended_api: a _DistributedBackendOptions
+        o = store_or_opts
+        return ProcessGroupCDSL(o.store, o.group_rank, o.group_size, o.timeout)
+    return ProcessGroupCDSL(store_or_opts, rank, size, timeout)
+
+
+def register():
+    """Register the backend "cdsl" with torch.distributed (done on import; again is a no-op)."""
+    if "CDSL" in dist.Backend._plugins:
+        return
+    params = inspect.signature(dist.Backend.register_backend).parameters
+    if "devices" in params:
+        dist.Backend.register_backend("cdsl", _create, devices=["cpu", "cuda"])
+    else:
+        dist.Backend.register_backend("cdsl", _create)
+
+
+register()

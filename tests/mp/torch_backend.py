@@ -1,0 +1,276 @@
+"""The torch.distributed backend "cdsl" (cdsl.torch_backend) in real processes: N processes (argv[1])
+make the default group with init_process_group("cdsl") over a FileStore, the sim engine runs
+the collectives on CPU tensors, and a gloo group over the same processes computes every
+reference from the same data. Run by tests/mp/torch_backend.sh; prints one [PASS]/[FAIL] line per
+check as rank 0 sees it (a check passes only when it passed on every rank).
+
+Only torch.distributed calls reach the backend (dist.all_reduce(t, op=, group=, async_op=) ...);
+cdsl.torch_backend is used for what torch has no call for: the program table, the fallback
+switch and symmetric tensors.
+"""
+import faulthandler
+import multiprocessing
+import os
+import sys
+import tempfile
+import traceback
+
+import torch
+import torch.distributed as dist
+
+import cdsl.torch_backend as tb
+
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+WRONG = os.environ.get("CDSL_TEST_WRONG") == "1"      # a deliberately wrong expectation: the checks must fail
+
+
+def expect(text):
+    """A message the test looks for (one that never comes under CDSL_TEST_WRONG=1)."""
+    return text + (" (wrong on purpose)" if WRONG else "")
+
+
+def checks(rank, ref):
+    results = []
+
+    def check(name, fn):
+        try:
+            ok, why = fn()
+        except Exception as e:                # noqa: BLE001 - a test reports whatever went wrong
+            ok, why = False, "%s: %s" % (type(e).__name__, str(e).splitlines()[0])
+        results.append((name, bool(ok), why))
+
+    def ref_gather(inp):
+        parts = [torch.empty_like(inp.float()) for _ in range(N)]
+        dist.all_gather(parts, inp.float(), group=ref)   # gloo: no all_gather_into_tensor nor bf16 in torch 1.13
+        return torch.cat(parts)
+
+    def ref_reduce(t, op=dist.ReduceOp.SUM):
+        s = t.float().clone()
+        dist.all_reduce(s, op=op, group=ref)
+        return s + (1 if WRONG else 0)
+
+    def same(got, want, what):
+        return torch.equal(got.float(), want), "%s: got %s, want %s" % (what, got.flatten()[:4].tolist(),
+                                                                          want.flatten()[:4].tolist())
+
+    def raises(pattern, fn):
+        def go():
+            try:
+                fn()
+            except Exception as e:            # noqa: BLE001 - the error is what is tested
+                return expect(pattern) in str(e), "%s: %s" % (type(e).__name__, str(e).splitlines()[0])
+            return False, "no error"
+        return go
+
+    for dtype in (torch.float32, torch.bfloat16, torch.int32):
+        name = str(dtype).replace("torch.", "")
+
+        def ag(dtype=dtype):
+            inp = (torch.arange(64) + 1000 * rank).to(dtype)
+            out = torch.full((64 * N,), -1).to(dtype)
+            dist.all_gather_into_tensor(out, inp)
+            return same(out, ref_gather(inp) + (1 if WRONG else 0), "all_gather_into_tensor")
+
+        def rs(dtype=dtype):
+            inp = ((torch.arange(64 * N) % 13) * (rank + 1)).to(dtype)
+            out = torch.zeros(64).to(dtype)
+            dist.reduce_scatter_tensor(out, inp)
+            return same(out, ref_reduce(inp)[64 * rank:64 * (rank + 1)], "reduce_scatter_tensor")
+
+        def ar(dtype=dtype):
+            t = ((torch.arange(96) % 7) - rank).to(dtype)
+            want = ref_reduce(t)
+            work = dist.all_reduce(t, op=dist.ReduceOp.SUM, async_op=True)
+            ok = work.wait()
+            return (ok is True and same(t, want, "all_reduce")[0]), "wait() %r; %s" % (ok, same(t, want, "")[1])
+
+        check("all_gather_into_tensor %s, against gloo" % name, ag)
+        check("reduce_scatter_tensor %s, against gloo" % name, rs)
+        check("all_reduce(op=SUM, async_op=True).wait() %s, against gloo" % name, ar)
+
+    def avg():
+        t = (torch.arange(32) * (rank + 1)).float()
+        want = ref_reduce(t) / N
+        dist.all_reduce(t, op=dist.ReduceOp.AVG)
+        return same(t, want, "all_reduce AVG")
+    if hasattr(dist.ReduceOp, "AVG"):
+        check("all_reduce(op=AVG): a sum divided by the ranks", avg)
+
+    def subgroup():
+        pg = dist.new_group(backend="cdsl")
+        t = (torch.arange(16) + rank).float()
+        want = ref_reduce(t)
+        dist.all_reduce(t, group=pg)
+        return same(t, want, "all_reduce(group=new_group(backend='cdsl'))")
+    check("all_reduce(group=new_group(backend='cdsl'))", subgroup)
+
+    def table():
+        tb.set_programs("allgather", [(256, "allgather_ring"), (None, "allgather_mesh")])
+        used = []
+        pg = dist.distributed_c10d._get_default_group()
+        real = pg.comm.run
+        pg.comm.run = lambda prog, *a: (used.append(prog.name), real(prog, *a))[1]
+        try:
+            for n in (16, 1024):
+                inp = torch.arange(n, dtype=torch.float32) + rank
+                out = torch.empty(n * N)
+                dist.all_gather_into_tensor(out, inp)
+                if not same(out, ref_gather(inp) + (1 if WRONG else 0), "")[0]:
+                    return False, "allgather of %d elements differs" % n
+        finally:
+            pg.comm.run = real
+            tb.set_programs("allgather", None)
+        want = ["allgather_ring", "allgather_mesh"]
+        return used == want, "ran %s, the table says %s" % (used, want)
+    check("the program table picks a program per size (ring up to 256 bytes, then mesh)", table)
+
+    for coll, call in (("broadcast", lambda t: dist.broadcast(t, src=N - 1)),
+                       ("reduce", lambda t: dist.reduce(t, dst=N - 1))):
+        def rooted(coll=coll, call=call):
+            t = (torch.arange(40) * (rank + 2)).float()
+            keep = t.clone()
+            if coll == "broadcast":
+                want = (torch.arange(40) * (N + 1)).float()
+            else:
+                total = ref_reduce(t)           # every rank takes part in the reference
+                want = total if rank == N - 1 else keep + (1 if WRONG else 0)
+            if tb.programs(coll):
+                call(t)
+                return same(t, want, coll)
+            try:
+                call(t)
+            except RuntimeError as e:
+                return expect("no cdsl program implements %s" % coll) in str(e), str(e).splitlines()[0]
+            return False, "no error though no program implements %s" % coll
+        check("%s: verified when a program implements it, else the error 'no cdsl program implements %s'" %
+              (coll, coll), rooted)
+
+    def alltoall():
+        inp = (torch.arange(8 * N) + 100 * rank).float()
+        out = torch.empty(8 * N)
+        want = torch.empty(8 * N)
+        dist.all_to_all_single(want, inp.clone(), group=ref)
+        if tb.programs("alltoall"):
+            dist.all_to_all_single(out, inp)
+            return same(out, want + (1 if WRONG else 0), "all_to_all_single")
+        try:
+            dist.all_to_all_single(out, inp)
+        except RuntimeError as e:
+            return expect("no cdsl program implements alltoall") in str(e), str(e).splitlines()[0]
+        return False, "no error though no program implements alltoall"
+    check("all_to_all_single: verified when a program implements it, else the clear error", alltoall)
+
+    def fallback():
+        tb.set_fallback(True)
+        try:
+            t = (torch.arange(24) * (rank + 3)).float()
+            want = ref_reduce(t, dist.ReduceOp.MAX)
+            dist.all_reduce(t, op=dist.ReduceOp.MAX)
+            b = (torch.arange(24) + rank).float()
+            dist.broadcast(b, src=0)
+            ok_b = torch.equal(b, torch.arange(24).float() + (1 if WRONG else 0))
+            return torch.equal(t, want) and ok_b, "MAX via gloo %s; broadcast %s" % (
+                same(t, want, "")[1], b[:4].tolist())
+        finally:
+            tb.set_fallback(False)
+    check("set_fallback(True): MAX and a collective without a program run on gloo, same results", fallback)
+
+    check("all_reduce(op=MAX) raises, naming the op",
+          raises("op ReduceOp.MAX is not supported", lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.MAX)))
+    check("all_reduce(op=PRODUCT, async_op=True) raises, naming the op",
+          raises("ReduceOp.PRODUCT", lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.PRODUCT, async_op=True)))
+    check("all_reduce of 3 floats (not a multiple of the program's chunks) raises, saying the multiple",
+          raises("is not a positive multiple of", lambda: dist.all_reduce(torch.ones(3))))
+    check("a dtype cdsl does not run (float64) raises, naming it",
+          raises("dtype torch.float64 is not run by cdsl", lambda: dist.all_reduce(torch.ones(8, dtype=torch.float64))))
+    check("the error names how to ask for the fallback",
+          raises("set_fallback(True) or CDSL_TORCH_FALLBACK=1",
+                 lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.MIN)))
+
+    def symmetric():
+        pg = dist.distributed_c10d._get_default_group()
+        t = tb.empty((64 * N,), torch.float32)
+        t.copy_((torch.arange(64 * N) % 11 + rank).float())
+        want = ref_reduce(t)
+        seen = []
+        real = pg.comm.run
+        pg.comm.run = lambda prog, dt, chunk, inp, ib, out, ob, st: (seen.append((inp, out)),
+                                                                    real(prog, dt, chunk, inp, ib, out, ob, st))[1]
+        try:
+            dist.all_reduce(t)
+            ok = same(t, want, "all_reduce on a symmetric tensor")
+            part = t[64 * rank:64 * (rank + 1)]
+            part.copy_(torch.arange(64).float() * (rank + 1))
+            want_g = ref_gather(part.clone())
+            dist.all_gather_into_tensor(t, part)
+            ok_g = same(t, want_g, "in-place all_gather_into_tensor on a symmetric tensor")
+            keep = t.clone()
+            o = (torch.arange(32) + rank).float()
+            want_o = ref_reduce(o)
+            dist.all_reduce(o)          # ordinary memory: staged through the region, t kept
+            ok_o = torch.equal(o, want_o) and torch.equal(t, keep)
+        finally:
+            pg.comm.run = real
+        no_copy = seen[:2] == [(None, None), (None, None)] and seen[2][0] is not None
+        sym = tb.is_symmetric(t) and not tb.is_symmetric(o)
+        del t, part
+        return (ok[0] and ok_g[0] and ok_o and no_copy and sym,
+                "%s; %s; ordinary run kept it: %s; pointers given %s" % (ok[1], ok_g[1], ok_o, seen))
+    check("symmetric tensors (cdsl.torch_backend.empty): in-place runs with no copy, an ordinary run keeps them",
+          symmetric)
+
+    def barrier():
+        dist.barrier()
+        return not WRONG, "barrier returned"
+    check("barrier", barrier)
+    return results
+
+
+def worker(rank, path, queue):
+    try:
+        os.environ["CDSL_ENGINE"] = "sim"
+        faulthandler.dump_traceback_later(180, exit=True)      # a hang says where
+        dist.init_process_group("cdsl", init_method="file://" + path, rank=rank, world_size=N)
+        ref = dist.new_group(backend="gloo")
+        queue.put((rank, checks(rank, ref)))
+        dist.destroy_process_group()
+    except Exception:                         # noqa: BLE001
+        queue.put((rank, [("rank %d set-up" % rank, False, traceback.format_exc().splitlines()[-1])]))
+
+
+def main():
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "store")
+        procs = [ctx.Process(target=worker, args=(r, path, q)) for r in range(N)]
+        for p in procs:
+            p.start()
+        got = {}
+        for _ in range(N):
+            try:
+                r, res = q.get(timeout=240)
+            except Exception:                 # noqa: BLE001
+                break
+            got[r] = res
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+    if len(got) != N:
+        print("[FAIL] torch_backend %d ranks: only ranks %s answered" % (N, sorted(got)))
+        return 1
+    bad = 0
+    for i, (name, _, _) in enumerate(got[0]):
+        fails = [(r, got[r][i][2] if i < len(got[r]) else "no answer") for r in range(N)
+                 if i >= len(got[r]) or not got[r][i][1]]
+        if fails:
+            bad += 1
+            print("[FAIL] torch_backend %d ranks: %s: rank %d: %s" % (N, name, fails[0][0], fails[0][1]))
+        else:
+            print("[PASS] torch_backend %d ranks: %s" % (N, name))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
