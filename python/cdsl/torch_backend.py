@@ -351,6 +351,10 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         engine: the cpu:gloo half)."""
         devs = {t.device.type for t in tensors}
         if devs == {self.device.type}:
+            if self.device.type == "cuda" and any(t.device.index != self.device.index for t in tensors):
+                raise ValueError("cdsl: rank %d: %s: a tensor on %s, but this rank's communicator runs on %s "
+                                 "(torch.cuda.set_device before init_process_group)" %
+                                 (self._rank, what, [str(t.device) for t in tensors], self.device))
             return True
         if devs == {"cpu"}:
             return False
@@ -580,6 +584,11 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             return self._gloo_on([output, input], lambda ts: self._gloo.alltoall_base(
                 ts[0], ts[1], output_split_sizes, input_split_sizes, opts))
         return self._with_fallback("all_to_all_single", run, gloo)
+
+    # The names newer torch gives these (its PyProcessGroup looks them up by these names too).
+    all_gather_single = _allgather_base
+    reduce_scatter_single = _reduce_scatter_base
+    all_to_all_single = alltoall_base
 
     def barrier(self, opts=None):
         if self.device.type == "cuda":
