@@ -26,7 +26,8 @@ Which program serves a call: a table per collective of (largest message bytes, p
 first row that fits wins (MSCCL++'s per-size plan selection). The message is nccl-tests': the
 larger of one rank's input and output. The default comes from the stdlib found at run time:
 the packet (_ll) program up to 64 KiB, then the first of mesh, twoshot, ring, ...; switch
-(_nvls) and port programs only when nothing else implements the collective. A collective no
+(_nvls) and port programs only when nothing else implements the collective (the packet program
+serves every size where only they would follow it). A collective no
 stdlib program implements (broadcast, reduce, alltoall in a tree without them) gets
 "cdsl: no cdsl program implements broadcast".
 
@@ -96,6 +97,9 @@ def default_programs(collective):
     names = stdlib_programs().get(collective, [])
     ll = [n for n in names if n.endswith("_ll")]
     rest = sorted((n for n in names if not n.endswith("_ll")), key=_rank_of)
+    # Switch and port programs only where nothing else serves: NVLS is often off (and must be on
+    # shared machines), and the GPU engines do not run port channels yet.
+    rest = [n for n in rest if _rank_of(n)[0] < 2] or ([] if ll else rest)
     rows = [(_PACKET_LIMIT, ll[0])] if ll else []
     if rest:
         rows.append((None, rest[0]))

@@ -124,6 +124,21 @@ def checks(rank, ref):
         return used == want, "ran %s, the table says %s" % (used, want)
     check("the program table picks a program per size (ring up to 256 bytes, then mesh)", table)
 
+    def defaults():
+        found = tb.stdlib_programs()
+        for c in ("allreduce", "allgather", "reducescatter"):
+            rows = tb.default_programs(c)
+            names = [p for _, p in rows]
+            others = [p for p in found[c] if not p.endswith(("_nvls", "_port"))]
+            lls = [p for p in found[c] if p.endswith("_ll")]
+            bad = (not rows or rows[-1][0] is not None or any(p not in found[c] for p in names) or
+                   (others and any(p.endswith(("_nvls", "_port")) for p in names)) or
+                   (lls and names[0] != lls[0]) or (len(rows) > 1 and rows[0][0] != 65536))
+            if bad != WRONG:
+                return False, "%s: %s from the stdlib's %s" % (c, rows, found[c])
+        return True, ""
+    check("the default tables: packets up to 64 KiB, then mesh/twoshot; no nvls while another serves", defaults)
+
     for coll, call in (("broadcast", lambda t: dist.broadcast(t, src=N - 1)),
                        ("reduce", lambda t: dist.reduce(t, dst=N - 1))):
         def rooted(coll=coll, call=call):
