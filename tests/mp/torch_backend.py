@@ -20,7 +20,7 @@ import torch.distributed as dist
 
 import cdsl.torch_backend as tb
 
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 2
+N = int(sys.argv[1]) if sys.argv[1:] and sys.argv[1].isdigit() else 2
 WRONG = os.environ.get("CDSL_TEST_WRONG") == "1"      # a deliberately wrong expectation: the checks must fail
 
 
@@ -241,6 +241,43 @@ def checks(rank, ref):
     return results
 
 
+def dying(rank, path, queue):
+    """Rank 1 leaves after init; rank 0's next collective raises, naming it, within the bound."""
+    os.environ.update(CDSL_ENGINE="sim", CDSL_TORCH_TIMEOUT="5")
+    dist.init_process_group("cdsl", init_method="file://" + path, rank=rank, world_size=2)
+    dist.barrier()
+    if rank == 1:
+        os._exit(0)
+    try:
+        dist.all_reduce(torch.ones(64), async_op=True).wait()
+        queue.put((0, False, "no error"))
+    except Exception as e:                    # noqa: BLE001 - the error is what is tested
+        queue.put((0, expect("rank 1 has exited") in str(e), "%s: %s" % (type(e).__name__, e)))
+    queue.close()
+    queue.join_thread()                       # the answer is out before the exit below
+    os._exit(0)                               # gloo's teardown would wait for the dead rank
+
+
+def died():
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    with tempfile.TemporaryDirectory() as d:
+        procs = [ctx.Process(target=dying, args=(r, os.path.join(d, "store"), q)) for r in range(2)]
+        for p in procs:
+            p.start()
+        try:
+            _, ok, why = q.get(timeout=120)
+        except Exception:                     # noqa: BLE001
+            ok, why = False, "rank 0 did not answer"
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+    name = "torch_backend: a rank that died: the next all_reduce raises on the others, naming it"
+    print("[%s] %s%s" % ("PASS" if ok else "FAIL", name, "" if ok else ": " + why.splitlines()[0]))
+    return 0 if ok else 1
+
+
 def worker(rank, path, queue):
     try:
         os.environ["CDSL_ENGINE"] = "sim"
@@ -288,4 +325,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(died() if sys.argv[1:] == ["die"] else main())
