@@ -174,7 +174,10 @@ def main():
                 print("[PASS] %s: verified; %.1f us staged%s" % (
                     head, t_staged, ", %.1f us symmetric" % t_sym if t_sym is not None else ""), flush=True)
     dist.barrier(group=ref)
-    dist.destroy_process_group()
+    try:
+        dist.destroy_process_group()
+    except Exception as e:                    # noqa: BLE001 - after the results: reported, not fatal
+        print("# rank %d: destroy_process_group: %s: %s" % (rank, type(e).__name__, e), file=sys.stderr)
     return 1 if failed else 0
 
 
