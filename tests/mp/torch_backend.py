@@ -139,13 +139,15 @@ def checks(rank, ref):
         return True, ""
     check("the default tables: packets up to 64 KiB, then mesh/twoshot; no nvls while another serves", defaults)
 
-    for coll, call in (("broadcast", lambda t: dist.broadcast(t, src=N - 1)),
-                       ("reduce", lambda t: dist.reduce(t, dst=N - 1))):
-        def rooted(coll=coll, call=call):
-            t = (torch.arange(40) * (rank + 2)).float()
+    for coll, call, n in (("broadcast", lambda t: dist.broadcast(t, src=N - 1), 40),
+                          ("broadcast", lambda t: dist.broadcast(t, src=N - 1), 20000),
+                          ("reduce", lambda t: dist.reduce(t, dst=N - 1), 40),
+                          ("reduce", lambda t: dist.reduce(t, dst=N - 1), 20000)):
+        def rooted(coll=coll, call=call, n=n):
+            t = (torch.arange(n) % 1000 * (rank + 2)).float()
             keep = t.clone()
             if coll == "broadcast":
-                want = (torch.arange(40) * (N + 1)).float()
+                want = (torch.arange(n) % 1000 * (N + 1)).float() + (1 if WRONG else 0)
             else:
                 total = ref_reduce(t)           # every rank takes part in the reference
                 want = total if rank == N - 1 else keep + (1 if WRONG else 0)
@@ -157,8 +159,8 @@ def checks(rank, ref):
             except RuntimeError as e:
                 return expect("no cdsl program implements %s" % coll) in str(e), str(e).splitlines()[0]
             return False, "no error though no program implements %s" % coll
-        check("%s: verified when a program implements it, else the error 'no cdsl program implements %s'" %
-              (coll, coll), rooted)
+        check("%s of %d floats from the last rank: verified when a program implements it, else the error "
+              "'no cdsl program implements %s'" % (coll, n, coll), rooted)
 
     def alltoall():
         inp = (torch.arange(8 * N) + 100 * rank).float()
@@ -188,7 +190,7 @@ def checks(rank, ref):
                 same(t, want, "")[1], b[:4].tolist())
         finally:
             tb.set_fallback(False)
-    check("set_fallback(True): MAX and a collective without a program run on gloo, same results", fallback)
+    check("set_fallback(True): MAX runs on gloo, and broadcast (on gloo where no program implements it), same results", fallback)
 
     check("all_reduce(op=MAX) raises, naming the op",
           raises("op ReduceOp.MAX is not supported", lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.MAX)))
@@ -224,14 +226,22 @@ def checks(rank, ref):
             want_o = ref_reduce(o)
             dist.all_reduce(o)          # ordinary memory: staged through the region, t kept
             ok_o = torch.equal(o, want_o) and torch.equal(t, keep)
+            ok_b = True
+            if tb.programs("broadcast"):
+                t.copy_(torch.arange(64 * N).float() + rank)
+                dist.broadcast(t, src=N - 1)
+                ok_b = torch.equal(t, torch.arange(64 * N).float() + N - 1 + (1 if WRONG else 0)) and \
+                    seen[3] == (None, None)
         finally:
             pg.comm.run = real
+        ok_o = ok_o and ok_b
         no_copy = seen[:2] == [(None, None), (None, None)] and seen[2][0] is not None
         sym = tb.is_symmetric(t) and not tb.is_symmetric(o)
         del t, part
         return (ok[0] and ok_g[0] and ok_o and no_copy and sym,
-                "%s; %s; ordinary run kept it: %s; pointers given %s" % (ok[1], ok_g[1], ok_o, seen))
-    check("symmetric tensors (cdsl.torch_backend.empty): in-place runs with no copy, an ordinary run keeps them",
+                "%s; %s; ordinary run kept it, broadcast on it: %s; pointers given %s" % (ok[1], ok_g[1], ok_o, seen))
+    check("symmetric tensors (cdsl.torch_backend.empty): in-place runs (all_reduce, all_gather_into_tensor, "
+          "broadcast where a program exists) with no copy, an ordinary run keeps them",
           symmetric)
 
     def barrier():
