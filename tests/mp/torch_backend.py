@@ -162,10 +162,10 @@ def checks(rank, ref):
         check("%s of %d floats from the last rank: verified when a program implements it, else the error "
               "'no cdsl program implements %s'" % (coll, n, coll), rooted)
 
-    def alltoall():
-        inp = (torch.arange(8 * N) + 100 * rank).float()
-        out = torch.empty(8 * N)
-        want = torch.empty(8 * N)
+    def alltoall(per=8):
+        inp = (torch.arange(per * N) + 100 * rank).float()
+        out = torch.empty(per * N)
+        want = torch.empty(per * N)
         dist.all_to_all_single(want, inp.clone(), group=ref)
         if tb.programs("alltoall"):
             dist.all_to_all_single(out, inp)
@@ -175,7 +175,14 @@ def checks(rank, ref):
         except RuntimeError as e:
             return expect("no cdsl program implements alltoall") in str(e), str(e).splitlines()[0]
         return False, "no error though no program implements alltoall"
-    check("all_to_all_single: verified when a program implements it, else the clear error", alltoall)
+    check("all_to_all_single of %d floats: verified when a program implements it, else the clear error" % (8 * N),
+          alltoall)
+    check("all_to_all_single of %d floats: verified when a program implements it, else the clear error" %
+          (10000 * N), lambda: alltoall(10000))
+    uneven = [8 * N - (N - 1)] + [1] * (N - 1)
+    check("all_to_all_single with unequal splits raises, saying cdsl moves equal blocks",
+          raises("are not equal; cdsl's alltoall moves equal blocks",
+                 lambda: dist.all_to_all_single(torch.empty(8 * N), torch.ones(8 * N), uneven, uneven)))
 
     def fallback():
         tb.set_fallback(True)
