@@ -525,6 +525,19 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         return self._with_fallback("reduce_scatter_tensor", run,
                                    lambda: self._gloo_reduce_scatter(output, input, opts))
 
+    def reduce_scatter(self, outputs, input_lists, opts=None):
+        """torch's list form (dist.reduce_scatter): the inputs laid end to end, then the tensor form."""
+        if len(outputs) != 1 or len(input_lists) != 1 or len(input_lists[0]) != self._size:
+            raise ValueError("cdsl: reduce_scatter takes one output and a list of %d inputs" % self._size)
+        flat = torch.cat([t.reshape(-1) for t in input_lists[0]])
+        out = outputs[0]
+        staged = out if out.is_contiguous() else torch.empty_like(out, memory_format=torch.contiguous_format)
+        work = self._reduce_scatter_base(staged.view(-1), flat, opts)
+        work.wait()
+        if staged is not out:
+            out.copy_(staged)
+        return _DoneWork(self, None, outputs)
+
     def _gloo_reduce_scatter(self, output, input, opts):
         """gloo has no reduce-scatter: an all-reduce of a copy, then this rank's part."""
         def call(ts):

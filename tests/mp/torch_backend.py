@@ -84,7 +84,20 @@ def checks(rank, ref):
             ok = work.wait()
             return (ok is True and same(t, want, "all_reduce")[0]), "wait() %r; %s" % (ok, same(t, want, "")[1])
 
+        def lists(dtype=dtype):
+            inp = (torch.arange(16) * (rank + 1)).to(dtype)
+            outs = [torch.empty(16).to(dtype) for _ in range(N)]
+            dist.all_gather(outs, inp)
+            parts = [((torch.arange(16) + p) * (rank + 1)).to(dtype) for p in range(N)]
+            out = torch.empty(16).to(dtype)
+            dist.reduce_scatter(out, parts)
+            want = ref_reduce(torch.cat(parts))[16 * rank:16 * (rank + 1)]
+            ok_g = same(torch.cat(outs), ref_gather(inp) + (1 if WRONG else 0), "all_gather")
+            ok_r = same(out, want, "reduce_scatter")
+            return ok_g[0] and ok_r[0], "%s; %s" % (ok_g[1], ok_r[1])
+
         check("all_gather_into_tensor %s, against gloo" % name, ag)
+        check("the list forms all_gather and reduce_scatter %s, against gloo" % name, lists)
         check("reduce_scatter_tensor %s, against gloo" % name, rs)
         check("all_reduce(op=SUM, async_op=True).wait() %s, against gloo" % name, ar)
 
