@@ -207,8 +207,7 @@ class Work(_CWork):
                 self._event.synchronize()
             elif not self._event.query():
                 return False
-        self._checked = True
-        self._pg._status()
+        self._checked = self._pg._status()     # raises the run's error; False while others run
         return True
 
     def is_completed(self):
@@ -252,26 +251,19 @@ class Work(_CWork):
 
 
 class _DoneWork(Work):
-    """A call another group ran (gloo): its Work, with ours' interface."""
+    """A call that gloo ran and that has been waited for already: its tensors, ours' interface."""
 
-    def __init__(self, pg, inner, result, after=None):
+    def __init__(self, pg, result):
         super().__init__(pg, result)
-        self._inner, self._after2 = inner, after
 
     def wait(self, timeout=None):
-        if self._inner is not None:
-            self._inner.wait()
-            self._inner = None
-        if self._after2 is not None:
-            self._after2()
-            self._after2 = None
         return True
 
     def is_completed(self):
-        return self._inner is None or self._inner.is_completed()
+        return True
 
     def synchronize(self):
-        self.wait()
+        pass
 
 
 # ---- the process group ----------------------------------------------------------------------------------
@@ -344,10 +336,13 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         return self._sym() if self._sym is not None else None
 
     def _status(self):
-        """Raise the communicator's error once every run we enqueued has finished."""
+        """Raise the communicator's error once every run we enqueued has finished; whether it
+        could be read (cdsl_rank_status is defined only then)."""
         self._events = [e for e in self._events if not e.query()]
-        if not self._events:
-            self.comm.status()
+        if self._events:
+            return False
+        self.comm.status()
+        return True
 
     # -- routing ------------------------------------------------------------------------------------------
     def _on_cdsl(self, tensors, what):
@@ -458,7 +453,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         work.wait()
         for t, c in zip(tensors, cpu):
             t.copy_(c)
-        return _DoneWork(self, None, tensors)
+        return _DoneWork(self, tensors)
 
     # -- the collectives, with torch's signatures ----------------------------------------------------------------
     def allreduce(self, tensors, opts=None):
@@ -495,7 +490,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             parts = list(out.chunk(self._size))
             w = self._gloo.allgather([parts], [inp])
             w.wait()
-            return _DoneWork(self, None, [out])
+            return _DoneWork(self, [out])
         return self._gloo_on([output, input], call)
 
     def allgather(self, output_lists, inputs, opts=None):
@@ -508,7 +503,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         work.wait()
         for o, part in zip(output_lists[0], flat.chunk(self._size)):
             o.copy_(part.view_as(o))
-        return _DoneWork(self, None, output_lists)
+        return _DoneWork(self, output_lists)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         opts = opts if opts is not None else dist.ReduceScatterOptions()
@@ -536,7 +531,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         work.wait()
         if staged is not out:
             out.copy_(staged)
-        return _DoneWork(self, None, outputs)
+        return _DoneWork(self, outputs)
 
     def _gloo_reduce_scatter(self, output, input, opts):
         """gloo has no reduce-scatter: an all-reduce of a copy, then this rank's part."""
@@ -547,7 +542,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             ar.reduceOp = opts.reduceOp
             self._gloo.allreduce([whole], ar).wait()
             out.copy_(whole.chunk(self._size)[self._rank].view_as(out))
-            return _DoneWork(self, None, [out])
+            return _DoneWork(self, [out])
         return self._gloo_on([output, input], call)
 
     def broadcast(self, tensors, opts=None):
