@@ -210,7 +210,8 @@ def checks(rank, ref):
                 same(t, want, "")[1], b[:4].tolist())
         finally:
             tb.set_fallback(False)
-    check("set_fallback(True): MAX runs on gloo, and broadcast (on gloo where no program implements it), same results", fallback)
+    check("set_fallback(True): MAX runs on gloo, and broadcast (on gloo where no program implements it), same "
+          "results", fallback)
 
     check("all_reduce(op=MAX) raises, naming the op",
           raises("op ReduceOp.MAX is not supported", lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.MAX)))
