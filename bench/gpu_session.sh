@@ -18,6 +18,8 @@
 #   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (the checked-in
 #          ones and the DSL corpus, from .carry/mscclpp_plans and .carry/dsl when carried)
 #   pkt    MSCCL++'s packet plans timed beside their memory-channel equivalents (1K to 1M)
+#   torch  torchrun of bench/torch_backend.py: the torch.distributed backend cdsl, two processes
+#   launch bench/perf_launch_gpu.sh: cdsl-perf one process per rank, and the wheel
 #   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies
 #   compare  bench/compare.sh: the physical anchors (bench/anchors.cu, built with nvcc), NCCL and
 #          cdsl's programs in one go, and bench/targets.py's targets with PASS/FAIL/n/a (COMPARE_S,
@@ -106,6 +108,26 @@ for s in $steps; do
             >"$W/plans.txt" 2>&1
         echo "plans rc=$?" | tee -a "$W/session.txt"
         grep -E "^\[(PASS|FAIL|SKIP)\]|passed, " "$W/plans.txt" | tee -a "$W/session.txt" ;;
+    torch)
+        # torchrun of a script that uses only torch.distributed calls with the backend cdsl
+        # (cuda:cdsl,cpu:gloo), every collective verified against gloo and timed, staged and
+        # on a symmetric tensor; two processes on one GPU run under MPS
+        step torch
+        [ "$NGPU" = 1 ] && mps_start
+        CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib PYTHONPATH=$PWD/python CDSL_CACHE_DIR=$W/cache \
+            timeout "${TORCH_S:-200}" torchrun --nproc_per_node=2 bench/torch_backend.py \
+            --sizes "${TORCH_SIZES:-1K,64K,1M,16M}" >"$W/torch.txt" 2>&1
+        echo "torch rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[(PASS|FAIL|SKIP)\]|Error|error" "$W/torch.txt" | head -60 | tee -a "$W/session.txt"
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
+    launch)
+        # cdsl-perf one process per rank (torchrun's environment, no torch) and the wheel
+        step launch
+        [ "$NGPU" = 1 ] && mps_start
+        OUT="$W/launch" timeout "${LAUNCH_S:-200}" bash bench/perf_launch_gpu.sh >"$W/launch.txt" 2>&1
+        echo "launch rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[(PASS|FAIL|SKIP)\]" "$W/launch.txt" | tee -a "$W/session.txt"
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
     pkt)
         # MSCCL++'s packet plans beside their memory-channel equivalents, one table per pair
         step pkt
