@@ -366,6 +366,10 @@ static int checked_run(PerfRank *R, cdsl_program *p, cdsl_dtype t, size_t chunk,
         if (copy_in(R, out, R->host_out, out_bytes) || copy_in(R, in, R->host_in, in_bytes))
             rc = CDSL_ERR_SYSTEM;
     }
+    /* cuMemcpyHtoD from pageable memory may return before its DMA has landed, and the run goes
+       to the communicator's own (non-blocking) stream: wait for the copies first. */
+    if (!rc && R->cu.lib && R->cu.CtxSynchronize())
+        rc = CDSL_ERR_SYSTEM;
     if (!rc)
         rc = runs(R, p, t, chunk, 1);
     if (!rc && copy_out(R, R->host_out, out, out_bytes))

@@ -351,6 +351,7 @@ static int rt_loaded_everywhere(cdsl_rank_comm *c, int mine)
     if (st)
         return st;
     int32_t threads = h.threads, blocks = h.blocks;
+    st = mine;   /* this rank's own failure was said where it happened, and stays its last error */
     for (int q = 0; q < c->nranks && !st; q++) {
         if (all[q].status) {
             rt_error(c->log, "rank %d could not load its code for the run (its own message says why)", q);
