@@ -52,14 +52,10 @@ static const char *order_of(const IrOp *op)
    one yet, and a thread block standing in for it would not be what the checker proved. */
 static bool no_port_proxy(const IrProgram *p, Diag *d)
 {
-    for (int r = 0; r < p->nranks; r++)
-        for (int i = 0; i < p->ranks[r].nops; i++)
-            if (p->ranks[r].ops[i].thread < 0) {
-                diag_error(d, p->ranks[r].ops[i].loc, "not supported on the GPU backends: port channels, whose "
-                           "proxy runs on the sim only for now (docs/mscclpp.md, \"Port channels\")");
-                return false;
-            }
-    return true;
+    const IrOp *proxy = ir_port_proxy_op(p);
+    if (proxy)
+        diag_error(d, proxy->loc, "%s (docs/mscclpp.md, \"Port channels\")", IR_PORT_GPU_REFUSAL);
+    return !proxy;
 }
 
 /* A channel c >= 1 of rank r is waited on from one thread block: its base has one copy, which

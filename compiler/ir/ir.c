@@ -90,6 +90,15 @@ IrEffects ir_effects(const IrOp *op)
     return fx;
 }
 
+const IrOp *ir_port_proxy_op(const IrProgram *p)
+{
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++)
+            if (p->ranks[r].ops[i].thread < 0)
+                return &p->ranks[r].ops[i];
+    return NULL;
+}
+
 int ir_plan_channels(const IrProgram *p)
 {
     int chans = 1;

@@ -60,6 +60,9 @@ enum { IR_PORT_CHAN = 2048 };
    to itself on channels IR_PORT_REQ_CHAN + 2k and + 2k + 1, above a plan's semaphores (which are
    the channels 0 .. 1023 of the pair (r, r)), below IR_PORT_CHAN. */
 enum { IR_PORT_REQ_CHAN = 1024, IR_PORT_MAX_PROXIES = (IR_PORT_CHAN - IR_PORT_REQ_CHAN) / 2 };
+/* Why the GPU backends refuse a program with port channels: their proxy (lower/port_proxy.h) is
+   MSCCL++'s CPU thread, which they do not run yet. The emitter and the per-rank engines say it. */
+#define IR_PORT_GPU_REFUSAL "not supported on the GPU backends: port channels, whose proxy runs on the sim only for now"
 /* A plan's packets (MPKT_*) are matched by address, not by order: the importer gives each
    write the reader of each of its chunks, and the pair one id (IrOp.match) on this channel. */
 enum { IR_MPKT_CHAN = 4094 };
@@ -254,6 +257,8 @@ static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->nt
  * IrOp.chan + 1; 1 for a .cdsl program): what an imported plan's counters are sized from
  * (runtime/abi.h: CDSL_SYNC_WORDS, CDSL_STATE_WORDS). */
 int ir_plan_channels(const IrProgram *p);
+/* The first op of a port channel's proxy unit (IrOp.thread < 0), or NULL: none. */
+const IrOp *ir_port_proxy_op(const IrProgram *p);
 const char *ir_coll_name(Collective c);
 /* Moves data: has operands (packet ops too). */
 static inline bool ir_is_data(IrKind k)

@@ -194,6 +194,10 @@ static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 
 int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 {
+    if (ir_port_proxy_op(program_ir(p))) { /* said here too: the emitter's message goes to the program's stream */
+        rt_error(g->log, "rank %d: %s: %s", g->rank, program_ir(p)->name, IR_PORT_GPU_REFUSAL);
+        return CDSL_ERR_USAGE;
+    }
     const char *src = cdsl_emit_cuda_rank(p, (cdsl_backend)g->flavour, dtype, g->rank);
     if (!src)
         return CDSL_ERR_USAGE;  /* the emitter said why */

@@ -104,6 +104,14 @@ ipc "3 processes whose kernels differ agree on one launch shape (the stand-in co
 ipc "a rank killed mid-run: the others give up where they wait, and name it" "exit 4|killed by signal 9" \
     "gave up waiting at stdlib/allgather_nvls.cdsl:5:[0-9]+ \(the switch barrier\).*|rank [02]: rank 1's process \(pid [0-9]+\) has exited" \
     4 FAKE_NGPU=1 FAKE_WAIT_S=1 -- die
+out=$(env "${FAKE[@]}" FAKE_NGPU=1 "$tmp/probe" ok 2 stdlib/allgather_port.cdsl 2>&1)
+if [ "$(echo "$out" | grep -c "allgather_port: not supported on the GPU backends: port channels")" -ge 2 ] &&
+   ! echo "$out" | grep -q "could not load its code"; then
+    pass "a program with port channels: each rank's own message says why the GPU engine refuses it"
+else
+    fail "a program with port channels: each rank's own message says why the GPU engine refuses it" \
+        "$(echo "$out" | grep -v alive | head -4 | tr '\n' ' ')"
+fi
 out=$(env "${FAKE[@]}" FAKE_NGPU=1 CDSL_NVLS=1 NCCL_NVLS_ENABLE=1 NVSHMEM_DISABLE_NVLS=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=0 \
       PROBE_FLAVOUR=nvls "$tmp/probe" ok 2 $ag 2>&1)
 if echo "$out" | grep -q "the nvls flavour needs one rank per GPU; ranks 0 and 1 share GPU 0"; then
