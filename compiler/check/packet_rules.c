@@ -161,7 +161,7 @@ static bool **writes_heard(CheckResult *r)
         if (ir_is_wait(op->kind) && j >= 0 && sig[op->peer][j])
             for (size_t w = 0; w < words; w++)
                 mine[w] |= sig[op->peer][j][w];
-        if (op->kind == IR_MPKT_PUT && op->peer >= 0)
+        if (ir_is_msc_packet_write(op->kind) && op->peer >= 0)
             heard[e.rank][e.idx] = (mine[op->peer / 64] >> (op->peer % 64)) & 1;
         if (ir_is_signal(op->kind) && j >= 0) {
             sig[e.rank][e.idx] = ARENA_ARRAY(a, uint64_t, words);
@@ -218,7 +218,7 @@ static void plan_packets_check(CheckResult *r, Diag *d)
             const IrOp *op = &s->ops[i];
             int ri = r->hb.partner[w][i], reader = op->peer;
             /* the rank's own packets are read before its own end */
-            if (op->kind != IR_MPKT_PUT || ri < 0 || reader == w || heard[w][i] || (halves && seen[reader]))
+            if (!ir_is_msc_packet_write(op->kind) || ri < 0 || reader == w || heard[w][i] || (halves && seen[reader]))
                 continue;
             seen[reader] = halves;
             bool ok = halves ? reader_caught_up(r, w, reader) : end_knows(r, w, reader, ri);

@@ -454,10 +454,10 @@ static void served(Plan *pl, const IrProgram *q, int r, const IrOp *req, bool *p
 {
     const IrSeq *s = &q->ranks[r];
     int unit = 1 + (req->chan - IR_PORT_REQ_CHAN) / 2, i = pl->cursor[unit];
-    while (i < s->nops && (s->ops[i].tb != unit || s->ops[i].kind != IR_WAIT || s->ops[i].chan != req->chan))
+    while (i < s->nops && (s->ops[i].tb != unit || !ir_is_chan_wait(s->ops[i].kind) || s->ops[i].chan != req->chan))
         i++;
     *put = *sig = *flush = false;
-    for (i++; i < s->nops && s->ops[i].tb == unit && s->ops[i].kind != IR_WAIT; i++) {
+    for (i++; i < s->nops && s->ops[i].tb == unit && !ir_is_chan_wait(s->ops[i].kind); i++) {
         const IrOp *op = &s->ops[i];
         if (ir_is_data(op->kind))
             *put = true, *data = op;
@@ -473,7 +473,7 @@ static json_t *port_json(Plan *pl, const IrProgram *q, int r, const IrOp *op)
 {
     int chan = add_peer(pl->ports, &pl->nports, op->port_peer);
     json_t *o = json_object();
-    if (op->kind == IR_WAIT) /* on the port semaphore (a flush's own wait is the flush's) */
+    if (ir_is_chan_wait(op->kind)) /* on the port semaphore (a flush's own wait is the flush's) */
         return with(with(with(o, "name", json_string("wait")), "channel_ids", json_pack("[i]", chan)),
                     "channel_type", json_string("port"));
     bool put, sig, flush;
@@ -570,7 +570,7 @@ static json_t *gpu_json(Plan *pl, const IrProgram *q, int r)
         const IrOp *op = &s->ops[i];
         if (!port_lowered(op, r))
             append(&ops, op_json(pl, op));
-        else if (!(op->kind == IR_WAIT && op->peer == r)) /* a flush's wait is part of the flush */
+        else if (!(ir_is_chan_wait(op->kind) && op->peer == r)) /* a flush's wait is part of the flush */
             append(&ops, port_json(pl, q, r, op));
     }
     json_t *block = json_pack("{s:i, s:o, s:o, s:o}", "id", 0, "ops", ops, "channels", block_channels(pl),

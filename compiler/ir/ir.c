@@ -105,7 +105,7 @@ int ir_plan_channels(const IrProgram *p)
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
-            if ((op->kind == IR_SIGNAL || op->kind == IR_WAIT) && op->chan >= chans)
+            if (ir_is_chan_sync(op->kind) && op->chan >= chans)
                 chans = op->chan + 1;
         }
     return chans;

@@ -286,6 +286,15 @@ static inline bool ir_is_semaphore(IrKind k) { return ir_op_info(k)->chan == CH_
 static inline bool ir_is_packet(IrKind k) { return ir_op_info(k)->packet == 1; }
 /* A plan's packets: flagged data at an address of the plan's packet buffer (IrBuf.packets). */
 static inline bool ir_is_msc_packet(IrKind k) { return ir_op_info(k)->packet == 2; }
+/* A plan's packet write (a relaxed signal carried with its data) / read (a relaxed wait for it). */
+static inline bool ir_is_msc_packet_write(IrKind k) { return ir_is_msc_packet(k) && ir_op_info(k)->sync == SYNC_SIGNAL; }
+static inline bool ir_is_msc_packet_read(IrKind k) { return ir_is_msc_packet(k) && ir_op_info(k)->sync == SYNC_WAIT; }
+/* A channel's own signal or wait (peer and port channels): no data, no packets, no semaphore. */
+static inline bool ir_is_chan_sync(IrKind k)
+{
+    return (ir_is_signal(k) || ir_is_wait(k)) && ir_op_info(k)->chan == CH_PEER && !ir_op_info(k)->packet;
+}
+static inline bool ir_is_chan_wait(IrKind k) { return ir_is_chan_sync(k) && ir_op_info(k)->sync == SYNC_WAIT; }
 static inline bool ir_is_packet_send(IrKind k) { return ir_is_packet(k) && ir_op_info(k)->sync == SYNC_SIGNAL; }
 static inline bool ir_is_packet_recv(IrKind k) { return ir_is_packet(k) && ir_op_info(k)->sync == SYNC_WAIT; }
 /* A plan's packet write that no read takes (IrOp.match -1): data only, nothing to match. */

@@ -62,7 +62,7 @@ void port_finish(IrProgram *p, PortProxies *pp);
    and flush waits (signals of the rank to itself), a block's wait on a port semaphore. */
 static inline bool port_lowered(const IrOp *op, int rank)
 {
-    bool sync = op->kind == IR_SIGNAL || op->kind == IR_WAIT;
+    bool sync = ir_is_chan_sync(op->kind);
     return op->thread < 0 || (sync && op->peer == rank) || (sync && op->chan >= IR_PORT_CHAN);
 }
 

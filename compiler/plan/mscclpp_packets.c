@@ -49,7 +49,8 @@ typedef struct Pairing {
 
 static const IrRange *slot_of(const IrOp *op)
 {
-    return op->kind == IR_MPKT_REDUCE ? &op->src2 : op->kind == IR_MPKT_READ ? &op->src : &op->dst;
+    /* the packets: a write's destination; a read's source, or its second one when it sums (ops.def) */
+    return ir_op_info(op->kind)->src2.on != ON_NONE ? &op->src2 : ir_is_msc_packet_read(op->kind) ? &op->src : &op->dst;
 }
 
 static const char *where(const IrOp *op)
@@ -74,16 +75,16 @@ static Span *spans(Pairing *x, bool writes_only, int *n)
     for (int r = 0; r < x->m->n; r++)
         for (int i = 0; i < x->p->ranks[r].nops; i++)
             count += ir_is_msc_packet(x->p->ranks[r].ops[i].kind) &&
-                     (!writes_only || x->p->ranks[r].ops[i].kind == IR_MPKT_PUT);
+                     (!writes_only || ir_is_msc_packet_write(x->p->ranks[r].ops[i].kind));
     Span *s = ARENA_ARRAY(x->m->a, Span, count + 1);
     *n = 0;
     for (int r = 0; r < x->m->n; r++)
         for (int i = 0; i < x->p->ranks[r].nops; i++) {
             const IrOp *op = &x->p->ranks[r].ops[i];
-            if (!ir_is_msc_packet(op->kind) || (writes_only && op->kind != IR_MPKT_PUT))
+            if (!ir_is_msc_packet(op->kind) || (writes_only && !ir_is_msc_packet_write(op->kind)))
                 continue;
             const IrRange *at = slot_of(op);
-            s[(*n)++] = (Span){op->kind == IR_MPKT_PUT ? op->peer : r, at->first, at->count, r, i};
+            s[(*n)++] = (Span){ir_is_msc_packet_write(op->kind) ? op->peer : r, at->first, at->count, r, i};
         }
     qsort(s, (size_t)*n, sizeof *s, by_place);
     return s;
@@ -244,7 +245,7 @@ static void rebuild(Pairing *x, int r)
     memset(&x->p->ranks[r], 0, sizeof(IrSeq));
     for (int i = 0; i < old.nops; i++) {
         const IrOp *op = &old.ops[i];
-        if (op->kind == IR_MPKT_PUT) {
+        if (ir_is_msc_packet_write(op->kind)) {
             IrOp whole = *op;
             whole.match = -1;
             int covered = 0;
@@ -293,7 +294,7 @@ bool msc_packets_pair(Msc *m)
     for (int r = 0; r < m->n; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             IrKind k = p->ranks[r].ops[i].kind;
-            if ((k == IR_MPKT_READ || k == IR_MPKT_REDUCE) && !pair_read(&x, r, i))
+            if (ir_is_msc_packet_read(k) && !pair_read(&x, r, i))
                 return false;
         }
     for (int r = 0; r < m->n; r++)

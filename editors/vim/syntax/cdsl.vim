@@ -12,7 +12,7 @@ syn keyword cdslKeyword     import def program implements scratch let
 syn keyword cdslConditional if else
 syn keyword cdslRepeat      for in
 syn keyword cdslChannel     switch peer port
-syn keyword cdslCollective  allgather reducescatter allreduce barrier custom alltoall
+syn keyword cdslCollective  allgather reducescatter allreduce barrier custom alltoall broadcast reduce
 syn keyword cdslOrder       relaxed release acquire
 syn keyword cdslBuiltin     rank nranks chunks input output
 syn match   cdslOperation   "\.\@<=\<\(signal\|wait\|flush\|store\|reduce_store\|reduce\|put\|get\|send_packets\|recv_packets\)\>"
