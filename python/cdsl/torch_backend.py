@@ -69,12 +69,27 @@ _fallback = None                # None: the environment decides
 
 # ---- which programs there are, and which serves a call ----------------------------------------------
 
+_stdlib_seen = {}               # (stdlib folder, its mtime) -> stdlib_programs(): read once
+_stdlib_dirs = {}               # CDSL_STDLIB -> the folder core.stdlib_dir() finds for it
+
+
 def stdlib_programs():
     """{collective: [stdlib program names]}, read from the stdlib's `program NAME implements C`
-    lines (no compile), in file order."""
+    lines (no compile), in file order. Read once per folder and version of it: every call that
+    uses the default table asks, and reading the files each time cost most of a call."""
+    d = _stdlib_dirs.get(os.environ.get("CDSL_STDLIB"))
+    if d is None:
+        d = _stdlib_dirs[os.environ.get("CDSL_STDLIB")] = core.stdlib_dir()
+    key = (d, os.stat(d).st_mtime_ns)
+    if key not in _stdlib_seen:
+        _stdlib_seen.clear()
+        _stdlib_seen[key] = _read_stdlib(d)
+    return {c: list(names) for c, names in _stdlib_seen[key].items()}
+
+
+def _read_stdlib(d):
     found = {}
     pattern = re.compile(r"^\s*program\s+(\w+)\s*(?:\([^)]*\))?\s*implements\s+(\w+)", re.M)
-    d = core.stdlib_dir()
     for f in sorted(os.listdir(d)):
         if not f.endswith(".cdsl"):
             continue
@@ -313,9 +328,9 @@ class ProcessGroupCDSL(dist.ProcessGroup):
 
     # -- programs and the region -----------------------------------------------------------------------
     def _program(self, name, in_place, root=None):
-        path = name if name.endswith(".cdsl") else core.stdlib_program(name)
-        key = (path, in_place, root)
+        key = (name, os.environ.get("CDSL_STDLIB"), in_place, root)   # a name is looked up once
         if key not in self._programs:
+            path = name if name.endswith(".cdsl") else core.stdlib_program(name)
             defines = {"root": str(root)} if root is not None else None
             self._programs[key] = core.Program(path, self._size, defines=defines, in_place=in_place)
         return self._programs[key]
