@@ -220,16 +220,28 @@ static bool semaphore_ids(Msc *m, const json_t *ov, MscOp *op)
     return true;
 }
 
-static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
+/* The op's channel type, "channel_type" (current) or "ctype" (old), as an MscChan (MSC_NONE
+   without one); *ct the value, for later messages. */
+static bool channel_type(Msc *m, const json_t *ov, MscOp *op, const json_t **ct)
 {
-    const json_t *ct = msc_field(m, ov, "channel_type", JSON_STRING, false, "an op");
-    if (!ct && json_object_get(ov, "channel_type"))
+    const char *key = m->old ? "ctype" : "channel_type";
+    *ct = msc_field(m, ov, key, JSON_STRING, false, "an op");
+    if (!*ct && json_object_get(ov, key))
         return false;
-    op->chan = ct ? msc_chan_parse(json_string_value(ct), false) : MSC_NONE;
+    op->chan = *ct ? msc_chan_parse(json_string_value(*ct), m->old) : MSC_NONE;
     if (op->chan == MSC_NCHAN) {
-        msc_error(m, ct, "unknown channel type \"%s\" (memory, port, switch or none)", json_string_value(ct));
+        msc_error(m, *ct, "unknown channel type \"%s\" (%s)", json_string_value(*ct),
+                  m->old ? "sm, memory, proxy, port, nvls or none" : "memory, port, switch or none");
         return false;
     }
+    return true;
+}
+
+static bool decode_current(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
+{
+    const json_t *ct;
+    if (!channel_type(m, ov, op, &ct))
+        return false;
     const json_t *ids;
     if (!msc_optional_list(m, ov, "channel_ids", "an op", &ids))
         return false;
@@ -419,14 +431,9 @@ static bool decode_old_packets(Msc *m, const json_t *ov, const MscBlock *blk, Ms
 
 static bool decode_old(Msc *m, const json_t *ov, const MscBlock *blk, MscOp *op)
 {
-    const json_t *ct = msc_field(m, ov, "ctype", JSON_STRING, false, "an op");
-    if (!ct && json_object_get(ov, "ctype"))
+    const json_t *ct;
+    if (!channel_type(m, ov, op, &ct))
         return false;
-    op->chan = ct ? msc_chan_parse(json_string_value(ct), true) : MSC_NONE;
-    if (op->chan == MSC_NCHAN) {
-        msc_error(m, ct, "unknown channel type \"%s\" (sm, memory, proxy, port, nvls or none)", json_string_value(ct));
-        return false;
-    }
     const IrOpInfo *in = op->ir;
     long long cnt = 1, offs[MSC_MAX_OP_CHANNELS];
     if (op->packet)

@@ -306,23 +306,33 @@ static void map_semaphore(Map *x)
     }
 }
 
+/* Destination i of a put-like op (put, pws, pwsf, ppkt) and its source: the executor sends
+   destination i from source i, a local buffer, all sources in the first's buffer. */
+static bool put_pair_ok(Map *x, int i)
+{
+    const MscOp *op = x->op;
+    if (i >= op->nsrc) {
+        refuse(x, "its src_buff is shorter than its dst_buff, and the executor sends nothing for the destinations "
+                  "without a source");
+        return false;
+    }
+    if (!is(x, &op->dst[i], MSC_REMOTE) || !is(x, &op->src[i], MSC_LOCAL))
+        return false;
+    if (op->src[i].type != op->src[0].type) {
+        refuse(x, "its sources are in different buffers, and the executor reads every source from the first's");
+        return false;
+    }
+    return true;
+}
+
 static void map_put(Map *x)
 {
     const MscOp *op = x->op;
     if (!need(x, op->ndst, 1, false))
         return;
     for (int i = 0; i < op->ndst && !x->failed; i++) {
-        if (i >= op->nsrc) {
-            refuse(x, "its src_buff is shorter than its dst_buff, and the executor sends nothing for the destinations "
-                      "without a source");
+        if (!put_pair_ok(x, i))
             return;
-        }
-        if (!is(x, &op->dst[i], MSC_REMOTE) || !is(x, &op->src[i], MSC_LOCAL))
-            return;
-        if (op->src[i].type != op->src[0].type) {
-            refuse(x, "its sources are in different buffers, and the executor reads every source from the first's");
-            return;
-        }
         IrOp o = data_op(x, op->ir->kind, op->dst[i].rank, range(x, &op->dst[i], op->dst[i].size),
                          range(x, &op->src[i], op->dst[i].size));
         rule3(x, &o, op->dst[i].at);
@@ -493,17 +503,8 @@ static void map_ppkt(Map *x)
     if (!need(x, op->ndst, 1, false))
         return;
     for (int i = 0; i < op->ndst && !x->failed; i++) {
-        if (i >= op->nsrc) {
-            refuse(x, "its src_buff is shorter than its dst_buff, and the executor sends nothing for the destinations "
-                      "without a source");
+        if (!put_pair_ok(x, i))
             return;
-        }
-        if (!is(x, &op->dst[i], MSC_REMOTE) || !is(x, &op->src[i], MSC_LOCAL))
-            return;
-        if (op->src[i].type != op->src[0].type) {
-            refuse(x, "its sources are in different buffers, and the executor reads every source from the first's");
-            return;
-        }
         long long size = op->src[i].size;
         IrOp o = packet_op(x, IR_MPKT_PUT, op->dst[i].rank, packets_at(x, &op->dst[i], size), range(x, &op->src[i], size));
         emit(x, o);
