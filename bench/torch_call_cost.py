@@ -1,0 +1,40 @@
+"""bench/torch_call_cost.py: the per-call cost of the torch backend cdsl, on the CPU.
+
+Two processes (sim engine, CPU tensors) call dist.all_reduce(t, async_op=True).wait() on 256
+floats, 20 times to warm up and N times timed; rank 0 prints microseconds a call and the
+profile's top entries (cProfile, by own time). Run from the repository root:
+
+    rm -f /tmp/cdsl_store
+    for r in 0 1; do CDSL_LIB=build/libcdsl.so PYTHONPATH=python \\
+        /usr/bin/python3 bench/torch_call_cost.py $r 2 /tmp/cdsl_store & done; wait
+"""
+import cProfile
+import os
+import pstats
+import sys
+import time
+
+rank, world, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+calls = int(sys.argv[4]) if len(sys.argv) > 4 else 300
+os.environ.setdefault("CDSL_ENGINE", "sim")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import cdsl.torch_backend  # noqa: E402,F401  (registers the backend "cdsl")
+
+dist.init_process_group("cdsl", store=dist.FileStore(path, world), rank=rank, world_size=world)
+t = torch.ones(256)
+for _ in range(20):
+    dist.all_reduce(t, async_op=True).wait()
+profile = cProfile.Profile()
+start = time.time()
+profile.enable()
+for _ in range(calls):
+    dist.all_reduce(t, async_op=True).wait()
+profile.disable()
+us = (time.time() - start) / calls * 1e6
+if rank == 0:
+    print("us per all_reduce (sim engine, CPU, %d processes): %.1f" % (world, us))
+    pstats.Stats(profile).sort_stats("tottime").print_stats(12)
+dist.destroy_process_group()
