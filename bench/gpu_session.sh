@@ -18,6 +18,7 @@
 #   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (the checked-in
 #          ones and the DSL corpus, from .carry/mscclpp_plans and .carry/dsl when carried)
 #   pkt    MSCCL++'s packet plans timed beside their memory-channel equivalents (1K to 1M)
+#   port   bench/port_gpu.sh: port channels through the host's proxy, verified and timed
 #   torch  torchrun of bench/torch_backend.py: the torch.distributed backend cdsl, two processes
 #   launch bench/perf_launch_gpu.sh: cdsl-perf one process per rank, and the wheel
 #   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies
@@ -108,6 +109,12 @@ for s in $steps; do
             >"$W/plans.txt" 2>&1
         echo "plans rc=$?" | tee -a "$W/session.txt"
         grep -E "^\[(PASS|FAIL|SKIP)\]|passed, " "$W/plans.txt" | tee -a "$W/session.txt" ;;
+    port)
+        step port
+        [ -d .carry/dsl ] && export MSCCLPP_DSL=${MSCCLPP_DSL:-$PWD/.carry/dsl}
+        OUT="$W/port" timeout "${PORT_S:-240}" bash bench/port_gpu.sh >"$W/port_run.txt" 2>&1
+        echo "port rc=$?" | tee -a "$W/session.txt"
+        grep -E "^\[(PASS|FAIL|SKIP)\]|^# port|^###|^ +[0-9]+ " "$W/port_run.txt" | tee -a "$W/session.txt" ;;
     torch)
         # torchrun of a script that uses only torch.distributed calls with the backend cdsl
         # (cuda:cdsl,cpu:gloo), every collective verified against gloo and timed, staged and

@@ -60,6 +60,17 @@
  *                                   block only (the importer refuses two), which adds what it
  *                                   consumed as it leaves: one copy, as for block words, and
  *                                   after every other word, CDSL_STATE_WORDS(n, k) long.
+ *   port words (a program with port channels, compiler/lower/port_proxy.h; made and zeroed when
+ *     it is loaded, runtime/engines/gpu_port.c), for P port channel ordinals per pair and K proxies
+ *     per rank:
+ *     port[CDSL_PORT_ARRIVED(n, pair, p)]      the signals rank p's proxy made on port channel
+ *                                             `pair` to this rank (the proxy writes the count)
+ *     port[CDSL_PORT_CONSUMED(n, P, pair, p)]  the waits this rank made on it (one waiting block)
+ *     port[CDSL_PORT_REQ_MADE(n, P, k)]        requests the block of proxy k made
+ *     port[CDSL_PORT_FLUSH_MADE(n, P, k)]      flushes it waited for
+ *   port host words, in pinned host memory mapped into the device (MSCCL++'s FIFO lies there too):
+ *     port_host[CDSL_PORT_HOST_REQ(k)]    the block's request count, a release store at system scope
+ *     port_host[CDSL_PORT_HOST_FLUSHED(k)] flushes the proxy has finished, written by the host
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p), or
  *     CDSL_PKT_COUNTER(p) for a receive of rank p's packets.
@@ -67,7 +78,7 @@
 #ifndef CDSL_ABI_H
 #define CDSL_ABI_H
 
-#define CDSL_ABI_VERSION 5
+#define CDSL_ABI_VERSION 6
 #define CDSL_ABI_MAX_BUFS 8
 
 enum {
@@ -108,6 +119,18 @@ enum {
  * for epochs e and e + 2, which share a parity slot (sim and the device code alike). */
 #define CDSL_PKT_FLAG(e) ((unsigned)((unsigned long long)(e) % 0xffffffffull) + 1u)
 #define CDSL_ERROR_WORDS 4
+/* Port words (see above). Each proxy's host words have a 64-byte line of their own. */
+#define CDSL_PORT_ARRIVED(nranks, pair, p) ((pair) * (nranks) + (p))
+#define CDSL_PORT_CONSUMED(nranks, npairs, pair, p) (((npairs) + (pair)) * (nranks) + (p))
+#define CDSL_PORT_REQ_MADE(nranks, npairs, k) (2 * (npairs) * (nranks) + 2 * (k))
+#define CDSL_PORT_FLUSH_MADE(nranks, npairs, k) (2 * (npairs) * (nranks) + 2 * (k) + 1)
+#define CDSL_PORT_WORDS(nranks, npairs, nprox) (2 * (npairs) * (nranks) + 2 * (nprox))
+#define CDSL_PORT_HOST_REQ(k) (8 * (k))
+#define CDSL_PORT_HOST_FLUSHED(k) (8 * (k) + 1)
+#define CDSL_PORT_HOST_WORDS(nprox) (8 * (nprox))
+/* error[3] for a wait on proxy k's flush, and on a port channel's semaphore from rank p */
+#define CDSL_PORT_FLUSH_COUNTER(k) (0xA0000000u + (unsigned)(k))
+#define CDSL_PORT_SEM_COUNTER(p) (0xB0000000u + (unsigned)(p))
 
 /* The argument block, by value (a kernel's parameters are at most 4 KiB: 1.4 KiB here). Pointers
  * are device addresses valid on the rank's device. Up to CDSL_ARGS_RANKS ranks, every rank's
@@ -126,6 +149,8 @@ typedef struct CdslArgs {
     unsigned long long *mc_sync;      /* nvls: multicast address of the sync words */
     unsigned long long *state;        /* this rank's private state words */
     unsigned int *error;              /* the error record */
+    unsigned long long *port;         /* this rank's port words; NULL without port channels */
+    unsigned long long *port_host;    /* its port host words (a device address of host memory) */
     char *peer_bufs[CDSL_ARGS_RANKS][CDSL_ABI_MAX_BUFS]; /* rank q's buffer b, q < CDSL_ARGS_RANKS */
     unsigned long long *peer_syncs[CDSL_ARGS_RANKS];     /* rank q's sync words */
 } CdslArgs;

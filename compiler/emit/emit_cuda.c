@@ -35,6 +35,7 @@
 #include "emit_headers.h"
 #include "emit_packets.h"
 #include "emit_plan.h"
+#include "emit_port.h"
 #include "emit_target.h"
 
 /* Straight-line code for more operations than this would be too big for NVRTC anyway. */
@@ -60,6 +61,7 @@ typedef struct Emitter {
     EmitFence *fence;                   /* nvls only */
     EmitPlan *plan;                     /* an imported plan's counters; NULL: a .cdsl program */
     int only;                           /* -1: every rank's code; else this rank's alone */
+    int rank;                           /* the .cdsl rank being printed */
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
     SinceBarrier since_barrier;
@@ -266,11 +268,38 @@ static void put_fence(Emitter *e, const char *why, Loc loc)
     emit_printf(&e->out, "    cdsl_fence_alias();  // %s\n", why);
 }
 
+/* A port op of a .cdsl rank (emit_port.h), whose counts have one copy: block 0 makes it. A
+   request reads what every block did before (the proxy copies it), so block 0 waits for the
+   others first; after a wait, every block waits for block 0 at a grid barrier. */
+static void put_grid_port(Emitter *e, const IrOp *op)
+{
+    bool request = emit_port_kind(op, e->rank) == EMIT_PORT_REQUEST;
+    if (request && (e->since_meet.data || e->since_meet.wait)) {
+        emit_line_at(&e->out, op->loc);
+        emit_printf(&e->out, "    CDSL_TRY(cdsl_converge(a, %d, %d));  // the rank's work above is done\n", ++e->meets,
+                    op->loc.line);
+        e->since_meet = (SinceMeet){0};
+    }
+    emit_line_at(&e->out, op->loc);
+    emit_puts(&e->out, "    if (blockIdx.x == 0)\n");
+    emit_port_call(&e->out, e->p, e->rank, op, "        ");
+    if (request)
+        return;
+    emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  // every block after block 0's wait\n", ++e->meets,
+                op->loc.line);
+    e->since_barrier = (SinceBarrier){0};
+    e->since_meet = (SinceMeet){0};
+}
+
 /* One op of a .cdsl rank, whose group is the grid: the synchronisation it needs first, then its
    call. */
 static void put_grid_op(Emitter *e, const IrOp *op, Arena *a)
 {
     put_comment(e, op, a);
+    if (emit_port_kind(op, e->rank) != EMIT_PORT_NONE) {
+        put_grid_port(e, op);
+        return;
+    }
     put_barrier(e, op);
     bool signal = op->kind == IR_SIGNAL || op->kind == IR_SW_SIGNAL;
     /* Whether the arriving threads fence at system scope even for a relaxed signal, or a send:
@@ -316,6 +345,8 @@ static void put_block_op(Emitter *e, const IrOp *op, const IrOp *prev, int rank)
     emit_line_at(&e->out, op->loc);
     if (same_packets(op, prev))
         emit_puts(&e->out, "    // the same packets as above, paired with another read\n");
+    else if (emit_port_kind(op, rank) != EMIT_PORT_NONE)
+        emit_port_call(&e->out, e->p, rank, op, "    ");
     else if (ir_is_msc_packet(op->kind))
         emit_packets_msc_op(&e->out, e->p, op, e->bufname);
     else if (ir_is_data(op->kind))
@@ -372,8 +403,10 @@ static void put_grid_rank(Emitter *e, int r, Arena *a)
         emit_fence_begin_rank(e->fence);
     emit_printf(&e->out, "/* ---- rank %d: %d operation%s */\n\n", r, s->nops, s->nops == 1 ? "" : "s");
     emit_printf(&e->out, "__device__ bool rank_%d(const CdslArgs &a)\n{\n", r);
+    e->rank = r;
     for (int i = 0; i < s->nops; i++)
-        put_grid_op(e, &s->ops[i], a);
+        if (s->ops[i].thread >= 0)  /* a port proxy's ops run on the host */
+            put_grid_op(e, &s->ops[i], a);
     put_fence(e, e->fence ? emit_fence_at_end(e->fence) : NULL, s->nops ? s->ops[s->nops - 1].loc : p_loc(e));
     emit_line_back(&e->out);
     emit_puts(&e->out, "    return true;\n}\n\n");
@@ -385,7 +418,7 @@ static void put_grid_rank(Emitter *e, int r, Arena *a)
 static void put_plan_rank(Emitter *e, int r)
 {
     const IrSeq *s = &e->p->ranks[r];
-    int ntbs = ir_ntbs(e->p, r), i = 0;
+    int ntbs = ir_block_units(e->p, r), i = 0;   /* the port proxies run on the host */
     emit_plan_begin_rank(e->plan, r);
     emit_printf(&e->out, "/* ---- rank %d: %d thread block%s, %d operations */\n\n", r, ntbs, ntbs == 1 ? "" : "s",
                 s->nops);
@@ -532,7 +565,7 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
         return NULL;
     Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}, .only = rank};
     e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);
-    if (p->ntbs) /* an imported plan: one unit per thread block, which places its own fences */
+    if (p->plan) /* an imported plan: one unit per thread block, which places its own fences */
         e.plan = emit_plan_new(p, a);
     else if (flavour == CDSL_BACKEND_NVLS)
         e.fence = emit_fence_new(p, a);

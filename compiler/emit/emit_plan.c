@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "abi.h"
+#include "emit_port.h"
 
 struct EmitPlan {
     const IrProgram *p;
@@ -48,16 +49,6 @@ static const char *order_of(const IrOp *op)
     return op->relaxed ? "CDSL_RELAXED" : wait ? "CDSL_ACQUIRE" : "CDSL_RELEASE";
 }
 
-/* A port channel's proxy (port_proxy.h) is MSCCL++'s CPU thread; the GPU backends do not run
-   one yet, and a thread block standing in for it would not be what the checker proved. */
-static bool no_port_proxy(const IrProgram *p, Diag *d)
-{
-    const IrOp *proxy = ir_port_proxy_op(p);
-    if (proxy)
-        diag_error(d, proxy->loc, "%s (docs/mscclpp.md, \"Port channels\")", IR_PORT_GPU_REFUSAL);
-    return !proxy;
-}
-
 /* A channel c >= 1 of rank r is waited on from one thread block: its base has one copy, which
    that block advances (abi.h). The importer refuses two blocks on one memory channel; false,
    with an error, for a plan that reaches here otherwise. */
@@ -66,7 +57,7 @@ static bool one_waiting_block(const IrProgram *p, int r, int chans, Diag *d, Are
     int *by = ARENA_ARRAY(a, int, (size_t)p->nranks * (size_t)chans);
     for (int i = 0; i < p->ranks[r].nops; i++) {
         const IrOp *op = &p->ranks[r].ops[i];
-        if (op->kind != IR_WAIT || op->chan < 1)
+        if (op->kind != IR_WAIT || op->chan < 1 || emit_port_kind(op, r) != EMIT_PORT_NONE)
             continue;
         int *tb = &by[op->peer * chans + op->chan];
         if (*tb && *tb != op->tb + 1) {
@@ -82,7 +73,7 @@ static bool one_waiting_block(const IrProgram *p, int r, int chans, Diag *d, Are
 
 bool emit_plan_emittable(const IrProgram *p, Diag *d, Arena *a)
 {
-    if (!no_port_proxy(p, d))
+    if (!emit_port_emittable(p, d, a))
         return false;
     for (int r = 0; r < p->nranks; r++)
         if (ir_ntbs(p, r) > CDSL_MAX_BLOCKS) {
@@ -205,7 +196,7 @@ void emit_plan_end_block(EmitBuf *b, const EmitPlan *e, int tb)
         for (int c = 1; c < e->chans; c++) {
             bool waits_here = false; /* then all the rank's waits on the channel are this block's */
             for (int i = 0; i < s->nops && !waits_here; i++)
-                waits_here = s->ops[i].kind == IR_WAIT && s->ops[i].peer == q && s->ops[i].chan == c &&
+                waits_here = s->ops[i].kind == IR_WAIT && s->ops[i].chan < IR_PORT_REQ_CHAN && s->ops[i].peer == q && s->ops[i].chan == c &&
                              s->ops[i].tb == tb;
             if (waits_here)
                 emit_printf(b, "    cdsl_tb_chan_leave(a, %d, %d);  // from rank %d, channel %d\n",

@@ -99,14 +99,38 @@ const IrOp *ir_port_proxy_op(const IrProgram *p)
     return NULL;
 }
 
+void ir_port_shape(const IrProgram *p, int *npairs, int *nproxies)
+{
+    *npairs = *nproxies = 0;
+    for (int r = 0; r < p->nranks; r++)
+        for (int i = 0; i < p->ranks[r].nops; i++) {
+            const IrOp *op = &p->ranks[r].ops[i];
+            if (!ir_is_chan_sync(op->kind) || op->chan < IR_PORT_REQ_CHAN)
+                continue;
+            if (op->chan >= IR_PORT_CHAN && op->chan - IR_PORT_CHAN >= *npairs)
+                *npairs = op->chan - IR_PORT_CHAN + 1;
+            else if (op->chan < IR_PORT_CHAN && (op->chan - IR_PORT_REQ_CHAN) / 2 >= *nproxies)
+                *nproxies = (op->chan - IR_PORT_REQ_CHAN) / 2 + 1;
+        }
+}
+
+int ir_block_units(const IrProgram *p, int rank)
+{
+    const IrSeq *s = &p->ranks[rank];
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].thread < 0)
+            return s->ops[i].tb;
+    return ir_ntbs(p, rank);
+}
+
 int ir_plan_channels(const IrProgram *p)
 {
     int chans = 1;
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
-            if (ir_is_chan_sync(op->kind) && op->chan >= chans)
-                chans = op->chan + 1;
+            if (ir_is_chan_sync(op->kind) && op->chan >= chans && op->chan < IR_PORT_REQ_CHAN)
+                chans = op->chan + 1;   /* a port channel's requests and semaphores have words of their own */
         }
     return chans;
 }

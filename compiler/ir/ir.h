@@ -60,9 +60,16 @@ enum { IR_PORT_CHAN = 2048 };
    to itself on channels IR_PORT_REQ_CHAN + 2k and + 2k + 1, above a plan's semaphores (which are
    the channels 0 .. 1023 of the pair (r, r)), below IR_PORT_CHAN. */
 enum { IR_PORT_REQ_CHAN = 1024, IR_PORT_MAX_PROXIES = (IR_PORT_CHAN - IR_PORT_REQ_CHAN) / 2 };
-/* Why the GPU backends refuse a program with port channels: their proxy (lower/port_proxy.h) is
-   MSCCL++'s CPU thread, which they do not run yet. The emitter and the per-rank engines say it. */
-#define IR_PORT_GPU_REFUSAL "not supported on the GPU backends: port channels, whose proxy runs on the sim only for now"
+/* Why the per-rank GPU engines refuse a program with port channels: its proxy (lower/port_proxy.h)
+   runs as a host thread of the single-process GPU backends (runtime/engines/gpu_port.c), whose
+   transport reaches every rank's memory; between processes it needs a transport of its own. */
+#define IR_PORT_GPU_REFUSAL "not supported by the per-rank GPU engines: port channels, whose proxy runs in the " \
+                            "single-process GPU backends (p2p, nvls) and on the sim"
+/* Why the GPU backends refuse packets written through a port channel (a plan's rppkt there): the
+   host's proxy copies bytes, and MSCCL++'s executor has the block write the packets into its own
+   scratch first (execution_kernel.hpp, handleReadPutPackets), a step the IR does not hold. */
+#define IR_PORT_PACKETS_GPU_REFUSAL "not supported on the GPU backends: packets through a port channel, whose " \
+                                    "proxy copies bytes and cannot write packets"
 /* A plan's packets (MPKT_*) are matched by address, not by order: the importer gives each
    write the reader of each of its chunks, and the pair one id (IrOp.match) on this channel. */
 enum { IR_MPKT_CHAN = 4094 };
@@ -259,6 +266,12 @@ static inline int ir_ntbs(const IrProgram *p, int rank) { return p->ntbs ? p->nt
 int ir_plan_channels(const IrProgram *p);
 /* The first op of a port channel's proxy unit (IrOp.thread < 0), or NULL: none. */
 const IrOp *ir_port_proxy_op(const IrProgram *p);
+/* Port channel ordinals per pair (semaphores IR_PORT_CHAN + pair) and proxies per rank
+   (requests IR_PORT_REQ_CHAN + 2k), the most any rank uses; both 0 without port channels. */
+void ir_port_shape(const IrProgram *p, int *npairs, int *nproxies);
+/* The rank's units that a thread block (or a .cdsl rank's grid) runs: ir_ntbs less the port
+   proxies, which come after them (port_proxy.h). */
+int ir_block_units(const IrProgram *p, int rank);
 const char *ir_coll_name(Collective c);
 /* Moves data: has operands (packet ops too). */
 static inline bool ir_is_data(IrKind k)

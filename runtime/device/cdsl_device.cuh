@@ -323,6 +323,51 @@ __device__ CDSL_OUTLINE bool cdsl_wait_word(const CdslArgs &a, const u64 *word, 
     return !__syncthreads_or(bad);
 }
 
+/* ---- Port channels (compiler/lower/port_proxy.h; the host's proxy: runtime/engines/gpu_port.c)
+   A block does not move a port channel's data: it counts a request in its host word with a
+   release store at system scope (MSCCL++'s FIFO push, fifo_device.hpp:133), and the host's
+   proxy serves the requests in order. The counts live in the rank's port words (abi.h), which
+   only this block writes, so no base is needed across launches. */
+
+/* A request (put, signal, flush or their fusions) to proxy k: after the block's work above. */
+__device__ __forceinline__ void cdsl_port_request(const CdslArgs &a, u32 made, u32 host)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        u64 v = a.port[made] + 1;
+        a.port[made] = v;
+        cdsl_fence_sys();
+        asm volatile("st.relaxed.sys.global.u64 [%0], %1;" : : "l"(a.port_host + host), "l"(v) : "memory");
+    }
+}
+
+/* A flush's second half: wait (acquire) until the proxy has finished this block's flushes so far
+   (port_channel_device.hpp:28, waitFlush). */
+__device__ CDSL_OUTLINE bool cdsl_port_flush_wait(const CdslArgs &a, u32 made, u32 host, u32 line, u32 counter)
+{
+    int bad = 0;
+    if (threadIdx.x == 0) {
+        u64 v = a.port[made] + 1;
+        a.port[made] = v;
+        bad = !cdsl_spin(a, a.port_host + host, v, CDSL_SYS, CDSL_ACQUIRE, line, counter);
+    }
+    return !__syncthreads_or(bad);
+}
+
+/* A wait on a port channel's semaphore (semaphore_device.hpp:48): one more signal than this
+   rank has consumed from the peer's proxy, an acquire; only one block waits on it. */
+__device__ CDSL_OUTLINE bool cdsl_port_wait(const CdslArgs &a, u32 arrived, u32 consumed, u32 line, u32 counter)
+{
+    int bad = 0;
+    if (threadIdx.x == 0) {
+        u64 v = a.port[consumed] + 1;
+        bad = !cdsl_spin(a, a.port + arrived, v, CDSL_SYS, CDSL_ACQUIRE, line, counter);
+        if (!bad)
+            a.port[consumed] = v;
+    }
+    return !__syncthreads_or(bad);
+}
+
 #ifndef CDSL_PLAN
 /* ---- Block-by-block arrivals (a .cdsl program) ---------------------------------------------
    Block b of a rank polls only word b of a counter (runtime/abi.h: CDSL_SYNC_BLOCK), and every

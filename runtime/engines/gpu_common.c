@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "ce.h"
+#include "gpu_port.h"
 #include "log.h"
 #include "program.h"
 
@@ -365,7 +366,8 @@ int gpu_reset_words(GpuComm *g)
         if (pb >= 0 && pb < g->nbufs && rk->buf[pb])
             GPU_TRY(g, d, g->cu->MemsetD8(rk->buf[pb], 0, g->bytes[pb]), "zeroing rank %d's packet slots", q);
     }
-    return gpu_sync_all(g);
+    int st = g->ports ? gpu_ports_reset(g->ports) : CDSL_OK;
+    return st ? st : gpu_sync_all(g);
 }
 
 /* ---- Host <-> device ----------------------------------------------------------------------- */
@@ -483,6 +485,8 @@ static int gpu_load_device(GpuComm *g, int d, const GpuCubin *c)
 /* Forget the loaded program (its graph must be gone already). */
 static void gpu_unload(GpuComm *g)
 {
+    gpu_ports_destroy(g->ports);
+    g->ports = NULL;
     for (int d = 0; d < g->ndev; d++) {
         GpuDevice *dv = &g->devs[d];
         if (dv->module && g->cu->CtxSetCurrent(dv->ctx) != CUDA_SUCCESS)
@@ -592,6 +596,8 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         g->ir = program_ir(p);
         st = ce_load(g, p);
     }
+    if (!st)
+        st = gpu_ports_load(g, program_ir(p), &g->ports);
     if (st)
         gpu_unload(g);
     return st;
@@ -637,8 +643,8 @@ long gpu_op_chunks(const IrProgram *ir, int flavour)
 unsigned gpu_plan_blocks(const IrProgram *ir)
 {
     int most = 0;
-    for (int r = 0; ir && ir->ntbs && r < ir->nranks; r++)
-        most = ir->ntbs[r] > most ? ir->ntbs[r] : most;
+    for (int r = 0; ir && ir->plan && r < ir->nranks; r++) /* a port proxy is not a block */
+        most = ir_block_units(ir, r) > most ? ir_block_units(ir, r) : most;
     return (unsigned)most;
 }
 
@@ -678,6 +684,8 @@ static void gpu_fill_args(const GpuComm *g, size_t chunk_bytes, CdslArgs *args)
         gpu_args_own(&args[q], chunk_bytes, g->spin_limit, q, g->nranks, dv, rk);
         for (int p = 0; p < g->nranks; p++)
             gpu_args_peer(&args[q], p, g->ranks[p].buf, g->ranks[p].sync);
+        if (g->ports)
+            gpu_ports_args(g->ports, q, &args[q]);
     }
 }
 
@@ -893,6 +901,9 @@ static void gpu_wait_site(const IrProgram *ir, int rank, int line, unsigned ctr,
                     (ir_is_wait(k) && !ir_is_packet(k) &&
                      ctr == (unsigned)CDSL_SYNC_CHAN(ir->nranks, op->chan, op->peer)) ||
                     (ir_is_packet_recv(k) && ctr == CDSL_PKT_COUNTER(op->peer)) ||
+                    (k == IR_WAIT && op->chan >= IR_PORT_CHAN && ctr == CDSL_PORT_SEM_COUNTER(op->peer)) ||
+                    (k == IR_WAIT && op->chan >= IR_PORT_REQ_CHAN && op->chan < IR_PORT_CHAN && op->thread >= 0 &&
+                     ctr == CDSL_PORT_FLUSH_COUNTER((op->chan - IR_PORT_REQ_CHAN) / 2)) ||
                     ctr == GPU_GRID_COUNTER;    /* a convergence before any operation */
         if (match && op->loc.line == line && op->loc.src) {
             snprintf(out, n, "%s:%d:%d", op->loc.src->path, line, op->loc.col);
@@ -917,6 +928,10 @@ void gpu_report_record(FILE *log, const IrProgram *ir, int nranks, int q, const 
                  (ctr - (unsigned)CDSL_SYNC_FIXED_WORDS(nranks)) / (unsigned)nranks + 1);
     else if (ctr == GPU_GRID_COUNTER)
         snprintf(what, sizeof what, "its own thread blocks' grid barrier (were all blocks resident?)");
+    else if (ctr >= CDSL_PORT_FLUSH_COUNTER(0) && ctr < CDSL_PORT_SEM_COUNTER(0))
+        snprintf(what, sizeof what, "a flush of its port proxy %u", ctr - CDSL_PORT_FLUSH_COUNTER(0));
+    else if (ctr >= CDSL_PORT_SEM_COUNTER(0) && ctr < CDSL_PORT_SEM_COUNTER(nranks))
+        snprintf(what, sizeof what, "a port channel's signal from rank %u's proxy", ctr - CDSL_PORT_SEM_COUNTER(0));
     else if (ctr >= CDSL_PKT_COUNTER(0) && ctr < CDSL_PKT_COUNTER(nranks))
         snprintf(what, sizeof what, "rank %u's packets", ctr - CDSL_PKT_COUNTER(0));
     else
@@ -993,6 +1008,30 @@ static CdslArgs *gpu_args_new(GpuComm *g, size_t chunk_bytes)
     return args;
 }
 
+/* A program with port channels: each launch of every rank after its pass is posted (the pass
+   before has ended then: its copies never meet this launch), and the run ends when the kernels
+   and the last pass have; timed by the host's clock, since the proxy's copies are part of it. */
+static int gpu_ported(GpuComm *g, CdslArgs *args, unsigned blocks, size_t chunk_bytes, int iters, float *ms)
+{
+    double t0 = log_clock();
+    int st = CDSL_OK;
+    for (int k = 0; !st && k < iters; k++) {
+        st = gpu_ports_post(g->ports, chunk_bytes);
+        if (!st)
+            st = gpu_launch_ranks(g, args, blocks, NULL);
+    }
+    int fin = gpu_finish(g);
+    if (!st && !fin)
+        st = gpu_check_records(g);  /* a block that gave up makes no more requests: give the pass up */
+    int drained = gpu_ports_drain(g->ports);
+    *ms = (float)log_ms_since(t0);
+    if (!st)
+        st = fin ? fin : drained;
+    if (drained && !fin)
+        gpu_reset_words(g);
+    return st;
+}
+
 int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
 {
     GpuComm *g = state;
@@ -1003,8 +1042,11 @@ int gpu_run(void *state, size_t chunk_bytes, int iters, double *us_per_iter)
     if (!args)
         return CDSL_ERR_SYSTEM;
     float ms = 0;
-    g->ce_run = ce_chosen(g, chunk_bytes);     /* no grid then: 0 blocks keys the graph */
-    st = gpu_timed(g, args, g->ce_run ? 0 : gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
+    g->ce_run = !g->ports && ce_chosen(g, chunk_bytes);     /* no grid then: 0 blocks keys the graph */
+    if (g->ports)
+        st = gpu_ported(g, args, gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
+    else
+        st = gpu_timed(g, args, g->ce_run ? 0 : gpu_grid(g, chunk_bytes), chunk_bytes, iters, &ms);
     free(args);
     int fin = gpu_finish(g);    /* also after a failed launch: nothing may stay in flight */
     /* A launch that failed part way left some ranks' counters, bases and records a run ahead
@@ -1074,7 +1116,9 @@ int gpu_launch(void *state, size_t chunk_bytes, void *const *streams)
         return CDSL_ERR_SYSTEM;
     }
     st = gpu_pick_streams(g, streams, use);
-    if (!st && ce_chosen(g, chunk_bytes))
+    if (!st && g->ports)
+        st = gpu_ports_post(g->ports, chunk_bytes);
+    if (!st && !g->ports && ce_chosen(g, chunk_bytes))
         st = ce_launch(g, chunk_bytes, use);
     else if (!st)
         st = gpu_launch_ranks(g, args, gpu_grid(g, chunk_bytes), use);
@@ -1087,6 +1131,10 @@ int gpu_launch(void *state, size_t chunk_bytes, void *const *streams)
 
 int gpu_status(void *state)
 {
-    int st = gpu_check_records(state), ce = ce_status(state);
-    return st ? st : ce;
+    GpuComm *g = state;
+    int st = gpu_check_records(g), ce = ce_status(g);
+    int ports = g->ports ? gpu_ports_drain(g->ports) : CDSL_OK;
+    if (ports && !st)
+        gpu_reset_words(g);
+    return st ? st : ce ? ce : ports;
 }

@@ -194,7 +194,7 @@ static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 
 int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 {
-    if (ir_port_proxy_op(program_ir(p))) { /* said here too: the emitter's message goes to the program's stream */
+    if (ir_port_proxy_op(program_ir(p))) { /* the emitter would emit it: only the single-process backends run the proxy */
         rt_error(g->log, "rank %d: %s: %s", g->rank, program_ir(p)->name, IR_PORT_GPU_REFUSAL);
         return CDSL_ERR_USAGE;
     }

@@ -58,6 +58,7 @@ typedef struct GpuGraph {
 } GpuGraph;
 
 typedef struct CeState CeState;  /* ce.c: the copy-engine path */
+typedef struct GpuPorts GpuPorts;  /* gpu_port.c: the loaded program's port-channel proxy */
 
 typedef struct GpuComm {
     RtConfig cfg;
@@ -87,6 +88,7 @@ typedef struct GpuComm {
     void *priv;                     /* the backend's own state (nvls: the multicast group) */
     CeState *ce;                    /* p2p: the loaded program's copy-engine plan (ce.h) */
     int ce_run;                     /* this run goes to the copy engine, not to kernels */
+    GpuPorts *ports;                /* the loaded program's port proxy; NULL: no port channels */
 } GpuComm;
 
 /* Make device d's context current; 0 or a reported CDSL_ERR_SYSTEM. */

@@ -161,6 +161,12 @@ int cu_has_ipc(const CuDrv *cu)
            cu->MemAddressReserve && cu->MemAddressFree && cu->MemMap && cu->MemUnmap && cu->MemSetAccess;
 }
 
+int cu_has_port(const CuDrv *cu)
+{
+    return cu->MemHostAlloc && cu->MemFreeHost && cu->MemHostGetDevicePointer && cu->MemcpyAsync &&
+           cu->StreamWriteValue64 && cu->EventQuery;
+}
+
 int cu_has_ce(const CuDrv *cu)
 {
     return cu->MemcpyAsync && cu->MemcpyDtoHAsync && cu->StreamWriteValue64 && cu->StreamWaitValue64 &&

@@ -81,6 +81,7 @@ enum { CU_STREAM_CAPTURE_STATUS_NONE = 0 };
 
 /* Stream, event and capture flags */
 enum { CU_STREAM_NON_BLOCKING = 0x1 };
+enum { CU_MEMHOSTALLOC_PORTABLE = 0x1, CU_MEMHOSTALLOC_DEVICEMAP = 0x2 };
 enum { CU_EVENT_DEFAULT = 0x0, CU_EVENT_DISABLE_TIMING = 0x2 };
 enum { CU_STREAM_CAPTURE_MODE_GLOBAL = 0, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
        CU_STREAM_CAPTURE_MODE_RELAXED = 2 };
@@ -213,7 +214,8 @@ typedef struct CUmulticastObjectProp {
     X(0, MulticastUnbind, "cuMulticastUnbind", NULL,                                           \
       (CUmemGenericAllocationHandle mc, CUdevice dev, size_t mc_offset, size_t size))          \
     CU_RANK_FUNCS(X)                                                                           \
-    CU_CE_FUNCS(X)
+    CU_CE_FUNCS(X)                                                                             \
+    CU_PORT_FUNCS(X)
 
 /* One process per GPU (gpu_rank.c, rank_ipc.c): the caller's context and streams, memory
  * passed between processes as file descriptors, copies on a stream, pointer checks. */
@@ -246,6 +248,14 @@ typedef struct CUmulticastObjectProp {
     X(0, EventQuery, "cuEventQuery", NULL, (CUevent e))                                        \
     X(0, StreamIsCapturing, "cuStreamIsCapturing", NULL, (CUstream s, int *status))
 
+/* The host's port-channel proxy (gpu_port.c): pinned host memory the kernel reaches, for the
+ * blocks' requests (besides the copy-engine group's copies, write-values and event queries). */
+#define CU_PORT_FUNCS(X)                                                                        \
+    X(0, MemHostAlloc, "cuMemHostAlloc", NULL, (void **p, size_t bytes, unsigned int flags))   \
+    X(0, MemFreeHost, "cuMemFreeHost", NULL, (void *p))                                        \
+    X(0, MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", \
+      (CUdeviceptr * dp, void *p, unsigned int flags))
+
 #define CU_DECLARE_MEMBER(req, member, sym, alt, params) CUresult (*member) params;
 
 typedef struct CuDrv {
@@ -271,5 +281,6 @@ int cu_has_graphs(const CuDrv *cu);
 int cu_has_multicast(const CuDrv *cu);
 int cu_has_ipc(const CuDrv *cu);    /* everything one process per GPU with VMM memory needs */
 int cu_has_ce(const CuDrv *cu);     /* everything the copy-engine path needs */
+int cu_has_port(const CuDrv *cu);   /* everything the port-channel proxy needs */
 
 #endif

@@ -13,7 +13,7 @@
 #define CDSL_ELEM_F32 1
 #define CDSL_INLINE 1  // 3 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
-static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
+static_assert(sizeof(CdslArgs) == 1368, "CdslArgs differs from the host's runtime/abi.h");
 
 /* ---- The program's buffers (chunk counts) ---- */
 

@@ -11,7 +11,7 @@
 #define CDSL_FLAVOUR_P2P 1
 #define CDSL_ELEM_S32 1
 #include "cdsl_device.cuh"  // runtime/device/: the device library
-static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
+static_assert(sizeof(CdslArgs) == 1368, "CdslArgs differs from the host's runtime/abi.h");
 
 /* ---- The program's buffers (chunk counts) ---- */
 

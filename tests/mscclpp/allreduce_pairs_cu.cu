@@ -12,7 +12,7 @@
 #define CDSL_PLAN_CHANNELS 2  // channels per pair of ranks: the runtime allocates CDSL_SYNC_WORDS(CDSL_NRANKS, 2) sync words
 #define CDSL_INLINE 1  // 16 helper calls: inlined
 #include "cdsl_device.cuh"  // runtime/device/: the device library
-static_assert(sizeof(CdslArgs) == 1352, "CdslArgs differs from the host's runtime/abi.h");
+static_assert(sizeof(CdslArgs) == 1368, "CdslArgs differs from the host's runtime/abi.h");
 
 /* ---- The plan's buffers ---- */
 

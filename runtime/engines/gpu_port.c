@@ -1,0 +1,537 @@
+/*
+ * gpu_port.c - the host's proxy for port channels on the single-process GPU backends, and its
+ * transport on one host (gpu_port.h says what it does and why).
+ *
+ * One thread per loaded program with port channels. It sleeps until a launch posts a pass, then
+ * walks every proxy unit as far as it can without blocking, round after round, until each unit
+ * has walked all its ops; then it waits for every lane to drain and ends the pass. The counts it
+ * keeps (requests served, flushes done, signals sent per channel) grow across passes, as the
+ * kernel's do, and start again from zero only with the port words (gpu_ports_reset).
+ */
+#include "gpu_port.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+
+typedef unsigned long long u64;
+
+typedef struct PortUnit {
+    int rank, k;                /* the issuing rank and its proxy index k */
+    IrOp *ops;                  /* a copy of the unit's ops (the IR may be replaced between runs) */
+    char **site;                /* per op: "file:line:col (ctx)", for reports */
+    int nops;
+    int pos;                    /* the next op of this pass */
+    int marking;                /* a flush's mark is on the lane, not reached yet */
+    u64 served, flushed;        /* requests taken and flushes done, over all passes */
+} PortUnit;
+
+struct GpuPorts {
+    GpuComm *g;
+    const PortTransport *tp;
+    int n, npairs, nprox;
+    CUdeviceptr *words;         /* [n]: each rank's port words (device memory) */
+    u64 **host;                 /* [n]: each rank's port host words (pinned) */
+    CUdeviceptr *host_dev;      /* [n]: the same, as the device reaches them */
+    u64 *sent;                  /* [(from * n + to) * npairs + pair]: signals made */
+    PortUnit *units;
+    int nunits;
+    CUstream *lanes;            /* [nunits], on the issuing rank's device */
+    CUevent *marks;             /* [nunits] */
+    double bound_s;             /* no progress for this long: the pass gives up */
+    pthread_t thread;
+    int have_thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    u64 posted, ended;          /* passes */
+    size_t chunk_bytes;         /* of the posted pass */
+    int stop, abandon;          /* abandon: read by the thread without the lock (atomics) */
+    int status;                 /* the first failed pass's, until a drain takes it */
+};
+
+static double port_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---- The transport on one host: copies and write-values between peer-mapped memory -------- */
+
+static int lane_device(const GpuPorts *pp, int lane)
+{
+    return pp->g->ranks[pp->units[lane].rank].device;
+}
+
+static int one_host_put(void *self, int lane, int from, int to, int dbuf, size_t doff, int sbuf, size_t soff,
+                        size_t bytes)
+{
+    GpuPorts *pp = self;
+    GpuComm *g = pp->g;
+    int d = lane_device(pp, lane), st = gpu_use(g, d);
+    if (st || !bytes)
+        return st;
+    CUdeviceptr dst = g->ranks[to].buf[dbuf] + doff, src = g->ranks[from].buf[sbuf] + soff;
+    GPU_TRY(g, d, g->cu->MemcpyAsync(dst, src, bytes, pp->lanes[lane]),
+            "the port proxy's put of %zu bytes from rank %d to rank %d", bytes, from, to);
+    return CDSL_OK;
+}
+
+static int one_host_signal(void *self, int lane, int to, int word, u64 value)
+{
+    GpuPorts *pp = self;
+    GpuComm *g = pp->g;
+    int d = lane_device(pp, lane), st = gpu_use(g, d);
+    if (st)
+        return st;
+    GPU_TRY(g, d, g->cu->StreamWriteValue64(pp->lanes[lane], pp->words[to] + 8 * (CUdeviceptr)word, value,
+                                            CU_STREAM_WRITE_VALUE_DEFAULT),
+            "the port proxy's signal to rank %d", to);
+    return CDSL_OK;
+}
+
+static int one_host_mark(void *self, int lane)
+{
+    GpuPorts *pp = self;
+    int d = lane_device(pp, lane), st = gpu_use(pp->g, d);
+    if (st)
+        return st;
+    GPU_TRY(pp->g, d, pp->g->cu->EventRecord(pp->marks[lane], pp->lanes[lane]), "marking a port proxy's lane");
+    return CDSL_OK;
+}
+
+static int one_host_reached(void *self, int lane)
+{
+    GpuPorts *pp = self;
+    CUresult r = pp->g->cu->EventQuery(pp->marks[lane]);
+    if (r == CUDA_SUCCESS)
+        return 1;
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    return -gpu_fail(pp->g, lane_device(pp, lane), r, "a port proxy's copies");
+}
+
+static const PortTransport one_host = {
+    "one host (CUDA copies and stream write-values between peer-mapped memory)",
+    one_host_put, one_host_signal, one_host_mark, one_host_reached,
+};
+
+/* ---- One pass ------------------------------------------------------------------------------ */
+
+static bool is_request(const PortUnit *u, const IrOp *op)
+{
+    return op->kind == IR_WAIT && op->peer == u->rank;
+}
+
+/* The unit's ops from its position on, as far as they go without waiting; *moved when one did. */
+static int unit_step(GpuPorts *pp, PortUnit *u, int lane, size_t chunk, int *moved)
+{
+    const PortTransport *tp = pp->tp;
+    for (; u->pos < u->nops; u->pos++, *moved = 1) {
+        const IrOp *op = &u->ops[u->pos];
+        int st = CDSL_OK;
+        if (is_request(u, op)) {
+            u64 made = __atomic_load_n(&pp->host[u->rank][CDSL_PORT_HOST_REQ(u->k)], __ATOMIC_ACQUIRE);
+            if ((long long)(made - (u->served + 1)) < 0)
+                return CDSL_OK;
+            u->served++;
+        } else if (op->kind == IR_PUT) {
+            st = tp->put(pp, lane, u->rank, op->peer, op->dst.buf, (size_t)op->dst.first * chunk, op->src.buf,
+                         (size_t)op->src.first * chunk, (size_t)op->dst.count * chunk);
+        } else if (op->kind == IR_SIGNAL && op->peer != u->rank) {
+            int pair = op->chan - IR_PORT_CHAN;
+            u64 *count = &pp->sent[((size_t)u->rank * (size_t)pp->n + (size_t)op->peer) * (size_t)pp->npairs + (size_t)pair];
+            st = tp->signal(pp, lane, op->peer, CDSL_PORT_ARRIVED(pp->n, pair, u->rank), ++*count);
+        } else if (op->kind == IR_SIGNAL) {     /* the flush's "done", once the lane has drained to here */
+            if (!u->marking && (st = tp->mark(pp, lane)) == CDSL_OK)
+                u->marking = 1;
+            int r = st ? 0 : tp->reached(pp, lane);
+            if (r < 0)
+                st = -r;
+            else if (!st && r == 0)
+                return CDSL_OK;
+            if (!st) {
+                u->marking = 0;
+                __atomic_store_n(&pp->host[u->rank][CDSL_PORT_HOST_FLUSHED(u->k)], ++u->flushed, __ATOMIC_RELEASE);
+            }
+        } else {
+            rt_error(pp->g->cfg.log, "internal: the port proxy of rank %d cannot run %s at %s", u->rank,
+                     ir_kind_name(op->kind), u->site[u->pos]);
+            st = CDSL_ERR_RUNTIME;
+        }
+        if (st)
+            return st;
+    }
+    return CDSL_OK;
+}
+
+/* Every unit that has not finished: what it waits for, and where. */
+static int pass_stuck(GpuPorts *pp, double waited)
+{
+    int said = 0;
+    for (int i = 0; i < pp->nunits; i++) {
+        PortUnit *u = &pp->units[i];
+        if (u->pos >= u->nops)
+            continue;
+        if (said++ == 4) {
+            rt_error(pp->g->cfg.log, "... and other port proxies as well");
+            break;
+        }
+        const IrOp *op = &u->ops[u->pos];
+        if (is_request(u, op))
+            rt_error(pp->g->cfg.log, "rank %d's port proxy %d gave up waiting at %s for its thread block's request "
+                     "(request %llu; none came for %.1f s)", u->rank, u->k, u->site[u->pos], u->served + 1, waited);
+        else
+            rt_error(pp->g->cfg.log, "rank %d's port proxy %d gave up at %s: its copies before the flush did not "
+                     "complete in %.1f s", u->rank, u->k, u->site[u->pos], waited);
+    }
+    return CDSL_ERR_RUNTIME;
+}
+
+/* Every lane drained (what the pass put there has landed), bounded. */
+static int pass_drain(GpuPorts *pp)
+{
+    for (int i = 0; i < pp->nunits; i++) {
+        int st = pp->tp->mark(pp, i);
+        if (st)
+            return st;
+    }
+    double start = port_now();
+    for (int i = 0; i < pp->nunits;) {
+        int r = pp->tp->reached(pp, i);
+        if (r < 0)
+            return -r;
+        if (r) {
+            i++;
+            continue;
+        }
+        if (port_now() - start > pp->bound_s) {
+            rt_error(pp->g->cfg.log, "rank %d's port proxy %d: its copies did not complete in %.1f s",
+                     pp->units[i].rank, pp->units[i].k, pp->bound_s);
+            return CDSL_ERR_RUNTIME;
+        }
+        sched_yield();
+    }
+    return CDSL_OK;
+}
+
+static int port_pass(GpuPorts *pp, size_t chunk)
+{
+    for (int i = 0; i < pp->nunits; i++)
+        pp->units[i].pos = 0;
+    double last = port_now();
+    for (unsigned idle = 0;;) {
+        int left = 0, moved = 0;
+        for (int i = 0; i < pp->nunits; i++) {
+            int st = unit_step(pp, &pp->units[i], i, chunk, &moved);
+            if (st)
+                return st;
+            left += pp->units[i].pos < pp->units[i].nops;
+        }
+        if (!left)
+            return pass_drain(pp);
+        if (__atomic_load_n(&pp->abandon, __ATOMIC_ACQUIRE))
+            return CDSL_ERR_RUNTIME;
+        double now = port_now();
+        if (moved) {
+            last = now;
+            idle = 0;
+        } else if (now - last > pp->bound_s) {
+            return pass_stuck(pp, now - last);
+        } else if (++idle > 1024) {     /* long idle: give the core back now and then */
+            struct timespec nap = {0, 2000};
+            nanosleep(&nap, NULL);
+        }
+    }
+}
+
+static void *port_thread(void *arg)
+{
+    GpuPorts *pp = arg;
+    pthread_mutex_lock(&pp->mu);
+    for (;;) {
+        while (!pp->stop && pp->ended == pp->posted)
+            pthread_cond_wait(&pp->cv, &pp->mu);
+        if (pp->stop)
+            break;
+        size_t chunk = pp->chunk_bytes;
+        pthread_mutex_unlock(&pp->mu);
+        int st = __atomic_load_n(&pp->abandon, __ATOMIC_ACQUIRE) ? CDSL_ERR_RUNTIME : port_pass(pp, chunk);
+        pthread_mutex_lock(&pp->mu);
+        if (st && !pp->status)
+            pp->status = st;
+        pp->ended++;
+        pthread_cond_broadcast(&pp->cv);
+    }
+    pthread_mutex_unlock(&pp->mu);
+    return NULL;
+}
+
+/* ---- Making and unmaking ------------------------------------------------------------------- */
+
+static char *op_site(const IrOp *op)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s:%d:%d%s%s%s", op->loc.src ? op->loc.src->path : "?", op->loc.line, op->loc.col,
+             op->ctx ? " (" : "", op->ctx ? op->ctx : "", op->ctx ? ")" : "");
+    return strdup(buf);
+}
+
+/* The units of rank r: its units after its blocks, each a run of ops with thread < 0. */
+static int units_of(GpuPorts *pp, const IrProgram *ir, int r)
+{
+    const IrSeq *s = &ir->ranks[r];
+    for (int i = 0; i < s->nops;) {
+        if (s->ops[i].thread >= 0) {
+            i++;
+            continue;
+        }
+        int j = i;
+        while (j < s->nops && s->ops[j].tb == s->ops[i].tb)
+            j++;
+        PortUnit *u = &pp->units[pp->nunits++];
+        u->rank = r;
+        u->k = -1;
+        u->nops = j - i;
+        u->ops = malloc((size_t)u->nops * sizeof *u->ops);
+        u->site = calloc((size_t)u->nops, sizeof *u->site);
+        if (!u->ops || !u->site)
+            return CDSL_ERR_SYSTEM;
+        for (int m = 0; m < u->nops; m++) {
+            const IrOp *op = &s->ops[i + m];
+            if (op->kind == IR_MPKT_PUT || (op->kind != IR_PUT && !ir_is_chan_sync(op->kind))) {
+                rt_error(pp->g->cfg.log, "%s:%d:%d: %s (%s)", op->loc.src ? op->loc.src->path : "?", op->loc.line,
+                         op->loc.col, IR_PORT_PACKETS_GPU_REFUSAL, ir_kind_name(op->kind));
+                return CDSL_ERR_USAGE;
+            }
+            u->ops[m] = *op;
+            if (!(u->site[m] = op_site(op)))
+                return CDSL_ERR_SYSTEM;
+            if (is_request(u, op))
+                u->k = (op->chan - IR_PORT_REQ_CHAN) / 2;
+        }
+        i = j;
+    }
+    return CDSL_OK;
+}
+
+static int make_lanes(GpuPorts *pp)
+{
+    GpuComm *g = pp->g;
+    pp->lanes = calloc((size_t)pp->nunits, sizeof *pp->lanes);
+    pp->marks = calloc((size_t)pp->nunits, sizeof *pp->marks);
+    if (!pp->lanes || !pp->marks)
+        return CDSL_ERR_SYSTEM;
+    for (int i = 0; i < pp->nunits; i++) {
+        int d = lane_device(pp, i), st = gpu_use(g, d);
+        if (st)
+            return st;
+        GPU_TRY(g, d, g->cu->StreamCreate(&pp->lanes[i], CU_STREAM_NON_BLOCKING), "making a port proxy's lane");
+        GPU_TRY(g, d, g->cu->EventCreate(&pp->marks[i], CU_EVENT_DISABLE_TIMING), "making a port proxy's mark");
+    }
+    return CDSL_OK;
+}
+
+static int make_words(GpuPorts *pp)
+{
+    GpuComm *g = pp->g;
+    int n = pp->n;
+    pp->words = calloc((size_t)n, sizeof *pp->words);
+    pp->host = calloc((size_t)n, sizeof *pp->host);
+    pp->host_dev = calloc((size_t)n, sizeof *pp->host_dev);
+    pp->sent = calloc((size_t)n * (size_t)n * (size_t)(pp->npairs ? pp->npairs : 1), sizeof *pp->sent);
+    if (!pp->words || !pp->host || !pp->host_dev || !pp->sent)
+        return CDSL_ERR_SYSTEM;
+    size_t dev_bytes = 8 * (size_t)CDSL_PORT_WORDS(n, pp->npairs, pp->nprox);
+    size_t host_bytes = 8 * (size_t)CDSL_PORT_HOST_WORDS(pp->nprox > 0 ? pp->nprox : 1);
+    for (int q = 0; q < n; q++) {
+        int d = g->ranks[q].device, st = gpu_use(g, d);
+        if (st)
+            return st;
+        GPU_TRY(g, d, g->cu->MemAlloc(&pp->words[q], dev_bytes ? dev_bytes : 8), "allocating rank %d's port words", q);
+        GPU_TRY(g, d, g->cu->MemsetD8(pp->words[q], 0, dev_bytes ? dev_bytes : 8), "zeroing rank %d's port words", q);
+        void *h = NULL;
+        GPU_TRY(g, d, g->cu->MemHostAlloc(&h, host_bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                "allocating rank %d's port host words", q);
+        pp->host[q] = h;
+        memset(h, 0, host_bytes);
+        GPU_TRY(g, d, g->cu->MemHostGetDevicePointer(&pp->host_dev[q], h, 0), "mapping rank %d's port host words", q);
+    }
+    return CDSL_OK;
+}
+
+static int count_units(const IrProgram *ir)
+{
+    int n = 0;
+    for (int r = 0; r < ir->nranks; r++)
+        n += ir_ntbs(ir, r) - ir_block_units(ir, r);
+    return n;
+}
+
+int gpu_ports_load(GpuComm *g, const IrProgram *ir, GpuPorts **out)
+{
+    *out = NULL;
+    int nunits = count_units(ir);
+    if (!nunits)
+        return CDSL_OK;
+    if (!cu_has_port(g->cu)) {
+        rt_error(g->cfg.log, "%s uses port channels, whose proxy needs pinned host memory, copies and stream "
+                 "write-values, which this CUDA driver lacks", ir->name);
+        return CDSL_ERR_SYSTEM;
+    }
+    GpuPorts *pp = calloc(1, sizeof *pp);
+    if (!pp) {
+        rt_error(g->cfg.log, "out of memory");
+        return CDSL_ERR_SYSTEM;
+    }
+    pp->g = g;
+    pp->tp = &one_host;
+    pp->n = ir->nranks;
+    ir_port_shape(ir, &pp->npairs, &pp->nprox);
+    pp->bound_s = 2e-6 * (double)g->spin_limit;
+    if (pp->bound_s < 0.1)
+        pp->bound_s = 0.1;
+    pthread_mutex_init(&pp->mu, NULL);
+    pthread_cond_init(&pp->cv, NULL);
+    pp->units = calloc((size_t)nunits, sizeof *pp->units);
+    int st = pp->units ? CDSL_OK : CDSL_ERR_SYSTEM;
+    for (int r = 0; !st && r < ir->nranks; r++)
+        st = units_of(pp, ir, r);
+    if (!st)
+        st = make_words(pp);
+    if (!st)
+        st = make_lanes(pp);
+    if (!st) {
+        if (pthread_create(&pp->thread, NULL, port_thread, pp) == 0)
+            pp->have_thread = 1;
+        else
+            st = CDSL_ERR_SYSTEM;
+    }
+    if (st == CDSL_ERR_SYSTEM && !pp->have_thread)
+        rt_error(g->cfg.log, "setting up the port proxy of %s failed (out of memory, or no thread)", ir->name);
+    if (st) {
+        gpu_ports_destroy(pp);
+        return st;
+    }
+    log_msg(LOG_INFO, "port proxy: %d units, %d channel ordinals per pair, transport: %s", pp->nunits, pp->npairs,
+            pp->tp->name);
+    *out = pp;
+    return CDSL_OK;
+}
+
+void gpu_ports_destroy(GpuPorts *pp)
+{
+    if (!pp)
+        return;
+    GpuComm *g = pp->g;
+    if (pp->have_thread) {
+        pthread_mutex_lock(&pp->mu);
+        pp->stop = 1;
+        __atomic_store_n(&pp->abandon, 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&pp->cv);
+        pthread_mutex_unlock(&pp->mu);
+        pthread_join(pp->thread, NULL);
+    }
+    for (int i = 0; pp->lanes && i < pp->nunits; i++) {
+        if (gpu_use(g, lane_device(pp, i)))
+            continue;
+        if (pp->lanes[i]) {
+            g->cu->StreamSynchronize(pp->lanes[i]);
+            g->cu->StreamDestroy(pp->lanes[i]);
+        }
+        if (pp->marks[i])
+            g->cu->EventDestroy(pp->marks[i]);
+    }
+    for (int q = 0; q < pp->n; q++) {
+        if (pp->words && pp->words[q] && !gpu_use(g, g->ranks[q].device))
+            g->cu->MemFree(pp->words[q]);
+        if (pp->host && pp->host[q])
+            g->cu->MemFreeHost(pp->host[q]);
+    }
+    for (int i = 0; pp->units && i < pp->nunits; i++) {
+        for (int m = 0; pp->units[i].site && m < pp->units[i].nops; m++)
+            free(pp->units[i].site[m]);
+        free(pp->units[i].site);
+        free(pp->units[i].ops);
+    }
+    pthread_mutex_destroy(&pp->mu);
+    pthread_cond_destroy(&pp->cv);
+    free(pp->units);
+    free(pp->lanes);
+    free(pp->marks);
+    free(pp->words);
+    free(pp->host);
+    free(pp->host_dev);
+    free(pp->sent);
+    free(pp);
+}
+
+/* ---- Runs ---------------------------------------------------------------------------------- */
+
+void gpu_ports_args(const GpuPorts *pp, int q, CdslArgs *a)
+{
+    a->port = (unsigned long long *)(uintptr_t)pp->words[q];
+    a->port_host = (unsigned long long *)(uintptr_t)pp->host_dev[q];
+}
+
+int gpu_ports_post(GpuPorts *pp, size_t chunk_bytes)
+{
+    pthread_mutex_lock(&pp->mu);
+    while (pp->ended < pp->posted)
+        pthread_cond_wait(&pp->cv, &pp->mu);    /* a pass always ends: it is bounded */
+    int st = pp->status;
+    if (!st) {
+        pp->chunk_bytes = chunk_bytes;
+        pp->posted++;
+        pthread_cond_broadcast(&pp->cv);
+    }
+    pthread_mutex_unlock(&pp->mu);
+    return st;
+}
+
+int gpu_ports_drain(GpuPorts *pp)
+{
+    pthread_mutex_lock(&pp->mu);
+    while (pp->ended < pp->posted)
+        pthread_cond_wait(&pp->cv, &pp->mu);
+    int st = pp->status;
+    pp->status = CDSL_OK;
+    pthread_mutex_unlock(&pp->mu);
+    return st;
+}
+
+int gpu_ports_reset(GpuPorts *pp)
+{
+    GpuComm *g = pp->g;
+    __atomic_store_n(&pp->abandon, 1, __ATOMIC_RELEASE);
+    gpu_ports_drain(pp);
+    int st = CDSL_OK;
+    for (int i = 0; i < pp->nunits && !st; i++) {
+        int d = lane_device(pp, i);
+        if (!(st = gpu_use(g, d))) {
+            CUresult r = g->cu->StreamSynchronize(pp->lanes[i]);
+            if (r != CUDA_SUCCESS)
+                st = gpu_fail(g, d, r, "draining a port proxy's lane");
+        }
+        pp->units[i].served = pp->units[i].flushed = 0;
+        pp->units[i].marking = 0;
+    }
+    size_t dev_bytes = 8 * (size_t)CDSL_PORT_WORDS(pp->n, pp->npairs, pp->nprox);
+    for (int q = 0; q < pp->n && !st; q++) {
+        int d = g->ranks[q].device;
+        if (!(st = gpu_use(g, d)) && dev_bytes) {
+            CUresult r = g->cu->MemsetD8(pp->words[q], 0, dev_bytes);
+            if (r != CUDA_SUCCESS)
+                st = gpu_fail(g, d, r, "zeroing rank %d's port words", q);
+        }
+        memset(pp->host[q], 0, 8 * (size_t)CDSL_PORT_HOST_WORDS(pp->nprox > 0 ? pp->nprox : 1));
+    }
+    memset(pp->sent, 0, (size_t)pp->n * (size_t)pp->n * (size_t)(pp->npairs ? pp->npairs : 1) * sizeof *pp->sent);
+    __atomic_store_n(&pp->abandon, 0, __ATOMIC_RELEASE);
+    return st;
+}
