@@ -55,7 +55,7 @@ one() {
 export -f one
 export cdslc tmp
 
-PACKET_PROGRAMS=${PACKET_PROGRAMS:-"stdlib/allgather_ll.cdsl stdlib/allreduce_ll.cdsl stdlib/reducescatter_ll.cdsl"}
+PACKET_PROGRAMS=${PACKET_PROGRAMS:-"stdlib/allgather_ll.cdsl stdlib/allreduce_ll.cdsl stdlib/reducescatter_ll.cdsl stdlib/allgather_port.cdsl"}
 for f in "$spec"/*.cdsl $PACKET_PROGRAMS; do
     case $f in "$spec"/*) head -1 "$f" | grep -q '^// expect: accept' || continue ;; esac
     for n in 2 4 8; do for b in p2p nvls; do for t in f32 f16 bf16 u32 s32; do
