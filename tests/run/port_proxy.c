@@ -1,0 +1,422 @@
+/*
+ * port_proxy.c - the host's port-channel proxy (runtime/engines/gpu_port.c) without a GPU, for
+ * tests/run/port_proxy.sh.
+ *
+ *   port_proxy PROGRAM NRANKS
+ *
+ * The proxy runs as it does on the GPU, against a stand-in driver table whose memory is host
+ * memory and whose streams are queues that a thread of their own works through, a copy in
+ * pieces with a yield between them (so that a reader not ordered after a copy sees it half
+ * done), write-values after the copies before them, events as positions in a queue. The
+ * blocks' side is played by a thread per thread block that does what the emitted code does
+ * (compiler/emit/emit_port.c, runtime/device/cdsl_device.cuh): local copies, requests counted in
+ * the host words with a release store, flush waits and semaphore waits on the port words.
+ * Checked, printing [PASS]/[FAIL]: three launches in a row verify (an allgather's output, a
+ * plan's run to its end); a block that stops before a request makes the pass give up with a
+ * report naming the proxy's wait and its place; after gpu_ports_reset the next launch
+ * verifies; destroy frees what load made (the ASan build would say otherwise).
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "abi.h"
+#include "cdsl.h"
+#include "emit_port.h"
+#include "gpu_port.h"
+#include "program.h"
+
+typedef unsigned long long u64;
+static int failures;
+
+static void expect(int ok, const char *what, const char *why)
+{
+    printf("[%s] %s%s%s\n", ok ? "PASS" : "FAIL", what, ok ? "" : ": ", ok ? "" : why);
+    failures += !ok;
+}
+
+/* ---- The stand-in driver: lanes are queues served by a thread each ----------------------- */
+
+enum { OP_COPY, OP_WRITE, OP_MARK };
+typedef struct LaneOp {
+    int kind;
+    char *dst;
+    const char *src;
+    size_t n;
+    u64 value;
+    u64 seq;
+} LaneOp;
+
+typedef struct Lane {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    LaneOp *q;
+    int head, tail, cap, stop;
+    u64 issued, done;           /* marks */
+    unsigned seed;
+} Lane;
+
+typedef struct Event {
+    Lane *lane;
+    u64 seq;
+} Event;
+
+static void lane_do(Lane *l, LaneOp *op)
+{
+    if (rand_r(&l->seed) % 4 == 0)
+        sched_yield();
+    if (op->kind == OP_COPY) {
+        for (size_t off = 0; off < op->n; off += 64) {   /* in pieces: a reader that is early sees half */
+            memcpy(op->dst + off, op->src + off, op->n - off < 64 ? op->n - off : 64);
+            if ((off & 1023) == 0)
+                sched_yield();
+        }
+    } else if (op->kind == OP_WRITE) {
+        __atomic_store_n((u64 *)op->dst, op->value, __ATOMIC_RELEASE);  /* after the copies: the barrier */
+    } else {
+        __atomic_store_n(&l->done, op->seq, __ATOMIC_RELEASE);
+    }
+}
+
+static void *lane_main(void *arg)
+{
+    Lane *l = arg;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        while (!l->stop && l->head == l->tail)
+            pthread_cond_wait(&l->cv, &l->mu);
+        if (l->head == l->tail && l->stop)
+            break;
+        LaneOp op = l->q[l->head % l->cap];
+        pthread_mutex_unlock(&l->mu);
+        lane_do(l, &op);
+        pthread_mutex_lock(&l->mu);
+        l->head++;
+        pthread_cond_broadcast(&l->cv);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return NULL;
+}
+
+static void lane_push(Lane *l, LaneOp op)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->tail - l->head == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        LaneOp *q = malloc((size_t)cap * sizeof *q);
+        for (int i = l->head; i < l->tail; i++)
+            q[i % cap] = l->q[i % l->cap];
+        free(l->q);
+        l->q = q;
+        l->cap = cap;
+    }
+    l->q[l->tail++ % l->cap] = op;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static CUresult f_ok(void) { return CUDA_SUCCESS; }
+static CUresult f_ctx(CUcontext c) { (void)c; return CUDA_SUCCESS; }
+static CUresult f_alloc(CUdeviceptr *p, size_t n)
+{
+    *p = (CUdeviceptr)(uintptr_t)calloc(1, n);
+    return *p ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult f_free(CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
+static CUresult f_memset(CUdeviceptr p, unsigned char v, size_t n) { memset((void *)(uintptr_t)p, v, n); return CUDA_SUCCESS; }
+static CUresult f_host_alloc(void **p, size_t n, unsigned flags) { (void)flags; *p = calloc(1, n); return CUDA_SUCCESS; }
+static CUresult f_host_free(void *p) { free(p); return CUDA_SUCCESS; }
+static CUresult f_host_dev(CUdeviceptr *dp, void *p, unsigned flags) { (void)flags; *dp = (CUdeviceptr)(uintptr_t)p; return CUDA_SUCCESS; }
+static CUresult f_stream(CUstream *s, unsigned flags)
+{
+    (void)flags;
+    Lane *l = calloc(1, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+    l->seed = 7;
+    pthread_create(&l->thread, NULL, lane_main, l);
+    *s = (CUstream)l;
+    return CUDA_SUCCESS;
+}
+static CUresult f_stream_sync(CUstream s)
+{
+    Lane *l = (Lane *)s;
+    pthread_mutex_lock(&l->mu);
+    while (l->head != l->tail)
+        pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+    return CUDA_SUCCESS;
+}
+static CUresult f_stream_destroy(CUstream s)
+{
+    Lane *l = (Lane *)s;
+    pthread_mutex_lock(&l->mu);
+    l->stop = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    pthread_join(l->thread, NULL);
+    free(l->q);
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+    return CUDA_SUCCESS;
+}
+static CUresult f_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
+{
+    lane_push((Lane *)st, (LaneOp){OP_COPY, (char *)(uintptr_t)d, (const char *)(uintptr_t)s, n, 0, 0});
+    return CUDA_SUCCESS;
+}
+static CUresult f_write(CUstream st, CUdeviceptr a, u64 v, unsigned flags)
+{
+    (void)flags;
+    lane_push((Lane *)st, (LaneOp){OP_WRITE, (char *)(uintptr_t)a, NULL, 0, v, 0});
+    return CUDA_SUCCESS;
+}
+static CUresult f_event(CUevent *e, unsigned flags) { (void)flags; *e = (CUevent)calloc(1, sizeof(Event)); return CUDA_SUCCESS; }
+static CUresult f_event_destroy(CUevent e) { free(e); return CUDA_SUCCESS; }
+static CUresult f_record(CUevent e, CUstream st)
+{
+    Event *ev = (Event *)e;
+    Lane *l = (Lane *)st;
+    ev->lane = l;
+    ev->seq = ++l->issued;
+    lane_push(l, (LaneOp){OP_MARK, NULL, NULL, 0, 0, ev->seq});
+    return CUDA_SUCCESS;
+}
+static CUresult f_query(CUevent e)
+{
+    Event *ev = (Event *)e;
+    return __atomic_load_n(&ev->lane->done, __ATOMIC_ACQUIRE) >= ev->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+static CUresult f_name(CUresult r, const char **s) { (void)r; *s = "FAKE_ERROR"; return CUDA_SUCCESS; }
+
+static CuDrv fake_driver(void)
+{
+    CuDrv cu;
+    memset(&cu, 0, sizeof cu);
+    cu.GetErrorName = f_name;
+    cu.GetErrorString = f_name;
+    cu.CtxSetCurrent = f_ctx;
+    cu.CtxSynchronize = (CUresult(*)(void))f_ok;
+    cu.MemAlloc = f_alloc;
+    cu.MemFree = f_free;
+    cu.MemsetD8 = f_memset;
+    cu.MemHostAlloc = f_host_alloc;
+    cu.MemFreeHost = f_host_free;
+    cu.MemHostGetDevicePointer = f_host_dev;
+    cu.StreamCreate = f_stream;
+    cu.StreamDestroy = f_stream_destroy;
+    cu.StreamSynchronize = f_stream_sync;
+    cu.MemcpyAsync = f_copy;
+    cu.StreamWriteValue64 = f_write;
+    cu.EventCreate = f_event;
+    cu.EventDestroy = f_event_destroy;
+    cu.EventRecord = f_record;
+    cu.EventQuery = f_query;
+    return cu;
+}
+
+/* ---- The blocks' side, as the emitted code does it ---------------------------------------- */
+
+typedef struct Block {
+    const IrProgram *ir;
+    GpuComm *g;
+    CdslArgs a;
+    int rank, tb;
+    size_t chunk;
+    int stop_before_request;    /* > 0: stop (as a block that gave up) before this request */
+    int ok;
+} Block;
+
+/* A bounded wait, as a kernel's: 2 s. */
+static int spin_until(const u64 *word, u64 target)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0;; i++) {
+        if ((long long)(__atomic_load_n(word, __ATOMIC_ACQUIRE) - target) >= 0)
+            return 1;
+        if (i > 1000)
+            sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec >= 2)
+            return 0;
+    }
+}
+
+static void *block_main(void *arg)
+{
+    Block *b = arg;
+    const IrProgram *ir = b->ir;
+    int n = ir->nranks, npairs, nprox, requests = 0;
+    ir_port_shape(ir, &npairs, &nprox);
+    const IrSeq *s = &ir->ranks[b->rank];
+    GpuRank *rk = &b->g->ranks[b->rank];
+    b->ok = 1;
+    for (int i = 0; i < s->nops && b->ok; i++) {
+        const IrOp *op = &s->ops[i];
+        if (op->tb != b->tb || op->thread < 0)
+            continue;
+        int k = (op->chan - IR_PORT_REQ_CHAN) / 2, pair = op->chan - IR_PORT_CHAN;
+        switch (emit_port_kind(op, b->rank)) {
+        case EMIT_PORT_REQUEST: {
+            if (++requests == b->stop_before_request)
+                return NULL;
+            u64 v = ++b->a.port[CDSL_PORT_REQ_MADE(n, npairs, k)];
+            __atomic_store_n(&b->a.port_host[CDSL_PORT_HOST_REQ(k)], v, __ATOMIC_RELEASE);
+            continue;
+        }
+        case EMIT_PORT_FLUSH_WAIT: {
+            u64 v = ++b->a.port[CDSL_PORT_FLUSH_MADE(n, npairs, k)];
+            b->ok = spin_until(&b->a.port_host[CDSL_PORT_HOST_FLUSHED(k)], v);
+            continue;
+        }
+        case EMIT_PORT_WAIT: {
+            u64 v = b->a.port[CDSL_PORT_CONSUMED(n, npairs, pair, op->peer)] + 1;
+            b->ok = spin_until(&b->a.port[CDSL_PORT_ARRIVED(n, pair, op->peer)], v);
+            b->a.port[CDSL_PORT_CONSUMED(n, npairs, pair, op->peer)] = v;
+            continue;
+        }
+        case EMIT_PORT_NONE:
+            break;
+        }
+        if (op->kind == IR_COPY) {
+            memcpy((char *)(uintptr_t)rk->buf[op->dst.buf] + (size_t)op->dst.first * b->chunk,
+                   (char *)(uintptr_t)rk->buf[op->src.buf] + (size_t)op->src.first * b->chunk,
+                   (size_t)op->dst.count * b->chunk);
+        } else if (op->kind != IR_NOP) {
+            fprintf(stderr, "port_proxy: the stand-in blocks cannot run %s\n", ir_kind_name(op->kind));
+            b->ok = 0;
+        }
+    }
+    return NULL;
+}
+
+/* One launch: a pass posted, every block of every rank run, the pass drained. */
+static int launch(GpuComm *g, GpuPorts *pp, const IrProgram *ir, size_t chunk, int stop_rank, int *blocks_ok)
+{
+    int st = gpu_ports_post(pp, chunk);
+    if (st)
+        return st;
+    int total = 0;
+    for (int r = 0; r < ir->nranks; r++)
+        total += ir_block_units(ir, r);
+    Block *b = calloc((size_t)total, sizeof *b);
+    pthread_t *t = calloc((size_t)total, sizeof *t);
+    for (int r = 0, i = 0; r < ir->nranks; r++)
+        for (int tb = 0; tb < ir_block_units(ir, r); tb++, i++) {
+            b[i] = (Block){ir, g, {0}, r, tb, chunk, r == stop_rank && tb == 0 ? 2 : 0, 0};
+            gpu_ports_args(pp, r, &b[i].a);
+            pthread_create(&t[i], NULL, block_main, &b[i]);
+        }
+    *blocks_ok = 1;
+    for (int i = 0; i < total; i++) {
+        pthread_join(t[i], NULL);
+        *blocks_ok &= b[i].ok || b[i].stop_before_request;
+    }
+    free(b);
+    free(t);
+    return gpu_ports_drain(pp);
+}
+
+static void fill(GpuComm *g, const IrProgram *ir, size_t chunk, int pass)
+{
+    for (int r = 0; r < ir->nranks; r++)
+        for (int buf = 0; buf < ir->nbufs; buf++) {
+            unsigned char *p = (unsigned char *)(uintptr_t)g->ranks[r].buf[buf];
+            for (size_t i = 0; i < (size_t)ir->bufs[buf].nchunks * chunk; i++)
+                p[i] = buf == IR_INPUT ? (unsigned char)(pass * 31 + r * 7 + i) : 0;
+        }
+}
+
+/* An allgather's output: chunk c of every rank is rank c's input. */
+static int allgathered(GpuComm *g, const IrProgram *ir, size_t chunk)
+{
+    for (int r = 0; r < ir->nranks; r++)
+        for (int c = 0; c < ir->nranks; c++)
+            if (memcmp((char *)(uintptr_t)g->ranks[r].buf[IR_OUTPUT] + (size_t)c * chunk,
+                       (char *)(uintptr_t)g->ranks[c].buf[IR_INPUT], chunk) != 0)
+                return 0;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3)
+        return 2;
+    int n = atoi(argv[2]);
+    cdsl_compile_opts o = {.path = argv[1], .nranks = n, .stop_after = CDSL_STAGE_CHECK, .color = 0};
+    cdsl_program *prog = NULL;
+    if (cdsl_compile(&o, &prog) != CDSL_OK || !prog) {
+        printf("[FAIL] %s compiles\n", argv[1]);
+        return 1;
+    }
+    const IrProgram *ir = program_ir(prog);
+    n = ir->nranks;
+    size_t chunk = 4096;
+    char *logbuf = NULL;
+    size_t loglen = 0;
+    FILE *log = open_memstream(&logbuf, &loglen);
+    CuDrv cu = fake_driver();
+    GpuDevice dev;
+    memset(&dev, 0, sizeof dev);
+    GpuComm g;
+    memset(&g, 0, sizeof g);
+    g.cu = &cu;
+    g.cfg.log = log;
+    g.ndev = 1;
+    g.devs = &dev;
+    g.nranks = n;
+    g.spin_limit = 150000;      /* the pass gives up after 0.3 s without progress */
+    g.ranks = calloc((size_t)n, sizeof *g.ranks);
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < ir->nbufs; b++)
+            g.ranks[r].buf[b] = (CUdeviceptr)(uintptr_t)calloc((size_t)ir->bufs[b].nchunks, chunk);
+    GpuPorts *pp = NULL;
+    int st = gpu_ports_load(&g, ir, &pp);
+    char what[256], why[256];
+    snprintf(why, sizeof why, "status %d", st);
+    expect(st == CDSL_OK && pp, "the proxy loads for a program with port channels", why);
+    int gather = ir->coll == COLL_ALLGATHER;
+    for (int pass = 0; pp && pass < 3; pass++) {
+        fill(&g, ir, chunk, pass);
+        int blocks_ok = 0;
+        st = launch(&g, pp, ir, chunk, -1, &blocks_ok);
+        snprintf(what, sizeof what, "launch %d of %s at %d ranks: every request served, every wait released%s", pass + 1,
+                 ir->name, n, gather ? ", the allgather verified" : "");
+        snprintf(why, sizeof why, "status %d, blocks %s, result %s", st, blocks_ok ? "done" : "stuck",
+                 gather && !allgathered(&g, ir, chunk) ? "wrong" : "ok");
+        expect(!st && blocks_ok && (!gather || allgathered(&g, ir, chunk)), what, why);
+    }
+    if (pp && n >= 2) {
+        int blocks_ok = 0;
+        fill(&g, ir, chunk, 5);
+        st = launch(&g, pp, ir, chunk, 1, &blocks_ok);    /* rank 1's block 0 stops before its 2nd request */
+        fflush(log);
+        snprintf(why, sizeof why, "status %d, log: %.200s", st, logbuf ? logbuf : "");
+        expect(st == CDSL_ERR_RUNTIME && logbuf && strstr(logbuf, "rank 1's port proxy") &&
+                   strstr(logbuf, "gave up waiting at") && strstr(logbuf, "for its thread block's request"),
+               "a block that stops before a request: the pass gives up, naming rank 1's proxy and where it waited", why);
+        st = gpu_ports_reset(pp);
+        expect(st == CDSL_OK, "gpu_ports_reset after it", "failed");
+        fill(&g, ir, chunk, 6);
+        st = launch(&g, pp, ir, chunk, -1, &blocks_ok);
+        snprintf(what, sizeof what, "after the reset, the next launch of %s runs clean%s", ir->name,
+                 gather ? " and verifies" : "");
+        expect(!st && blocks_ok && (!gather || allgathered(&g, ir, chunk)), what, "it did not");
+    }
+    gpu_ports_destroy(pp);
+    for (int r = 0; r < n; r++)
+        for (int b = 0; b < ir->nbufs; b++)
+            free((void *)(uintptr_t)g.ranks[r].buf[b]);
+    free(g.ranks);
+    fclose(log);
+    free(logbuf);
+    cdsl_program_destroy(prog);
+    return failures != 0;
+}
