@@ -114,7 +114,7 @@ for f in "$DIR"/*.cdsl; do
         accepted "$f" "$n" || continue
         log=$LOGS/${name}_n${n}.log
         if ! "$CDSLC" "$f" -n "$n" --emit-cuda --backend p2p -o /dev/null 2>"$log" &&
-           grep -q "not supported on the GPU backends" "$log"; then   # port channels: sim only for now
+           grep -q "not supported on the GPU backends" "$log"; then   # packets through a port channel
             printf "%-28s %2d %4d  %-9s\n" "$name" "$n" "$rpg" "not on GPU: $(grep -o 'not supported on the GPU backends: [a-z ]*' "$log" | head -1 | cut -c36-)" >>"$table"
             continue
         fi

@@ -105,7 +105,7 @@ ipc "a rank killed mid-run: the others give up where they wait, and name it" "ex
     "gave up waiting at stdlib/allgather_nvls.cdsl:5:[0-9]+ \(the switch barrier\).*|rank [02]: rank 1's process \(pid [0-9]+\) has exited" \
     4 FAKE_NGPU=1 FAKE_WAIT_S=1 -- die
 out=$(env "${FAKE[@]}" FAKE_NGPU=1 "$tmp/probe" ok 2 stdlib/allgather_port.cdsl 2>&1)
-if [ "$(echo "$out" | grep -c "allgather_port: not supported on the GPU backends: port channels")" -ge 2 ] &&
+if [ "$(echo "$out" | grep -c "allgather_port: not supported by the per-rank GPU engines: port channels")" -ge 2 ] &&
    ! echo "$out" | grep -q "could not load its code"; then
     pass "a program with port channels: each rank's own message says why the GPU engine refuses it"
 else
