@@ -48,7 +48,7 @@ CDSLC=build/cdslc CDSLRUN=build/cdslrun
 pass=0 fail=0 skipped=0
 
 # run NAME PLAN DTYPE [EXTRA...]: verified on p2p, ranks sharing the GPUs as they must; a plan
-# the GPU backends refuse by design (port channels: their proxy is not built) is skipped, named
+# the GPU backends refuse by design (packets through a port channel) is skipped, named
 run() {
     local name=$1 plan=$2 t=$3 n rpg; shift 3
     [ -n "${PLANS_ONLY:-}" ] && ! [[ $name =~ $PLANS_ONLY ]] && return   # a later call's remainder
