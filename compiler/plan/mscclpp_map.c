@@ -759,6 +759,11 @@ static void map_port(Map *x)
     const char *k = x->op->kind;
     if (!strcmp(k, "rppkt"))
         map_port_rppkt(x);
+    else if (!strcmp(k, "ppkt") && x->m->old)
+        refuse(x, "on a port channel a ppkt copies a source that is already in packet format, flags included "
+                  "(execution_kernel.hpp:276-289), which cdsl does not model; MSCCL++'s DSL writes rppkt there, and "
+                  "MSCCL++'s executor no longer loads a plan of this older format (it reads input_chunks, "
+                  "execution_plan.cc:260)");
     else if (!strcmp(k, "ppkt"))
         refuse(x, "on a port channel a ppkt copies a source that is already in packet format, flags included "
                   "(execution_kernel.hpp:276-289), which cdsl does not model; MSCCL++'s DSL writes rppkt there");

@@ -7,7 +7,8 @@ out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
 src="tests/unit/emit_unit.c compiler/util/arena.c compiler/util/diag.c compiler/util/escape.c compiler/ir/ir.c
      compiler/ir/colls.c compiler/emit/emit_cuda.c compiler/emit/emit_fence.c compiler/emit/emit_headers.c
-     compiler/emit/emit_plan.c build/gen/device_headers.c compiler/emit/emit_packets.c compiler/emit/emit_buf.c
+     compiler/emit/emit_plan.c compiler/emit/emit_port.c build/gen/device_headers.c compiler/emit/emit_packets.c
+     compiler/emit/emit_buf.c
      compiler/emit/emit_target.c compiler/lower/packet_layout.c compiler/lower/order.c compiler/check/chunk_runs.c
      runtime/api/names.c runtime/jit/sha256.c runtime/jit/nvrtc.c"
 # shellcheck disable=SC2086
