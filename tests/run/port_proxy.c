@@ -27,6 +27,7 @@
 #include "abi.h"
 #include "cdsl.h"
 #include "emit_port.h"
+#include "gpu_common.h"
 #include "gpu_port.h"
 #include "program.h"
 
@@ -379,7 +380,7 @@ int main(int argc, char **argv)
             g.ranks[r].buf[b] = (CUdeviceptr)(uintptr_t)calloc((size_t)ir->bufs[b].nchunks, chunk);
     GpuPorts *pp = NULL;
     int st = gpu_ports_load(&g, ir, &pp);
-    char what[256], why[256];
+    char what[256], why[512];
     snprintf(why, sizeof why, "status %d", st);
     expect(st == CDSL_OK && pp, "the proxy loads for a program with port channels", why);
     int gather = ir->coll == COLL_ALLGATHER;
@@ -409,6 +410,34 @@ int main(int argc, char **argv)
         snprintf(what, sizeof what, "after the reset, the next launch of %s runs clean%s", ir->name,
                  gather ? " and verifies" : "");
         expect(!st && blocks_ok && (!gather || allgathered(&g, ir, chunk)), what, "it did not");
+    }
+    /* A kernel's wait that gave up on port words names its place and what it waited for. */
+    bool seen[EMIT_PORT_WAIT + 1] = {0};
+    for (int i = 0; n >= 2 && i < ir->ranks[1].nops; i++) {
+        const IrOp *op = &ir->ranks[1].ops[i];
+        EmitPortKind kind = emit_port_kind(op, 1);
+        if ((kind != EMIT_PORT_WAIT && kind != EMIT_PORT_FLUSH_WAIT) || seen[kind])
+            continue;
+        seen[kind] = true;
+        unsigned rec[CDSL_ERROR_WORDS] = {1, 1, (unsigned)op->loc.line,
+                                          kind == EMIT_PORT_WAIT ? CDSL_PORT_SEM_COUNTER(op->peer)
+                                                                 : CDSL_PORT_FLUSH_COUNTER((op->chan - IR_PORT_REQ_CHAN) / 2)};
+        char *text = NULL, want[160];
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        gpu_report_record(f, ir, n, 1, rec, 100);
+        fclose(f);
+        if (kind == EMIT_PORT_WAIT)
+            snprintf(want, sizeof want, ":%d:%d (a port channel's signal from rank %d's proxy)", op->loc.line, op->loc.col,
+                     op->peer);
+        else
+            snprintf(want, sizeof want, ":%d:%d (a flush of its port proxy %d)", op->loc.line, op->loc.col,
+                     (op->chan - IR_PORT_REQ_CHAN) / 2);
+        snprintf(what, sizeof what, "a kernel's %s that gave up is reported at its line:col, naming what it waited for",
+                 kind == EMIT_PORT_WAIT ? "port wait" : "flush wait");
+        snprintf(why, sizeof why, "wanted '%s' in: %.200s", want, text ? text : "");
+        expect(text && strstr(text, want) && strstr(text, "rank 1 gave up waiting at"), what, why);
+        free(text);
     }
     gpu_ports_destroy(pp);
     for (int r = 0; r < n; r++)
