@@ -275,6 +275,8 @@ void gpu_destroy(GpuComm *g)
         gpu_sync_all(g);    /* nothing may be running on what we free */
         gpu_drop_graph(g);
         ce_destroy(g);
+        gpu_ports_destroy(g->ports);    /* its thread and lanes, while the contexts live */
+        g->ports = NULL;
         for (int d = 0; d < g->ndev; d++) {
             if (!g->devs[d].ctx)
                 continue;
