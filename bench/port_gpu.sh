@@ -12,7 +12,8 @@
 #    signal must end with a named report, and the next run on the same communicator (a
 #    selftest of the library: cdslrun --iters 3 reruns on one communicator) must verify.
 # 4. Timing: allgather_port beside allgather_mesh (the same pattern over memory channels),
-#    and multi_node_allgather_g2 (port) beside single_node_allgather_g2 (memory), --bench.
+#    and MSCCL++'s multi_node_allgather_g2 (4 ranks, port channels between the "nodes") beside
+#    single_node_allgather_g4 (4 ranks, memory channels), --bench.
 # Prints [PASS]/[FAIL]/[SKIP] lines and the bench tables; everything bounded.
 export CDSL_NVLS=0 NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 cd "$(dirname "$0")/.." || exit 2
@@ -66,9 +67,10 @@ for n in 2 8; do
             --sizes 1K:64M:8 2>&1 | grep -v "^#" | head -20
     done
 done
-for f in multi_node_allgather_g2 single_node_allgather_g2; do
+for f in multi_node_allgather_g2 single_node_allgather_g4 multi_node_send_recv_g2 single_node_allgather_g2; do
     [ -f "$dsl/$f.json" ] || continue
-    echo "### $f"
-    timeout 120 "$CDSLRUN" "$dsl/$f.json" --backend p2p --ranks-per-gpu "$(rpg 2)" --bench --sizes 1K:64M:8 2>&1 |
+    n=$("$CDSLC" "$dsl/$f.json" --dump-ir 2>/dev/null | sed -n 's/.*nranks=\([0-9]*\).*/\1/p')
+    echo "### $f (n=$n)"
+    timeout 120 "$CDSLRUN" "$dsl/$f.json" --backend p2p --ranks-per-gpu "$(rpg "${n:-2}")" --bench --sizes 1K:64M:8 2>&1 |
         grep -v "^#" | head -20
 done

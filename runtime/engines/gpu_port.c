@@ -21,6 +21,13 @@
 
 typedef unsigned long long u64;
 
+/* While a pass waits for the kernels, the thread polls without sleeping (a sleep costs tens of
+   microseconds of latency per request: a nanosleep lasts at least the timer slack, 50 us), then
+   yields the core between polls, and after a long wait naps, as MSCCL++'s proxy busy-polls its
+   FIFO. */
+#define PORT_YIELD_AFTER_S 200e-6
+#define PORT_NAP_AFTER_S 20e-3
+
 typedef struct PortUnit {
     int rank, k;                /* the issuing rank and its proxy index k */
     IrOp *ops;                  /* a copy of the unit's ops (the IR may be replaced between runs) */
@@ -28,6 +35,7 @@ typedef struct PortUnit {
     int nops;
     int pos;                    /* the next op of this pass */
     int marking;                /* a flush's mark is on the lane, not reached yet */
+    int dirty;                  /* copies or signals on the lane since its last reached mark */
     u64 served, flushed;        /* requests taken and flushes done, over all passes */
 } PortUnit;
 
@@ -143,10 +151,12 @@ static int unit_step(GpuPorts *pp, PortUnit *u, int lane, size_t chunk, int *mov
         } else if (op->kind == IR_PUT) {
             st = tp->put(pp, lane, u->rank, op->peer, op->dst.buf, (size_t)op->dst.first * chunk, op->src.buf,
                          (size_t)op->src.first * chunk, (size_t)op->dst.count * chunk);
+            u->dirty = 1;
         } else if (op->kind == IR_SIGNAL && op->peer != u->rank) {
             int pair = op->chan - IR_PORT_CHAN;
             u64 *count = &pp->sent[((size_t)u->rank * (size_t)pp->n + (size_t)op->peer) * (size_t)pp->npairs + (size_t)pair];
             st = tp->signal(pp, lane, op->peer, CDSL_PORT_ARRIVED(pp->n, pair, u->rank), ++*count);
+            u->dirty = 1;
         } else if (op->kind == IR_SIGNAL) {     /* the flush's "done", once the lane has drained to here */
             if (!u->marking && (st = tp->mark(pp, lane)) == CDSL_OK)
                 u->marking = 1;
@@ -156,7 +166,7 @@ static int unit_step(GpuPorts *pp, PortUnit *u, int lane, size_t chunk, int *mov
             else if (!st && r == 0)
                 return CDSL_OK;
             if (!st) {
-                u->marking = 0;
+                u->marking = u->dirty = 0;
                 __atomic_store_n(&pp->host[u->rank][CDSL_PORT_HOST_FLUSHED(u->k)], ++u->flushed, __ATOMIC_RELEASE);
             }
         } else {
@@ -193,21 +203,26 @@ static int pass_stuck(GpuPorts *pp, double waited)
     return CDSL_ERR_RUNTIME;
 }
 
-/* Every lane drained (what the pass put there has landed), bounded. */
+/* Every lane drained (what the pass put there has landed), bounded; a lane with nothing since
+   its last flush has nothing to wait for. */
 static int pass_drain(GpuPorts *pp)
 {
     for (int i = 0; i < pp->nunits; i++) {
-        int st = pp->tp->mark(pp, i);
+        int st = pp->units[i].dirty ? pp->tp->mark(pp, i) : CDSL_OK;
         if (st)
             return st;
     }
     double start = port_now();
     for (int i = 0; i < pp->nunits;) {
+        if (!pp->units[i].dirty) {
+            i++;
+            continue;
+        }
         int r = pp->tp->reached(pp, i);
         if (r < 0)
             return -r;
         if (r) {
-            i++;
+            pp->units[i++].dirty = 0;
             continue;
         }
         if (port_now() - start > pp->bound_s) {
@@ -225,7 +240,7 @@ static int port_pass(GpuPorts *pp, size_t chunk)
     for (int i = 0; i < pp->nunits; i++)
         pp->units[i].pos = 0;
     double last = port_now();
-    for (unsigned idle = 0;;) {
+    for (;;) {
         int left = 0, moved = 0;
         for (int i = 0; i < pp->nunits; i++) {
             int st = unit_step(pp, &pp->units[i], i, chunk, &moved);
@@ -240,12 +255,13 @@ static int port_pass(GpuPorts *pp, size_t chunk)
         double now = port_now();
         if (moved) {
             last = now;
-            idle = 0;
         } else if (now - last > pp->bound_s) {
             return pass_stuck(pp, now - last);
-        } else if (++idle > 1024) {     /* long idle: give the core back now and then */
-            struct timespec nap = {0, 2000};
+        } else if (now - last > PORT_NAP_AFTER_S) {    /* a long wait: give the core back */
+            struct timespec nap = {0, 50000};
             nanosleep(&nap, NULL);
+        } else if (now - last > PORT_YIELD_AFTER_S) {
+            sched_yield();
         }
     }
 }
@@ -519,7 +535,7 @@ int gpu_ports_reset(GpuPorts *pp)
                 st = gpu_fail(g, d, r, "draining a port proxy's lane");
         }
         pp->units[i].served = pp->units[i].flushed = 0;
-        pp->units[i].marking = 0;
+        pp->units[i].marking = pp->units[i].dirty = 0;
     }
     size_t dev_bytes = 8 * (size_t)CDSL_PORT_WORDS(pp->n, pp->npairs, pp->nprox);
     for (int q = 0; q < pp->n && !st; q++) {
