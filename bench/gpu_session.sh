@@ -19,6 +19,8 @@
 #          ones and the DSL corpus, from .carry/mscclpp_plans and .carry/dsl when carried)
 #   pkt    MSCCL++'s packet plans timed beside their memory-channel equivalents (1K to 1M)
 #   port   bench/port_gpu.sh: port channels through the host's proxy, verified and timed
+#   tcost  bench/torch_call_cost.py on CUDA tensors (ipc engine, two processes, MPS): where the
+#          torch backend's per-call host time goes (cProfile)
 #   torch  torchrun of bench/torch_backend.py: the torch.distributed backend cdsl, two processes
 #   launch bench/perf_launch_gpu.sh: cdsl-perf one process per rank, and the wheel
 #   ce     bench/ce_gpu.sh: the copy-engine path against the kernels and plain copies
@@ -126,6 +128,18 @@ for s in $steps; do
             --sizes "${TORCH_SIZES:-1K,64K,1M,16M}" >"$W/torch.txt" 2>&1
         echo "torch rc=$?" | tee -a "$W/session.txt"
         grep -E "^\[(PASS|FAIL|SKIP)\]|Error|error" "$W/torch.txt" | head -60 | tee -a "$W/session.txt"
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
+    tcost)
+        step tcost
+        [ "$NGPU" = 1 ] && mps_start
+        rm -f "$W/tcost_store"
+        for r in 0 1; do
+            CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib PYTHONPATH=$PWD/python CDSL_CACHE_DIR=$W/cache \
+                CDSL_ENGINE=ipc CDSL_TORCH_DEVICE=cuda timeout 120 python3 bench/torch_call_cost.py "$r" 2 \
+                "$W/tcost_store" 500 >"$W/tcost_$r.txt" 2>&1 &
+        done
+        wait
+        head -30 "$W/tcost_0.txt" | tee -a "$W/session.txt"
         [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
     launch)
         # cdsl-perf one process per rank (torchrun's environment, no torch) and the wheel

@@ -1,8 +1,11 @@
-"""bench/torch_call_cost.py: the per-call cost of the torch backend cdsl, on the CPU.
+"""bench/torch_call_cost.py: the per-call cost of the torch backend cdsl.
 
 Two processes (sim engine, CPU tensors) call dist.all_reduce(t, async_op=True).wait() on 256
 floats, 20 times to warm up and N times timed; rank 0 prints microseconds a call and the
-profile's top entries (cProfile, by own time). Run from the repository root:
+profile's top entries (cProfile, by own time). With CDSL_TORCH_DEVICE=cuda (a GPU machine, under
+torchrun or as below with CDSL_ENGINE=ipc), the tensors are CUDA tensors on GPU 0 and the time
+is the host's per call (what the caller's thread spends; the GPU runs behind it). Run from the
+repository root:
 
     rm -f /tmp/cdsl_store
     for r in 0 1; do CDSL_LIB=build/libcdsl.so PYTHONPATH=python \\
@@ -23,8 +26,12 @@ import torch.distributed as dist  # noqa: E402
 
 import cdsl.torch_backend  # noqa: E402,F401  (registers the backend "cdsl")
 
-dist.init_process_group("cdsl", store=dist.FileStore(path, world), rank=rank, world_size=world)
-t = torch.ones(256)
+device = os.environ.get("CDSL_TORCH_DEVICE", "cpu")
+backend = "cuda:cdsl,cpu:gloo" if device == "cuda" else "cdsl"
+if device == "cuda":
+    torch.cuda.set_device(0)
+dist.init_process_group(backend, store=dist.FileStore(path, world), rank=rank, world_size=world)
+t = torch.ones(256, device=device)
 for _ in range(20):
     dist.all_reduce(t, async_op=True).wait()
 profile = cProfile.Profile()
@@ -34,7 +41,9 @@ for _ in range(calls):
     dist.all_reduce(t, async_op=True).wait()
 profile.disable()
 us = (time.time() - start) / calls * 1e6
+if device == "cuda":
+    torch.cuda.synchronize()
 if rank == 0:
-    print("us per all_reduce (sim engine, CPU, %d processes): %.1f" % (world, us))
+    print("us per all_reduce (%s engine, %s tensors, %d processes): %.1f" % (os.environ["CDSL_ENGINE"], device, world, us))
     pstats.Stats(profile).sort_stats("tottime").print_stats(12)
 dist.destroy_process_group()
