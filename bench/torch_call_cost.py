@@ -45,5 +45,5 @@ if device == "cuda":
     torch.cuda.synchronize()
 if rank == 0:
     print("us per all_reduce (%s engine, %s tensors, %d processes): %.1f" % (os.environ["CDSL_ENGINE"], device, world, us))
-    pstats.Stats(profile).sort_stats("tottime").print_stats(12)
+    pstats.Stats(profile).sort_stats(os.environ.get("CDSL_PROFILE_SORT", "tottime")).print_stats(int(os.environ.get("CDSL_PROFILE_ROWS", "12")))
 dist.destroy_process_group()
