@@ -71,6 +71,8 @@
  *   port host words, in pinned host memory mapped into the device (MSCCL++'s FIFO lies there too):
  *     port_host[CDSL_PORT_HOST_REQ(k)]    the block's request count, a release store at system scope
  *     port_host[CDSL_PORT_HOST_FLUSHED(k)] flushes the proxy has finished, written by the host
+ *     port_host[CDSL_PORT_HOST_FLAG(k)]    a plan with packets: the packet flag of the launch that
+ *                                         made the latest request (stored before its count)
  *   error record: error[0] = 1 when a bounded spin ran out, error[1] rank, error[2] the .cdsl
  *     line of the wait, error[3] the counter (CDSL_SYNC_SWITCH or CDSL_SYNC_PEER + p), or
  *     CDSL_PKT_COUNTER(p) for a receive of rank p's packets.
@@ -127,6 +129,7 @@ enum {
 #define CDSL_PORT_WORDS(nranks, npairs, nprox) (2 * (npairs) * (nranks) + 2 * (nprox))
 #define CDSL_PORT_HOST_REQ(k) (8 * (k))
 #define CDSL_PORT_HOST_FLUSHED(k) (8 * (k) + 1)
+#define CDSL_PORT_HOST_FLAG(k) (8 * (k) + 2)     /* a plan with packets: the launch's packet flag */
 #define CDSL_PORT_HOST_WORDS(nprox) (8 * (nprox))
 /* error[3] for a wait on proxy k's flush, and on a port channel's semaphore from rank p */
 #define CDSL_PORT_FLUSH_COUNTER(k) (0xA0000000u + (unsigned)(k))

@@ -25,8 +25,13 @@ void emit_port_call(EmitBuf *b, const IrProgram *p, int rank, const IrOp *op, co
     int k = (op->chan - IR_PORT_REQ_CHAN) / 2, pair = op->chan - IR_PORT_CHAN;
     switch (emit_port_kind(op, rank)) {
     case EMIT_PORT_REQUEST:
-        emit_printf(b, "%scdsl_port_request(a, %d, %d);  // to proxy %d (port channel to rank %d)\n", indent,
-                    CDSL_PORT_REQ_MADE(n, npairs, k), CDSL_PORT_HOST_REQ(k), k, op->port_peer);
+        if (p->msc_packets) /* the proxy may copy this launch's packets: it needs their half */
+            emit_printf(b, "%scdsl_port_request_flag(a, %d, %d, %d);  // to proxy %d (port channel to rank %d)\n",
+                        indent, CDSL_PORT_REQ_MADE(n, npairs, k), CDSL_PORT_HOST_REQ(k), CDSL_PORT_HOST_FLAG(k), k,
+                        op->port_peer);
+        else
+            emit_printf(b, "%scdsl_port_request(a, %d, %d);  // to proxy %d (port channel to rank %d)\n", indent,
+                        CDSL_PORT_REQ_MADE(n, npairs, k), CDSL_PORT_HOST_REQ(k), k, op->port_peer);
         break;
     case EMIT_PORT_FLUSH_WAIT:
         emit_printf(b, "%sCDSL_TRY(cdsl_port_flush_wait(a, %d, %d, %d, 0x%xu));  // proxy %d's flush\n", indent,
@@ -48,7 +53,7 @@ bool emit_port_emittable(const IrProgram *p, Diag *d, Arena *a)
     for (int r = 0; r < p->nranks; r++)
         for (int i = 0; i < p->ranks[r].nops; i++) {
             const IrOp *op = &p->ranks[r].ops[i];
-            if (op->thread < 0 && op->kind == IR_MPKT_PUT) {
+            if (op->thread < 0 && op->kind == IR_MPKT_PUT && op->src.buf != p->msc_packets) {
                 diag_error(d, op->loc, "%s", IR_PORT_PACKETS_GPU_REFUSAL);
                 return false;
             }

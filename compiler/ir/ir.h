@@ -65,11 +65,11 @@ enum { IR_PORT_REQ_CHAN = 1024, IR_PORT_MAX_PROXIES = (IR_PORT_CHAN - IR_PORT_RE
    transport reaches every rank's memory; between processes it needs a transport of its own. */
 #define IR_PORT_GPU_REFUSAL "not supported by the per-rank GPU engines: port channels, whose proxy runs in the " \
                             "single-process GPU backends (p2p, nvls) and on the sim"
-/* Why the GPU backends refuse packets written through a port channel (a plan's rppkt there): the
-   host's proxy copies bytes, and MSCCL++'s executor has the block write the packets into its own
-   scratch first (execution_kernel.hpp, handleReadPutPackets), a step the IR does not hold. */
-#define IR_PORT_PACKETS_GPU_REFUSAL "not supported on the GPU backends: packets through a port channel, whose " \
-                                    "proxy copies bytes and cannot write packets"
+/* Why the GPU backends refuse a proxy's packet put whose source is not packets already: the
+   host's proxy copies bytes. A plan's rppkt on a port channel is such a copy (its block polls
+   the source packets until they are this launch's, execution_kernel.hpp:311-329), and runs. */
+#define IR_PORT_PACKETS_GPU_REFUSAL "not supported on the GPU backends: packets made through a port channel from " \
+                                    "data, whose proxy copies bytes and cannot write packets"
 /* A plan's packets (MPKT_*) are matched by address, not by order: the importer gives each
    write the reader of each of its chunks, and the pair one id (IrOp.match) on this channel. */
 enum { IR_MPKT_CHAN = 4094 };

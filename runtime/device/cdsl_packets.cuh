@@ -45,6 +45,21 @@ __device__ __forceinline__ u64 cdsl_pkt_epoch(const CdslArgs &a)
     return cdsl_base(a, CDSL_STATE_PKT_EPOCH(CDSL_NRANKS));
 }
 
+/* A request to port proxy k of a plan with packets (cdsl_port_request, cdsl_device.cuh): the
+   launch's packet flag first, in the proxy's host words, so that the proxy knows which half of
+   a double scratch buffer this launch's packets are in. */
+__device__ __forceinline__ void cdsl_port_request_flag(const CdslArgs &a, u32 made, u32 host, u32 flag_host)
+{
+    const u32 flag = CDSL_PKT_FLAG(cdsl_pkt_epoch(a));     /* the block meets in there */
+    if (threadIdx.x == 0) {
+        u64 v = a.port[made] + 1;
+        a.port[made] = v;
+        cdsl_st_relaxed_sys(a.port_host + flag_host, flag);
+        cdsl_fence_sys();
+        cdsl_st_relaxed_sys(a.port_host + host, v);
+    }
+}
+
 /* p.send_packets(src): chunks [sc, sc + n) of local buffer sb into rank p's slots, at `slot`.
    The packets say that everything before the send is done: after data operations (CDSL_RELEASE)
    each sending thread fences at system scope first, as a signal's arriving threads do. */

@@ -35,6 +35,7 @@ typedef struct PortUnit {
     int nops;
     int pos;                    /* the next op of this pass */
     int marking;                /* a flush's mark is on the lane, not reached yet */
+    unsigned flag;              /* a plan with packets: the packet flag of the latest request's launch */
     int dirty;                  /* copies or signals on the lane since its last reached mark */
     u64 served, flushed;        /* requests taken and flushes done, over all passes */
 } PortUnit;
@@ -43,6 +44,7 @@ struct GpuPorts {
     GpuComm *g;
     const PortTransport *tp;
     int n, npairs, nprox;
+    int pkt_buf, pkt_half;      /* a plan's packet buffer, and the chunk of its upper half (0: one half) */
     CUdeviceptr *words;         /* [n]: each rank's port words (device memory) */
     u64 **host;                 /* [n]: each rank's port host words (pinned) */
     CUdeviceptr *host_dev;      /* [n]: the same, as the device reaches them */
@@ -148,9 +150,16 @@ static int unit_step(GpuPorts *pp, PortUnit *u, int lane, size_t chunk, int *mov
             if ((long long)(made - (u->served + 1)) < 0)
                 return CDSL_OK;
             u->served++;
+            if (pp->pkt_buf)    /* stored before the count, so read after it */
+                u->flag = (unsigned)__atomic_load_n(&pp->host[u->rank][CDSL_PORT_HOST_FLAG(u->k)], __ATOMIC_ACQUIRE);
         } else if (op->kind == IR_PUT) {
             st = tp->put(pp, lane, u->rank, op->peer, op->dst.buf, (size_t)op->dst.first * chunk, op->src.buf,
                          (size_t)op->src.first * chunk, (size_t)op->dst.count * chunk);
+            u->dirty = 1;
+        } else if (op->kind == IR_MPKT_PUT) {   /* packets of this launch, flags and all (rppkt) */
+            size_t half = pp->pkt_half && (u->flag & 1u) == 0 ? (size_t)pp->pkt_half * chunk : 0;
+            st = tp->put(pp, lane, u->rank, op->peer, op->dst.buf, half + 2 * (size_t)op->dst.first * chunk, op->src.buf,
+                         half + 2 * (size_t)op->src.first * chunk, 2 * (size_t)op->dst.count * chunk);
             u->dirty = 1;
         } else if (op->kind == IR_SIGNAL && op->peer != u->rank) {
             int pair = op->chan - IR_PORT_CHAN;
@@ -320,7 +329,8 @@ static int units_of(GpuPorts *pp, const IrProgram *ir, int r)
             return CDSL_ERR_SYSTEM;
         for (int m = 0; m < u->nops; m++) {
             const IrOp *op = &s->ops[i + m];
-            if (op->kind == IR_MPKT_PUT || (op->kind != IR_PUT && !ir_is_chan_sync(op->kind))) {
+            bool packets = op->kind == IR_MPKT_PUT && op->src.buf == ir->msc_packets && op->dst.buf == ir->msc_packets;
+            if (!packets && op->kind != IR_PUT && !ir_is_chan_sync(op->kind)) {
                 rt_error(pp->g->cfg.log, "%s:%d:%d: %s (%s)", op->loc.src ? op->loc.src->path : "?", op->loc.line,
                          op->loc.col, IR_PORT_PACKETS_GPU_REFUSAL, ir_kind_name(op->kind));
                 return CDSL_ERR_USAGE;
@@ -409,6 +419,8 @@ int gpu_ports_load(GpuComm *g, const IrProgram *ir, GpuPorts **out)
     pp->tp = &one_host;
     pp->n = ir->nranks;
     ir_port_shape(ir, &pp->npairs, &pp->nprox);
+    pp->pkt_buf = ir->msc_packets;
+    pp->pkt_half = ir->msc_packets && ir->msc_halves == 2 ? ir->bufs[ir->msc_packets].nchunks / 2 : 0;
     pp->bound_s = 2e-6 * (double)g->spin_limit;
     if (pp->bound_s < 0.1)
         pp->bound_s = 0.1;
