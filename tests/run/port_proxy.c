@@ -11,8 +11,10 @@
  * blocks' side is played by a thread per thread block that does what the emitted code does
  * (compiler/emit/emit_port.c, runtime/device/cdsl_device.cuh): local copies, requests counted in
  * the host words with a release store, flush waits and semaphore waits on the port words.
- * Checked, printing [PASS]/[FAIL]: three launches in a row verify (an allgather's output, a
- * plan's run to its end); a block that stops before a request makes the pass give up with a
+ * A plan's packets are played as cdsl_packets.cuh does them (LL8 words {data, flag}, the flag of
+ * the launch, the half of a double scratch buffer that the flag picks). Checked, printing
+ * [PASS]/[FAIL]: three launches in a row verify (an allgather's output, a plan's run to its end,
+ * both halves of a double scratch buffer in turn); a block that stops before a request makes the pass give up with a
  * report naming the proxy's wait and its place; after gpu_ports_reset the next launch
  * verifies; destroy frees what load made (the ASan build would say otherwise).
  */
@@ -230,9 +232,18 @@ typedef struct Block {
     CdslArgs a;
     int rank, tb;
     size_t chunk;
+    unsigned flag;              /* the launch's packet flag (cdsl_packets.cuh: CDSL_PKT_FLAG) */
     int stop_before_request;    /* > 0: stop (as a block that gave up) before this request */
     int ok;
 } Block;
+
+/* Where data chunk c's packets start in rank q's packet buffer this launch (cdsl_msc_packets). */
+static u64 *packets_at(const Block *b, int q, int c)
+{
+    const IrProgram *ir = b->ir;
+    size_t half = ir->msc_halves == 2 && (b->flag & 1u) == 0 ? (size_t)(ir->bufs[ir->msc_packets].nchunks / 2) * b->chunk : 0;
+    return (u64 *)((char *)(uintptr_t)b->g->ranks[q].buf[ir->msc_packets] + half + 2 * (size_t)c * b->chunk);
+}
 
 /* A bounded wait, as a kernel's: 2 s. */
 static int spin_until(const u64 *word, u64 target)
@@ -268,6 +279,8 @@ static void *block_main(void *arg)
         case EMIT_PORT_REQUEST: {
             if (++requests == b->stop_before_request)
                 return NULL;
+            if (ir->msc_packets)    /* cdsl_port_request_flag: the flag before the count */
+                __atomic_store_n(&b->a.port_host[CDSL_PORT_HOST_FLAG(k)], (u64)b->flag, __ATOMIC_RELAXED);
             u64 v = ++b->a.port[CDSL_PORT_REQ_MADE(n, npairs, k)];
             __atomic_store_n(&b->a.port_host[CDSL_PORT_HOST_REQ(k)], v, __ATOMIC_RELEASE);
             continue;
@@ -290,6 +303,33 @@ static void *block_main(void *arg)
             memcpy((char *)(uintptr_t)rk->buf[op->dst.buf] + (size_t)op->dst.first * b->chunk,
                    (char *)(uintptr_t)rk->buf[op->src.buf] + (size_t)op->src.first * b->chunk,
                    (size_t)op->dst.count * b->chunk);
+        } else if (op->kind == IR_MPKT_PUT) {     /* cdsl_tb_msc_put_packets */
+            u64 *dst = packets_at(b, op->peer, op->dst.first);
+            size_t words = (size_t)op->dst.count * b->chunk / 4;
+            const u64 *from = op->src.buf == ir->msc_packets ? packets_at(b, b->rank, op->src.first) : NULL;
+            const unsigned *src = (const unsigned *)((char *)(uintptr_t)rk->buf[op->src.buf] + (size_t)op->src.first * b->chunk);
+            for (size_t j = 0; j < words; j++)
+                __atomic_store_n(&dst[j], (u64)b->flag << 32 | (from ? (unsigned)from[j] : src[j]), __ATOMIC_RELAXED);
+        } else if (op->kind == IR_MPKT_READ) {    /* cdsl_tb_msc_read_packets: poll, then copy the data out */
+            const u64 *pk = packets_at(b, b->rank, op->src.first);
+            size_t words = (size_t)op->src.count * b->chunk / 4;
+            unsigned *dst = op->dst.buf == ir->msc_packets ? NULL
+                          : (unsigned *)((char *)(uintptr_t)rk->buf[op->dst.buf] + (size_t)op->dst.first * b->chunk);
+            for (size_t j = 0; j < words && b->ok; j++) {
+                struct timespec t0, t;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                u64 w;
+                while ((unsigned)((w = __atomic_load_n(&pk[j], __ATOMIC_ACQUIRE)) >> 32) != b->flag) {
+                    clock_gettime(CLOCK_MONOTONIC, &t);
+                    if (t.tv_sec - t0.tv_sec >= 2) {
+                        b->ok = 0;
+                        break;
+                    }
+                    sched_yield();
+                }
+                if (dst)
+                    dst[j] = (unsigned)w;
+            }
         } else if (op->kind != IR_NOP) {
             fprintf(stderr, "port_proxy: the stand-in blocks cannot run %s\n", ir_kind_name(op->kind));
             b->ok = 0;
@@ -301,6 +341,8 @@ static void *block_main(void *arg)
 /* One launch: a pass posted, every block of every rank run, the pass drained. */
 static int launch(GpuComm *g, GpuPorts *pp, const IrProgram *ir, size_t chunk, int stop_rank, int *blocks_ok)
 {
+    static unsigned launches;   /* the packet epoch: every launch advances it, as the kernels' does */
+    unsigned flag = CDSL_PKT_FLAG(launches++);
     int st = gpu_ports_post(pp, chunk);
     if (st)
         return st;
@@ -311,7 +353,7 @@ static int launch(GpuComm *g, GpuPorts *pp, const IrProgram *ir, size_t chunk, i
     pthread_t *t = calloc((size_t)total, sizeof *t);
     for (int r = 0, i = 0; r < ir->nranks; r++)
         for (int tb = 0; tb < ir_block_units(ir, r); tb++, i++) {
-            b[i] = (Block){ir, g, {0}, r, tb, chunk, r == stop_rank && tb == 0 ? 2 : 0, 0};
+            b[i] = (Block){ir, g, {0}, r, tb, chunk, flag, r == stop_rank && tb == 0 ? 1 : 0, 0};
             gpu_ports_args(pp, r, &b[i].a);
             pthread_create(&t[i], NULL, block_main, &b[i]);
         }
@@ -329,6 +371,8 @@ static void fill(GpuComm *g, const IrProgram *ir, size_t chunk, int pass)
 {
     for (int r = 0; r < ir->nranks; r++)
         for (int buf = 0; buf < ir->nbufs; buf++) {
+            if (buf == ir->msc_packets && buf)
+                continue;       /* packets stay from launch to launch, as on the GPU: the flag tells them apart */
             unsigned char *p = (unsigned char *)(uintptr_t)g->ranks[r].buf[buf];
             for (size_t i = 0; i < (size_t)ir->bufs[buf].nchunks * chunk; i++)
                 p[i] = buf == IR_INPUT ? (unsigned char)(pass * 31 + r * 7 + i) : 0;
@@ -397,7 +441,7 @@ int main(int argc, char **argv)
     if (pp && n >= 2) {
         int blocks_ok = 0;
         fill(&g, ir, chunk, 5);
-        st = launch(&g, pp, ir, chunk, 1, &blocks_ok);    /* rank 1's block 0 stops before its 2nd request */
+        st = launch(&g, pp, ir, chunk, 1, &blocks_ok);    /* rank 1's block 0 stops before its first request */
         fflush(log);
         snprintf(why, sizeof why, "status %d, log: %.200s", st, logbuf ? logbuf : "");
         expect(st == CDSL_ERR_RUNTIME && logbuf && strstr(logbuf, "rank 1's port proxy") &&

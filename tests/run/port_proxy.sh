@@ -2,8 +2,9 @@
 # tests/run/port_proxy.sh - the host's port-channel proxy (runtime/engines/gpu_port.c) on a
 # stand-in driver and stand-in blocks (tests/run/port_proxy.c says what each checks): the stdlib's
 # allgather over port channels at 2 and 4 ranks, and MSCCL++ plans whose blocks flush
-# (put-with-signal-and-flush) and reuse a source only after the flush; also under ASan and TSan
-# where those builds can be made. No GPU needed.
+# (put-with-signal-and-flush) and reuse a source only after the flush, and one whose rppkt goes
+# through a port channel (packets copied flags and all, in the half of the double scratch buffer
+# the launch's flag picks); also under TSan where that build can be made. No GPU needed.
 source "$(dirname "$0")/../lib/common.bash"
 source tests/lib/includes.bash
 build() {   # build NAME EXTRA-FLAGS LIB
@@ -15,7 +16,7 @@ if ! build port_proxy "" build/libcdsl.a; then
     exit 1
 fi
 for case in "stdlib/allgather_port.cdsl 2" "stdlib/allgather_port.cdsl 4" "tests/mscclpp/port_pwsf_reuse_ok.json 0" \
-            "tests/mscclpp/port_flush_ok.json 0"; do
+            "tests/mscclpp/port_flush_ok.json 0" "tests/mscclpp/port_packets.json 0"; do
     set -- $case
     timeout 120 "$tmp/port_proxy" "$1" "$2" | sed "s|^\[\([A-Z]*\)\] |[\1] $(basename "$1") n=$2: |"
     rc=${PIPESTATUS[0]}
