@@ -62,6 +62,7 @@ typedef struct Emitter {
     EmitPlan *plan;                     /* an imported plan's counters; NULL: a .cdsl program */
     int only;                           /* -1: every rank's code; else this rank's alone */
     int rank;                           /* the .cdsl rank being printed */
+    int port_pairs;                     /* port channel ordinals per pair (ir_port_shape) */
     int *peer_waits;                    /* [nranks]: waits on each peer so far, this rank */
     int switch_waits, meets;            /* switch waits and block convergences so far */
     SinceBarrier since_barrier;
@@ -282,7 +283,7 @@ static void put_grid_port(Emitter *e, const IrOp *op)
     }
     emit_line_at(&e->out, op->loc);
     emit_puts(&e->out, "    if (blockIdx.x == 0)\n");
-    emit_port_call(&e->out, e->p, e->rank, op, "        ");
+    emit_port_call(&e->out, e->p, e->port_pairs, e->rank, op, "        ");
     if (request)
         return;
     emit_printf(&e->out, "    CDSL_TRY(cdsl_grid_barrier(a, %d, %d));  // every block after block 0's wait\n", ++e->meets,
@@ -346,7 +347,7 @@ static void put_block_op(Emitter *e, const IrOp *op, const IrOp *prev, int rank)
     if (same_packets(op, prev))
         emit_puts(&e->out, "    // the same packets as above, paired with another read\n");
     else if (emit_port_kind(op, rank) != EMIT_PORT_NONE)
-        emit_port_call(&e->out, e->p, rank, op, "    ");
+        emit_port_call(&e->out, e->p, e->port_pairs, rank, op, "    ");
     else if (ir_is_msc_packet(op->kind))
         emit_packets_msc_op(&e->out, e->p, op, e->bufname);
     else if (ir_is_data(op->kind))
@@ -565,6 +566,8 @@ const char *emit_cuda_rank(const IrProgram *p, cdsl_backend flavour, cdsl_dtype 
         return NULL;
     Emitter e = {.p = p, .flavour = flavour, .out = {.arena = a}, .only = rank};
     e.peer_waits = ARENA_ARRAY(a, int, (size_t)p->nranks);
+    int port_proxies;
+    ir_port_shape(p, &e.port_pairs, &port_proxies);
     if (p->plan) /* an imported plan: one unit per thread block, which places its own fences */
         e.plan = emit_plan_new(p, a);
     else if (flavour == CDSL_BACKEND_NVLS)

@@ -18,11 +18,9 @@ EmitPortKind emit_port_kind(const IrOp *op, int rank)
                                                                                           : EMIT_PORT_NONE;
 }
 
-void emit_port_call(EmitBuf *b, const IrProgram *p, int rank, const IrOp *op, const char *indent)
+void emit_port_call(EmitBuf *b, const IrProgram *p, int npairs, int rank, const IrOp *op, const char *indent)
 {
-    int n = p->nranks, npairs, nprox;
-    ir_port_shape(p, &npairs, &nprox);
-    int k = (op->chan - IR_PORT_REQ_CHAN) / 2, pair = op->chan - IR_PORT_CHAN;
+    int n = p->nranks, k = (op->chan - IR_PORT_REQ_CHAN) / 2, pair = op->chan - IR_PORT_CHAN;
     switch (emit_port_kind(op, rank)) {
     case EMIT_PORT_REQUEST:
         if (p->msc_packets) /* the proxy may copy this launch's packets: it needs their half */

@@ -21,8 +21,9 @@
 typedef enum EmitPortKind { EMIT_PORT_NONE, EMIT_PORT_REQUEST, EMIT_PORT_FLUSH_WAIT, EMIT_PORT_WAIT } EmitPortKind;
 EmitPortKind emit_port_kind(const IrOp *op, int rank);
 
-/* The call for a port op of `rank` (emit_port_kind not NONE), one line with its indent. */
-void emit_port_call(EmitBuf *b, const IrProgram *p, int rank, const IrOp *op, const char *indent);
+/* The call for a port op of `rank` (emit_port_kind not NONE), one line with its indent; npairs
+   is the program's port channel ordinals per pair (ir_port_shape, found once per emission). */
+void emit_port_call(EmitBuf *b, const IrProgram *p, int npairs, int rank, const IrOp *op, const char *indent);
 
 /* False, with an error at the op, where the device code cannot hold the program's port
    channels: two thread blocks of a rank waiting on one port channel's semaphore (its count of
