@@ -3,9 +3,11 @@
 # corpus ../shared/mscclpp/dsl beside the checkout, or $MSCCLPP_DSL; ../shared/mscclpp/README.md
 # says how it was made), against the verdicts recorded in tests/mscclpp/dsl/VERDICTS:
 #   1. each plan's verdict (accepted, race, deadlock, unmatched sync, wrong result, refused, not
-#      supported) and its first error, line:col and text, are the recorded ones, and every plan
+#      supported) and its first error, line:col and text, are the recorded ones (for an accepted
+#      plan, the collective whose postcondition was checked: "implements C"), and every plan
 #      of the corpus is recorded;
-#   2. each accepted plan runs on sim, verified (64 KiB, jitter seed 7, three runs in a row), and
+#   2. each accepted plan runs on sim (64 KiB, jitter seed 7, three runs in a row), verified
+#      against its collective's postcondition (a custom plan, which has none, to its end), and
 #      checking the largest plan (the 1.9 MB 8-GPU alltoall) takes under 5 s;
 #   3. the verdict table of docs/mscclpp.md is the one tests/mscclpp/verdict_table.sh makes from
 #      the VERDICTS files (this part needs no corpus).
@@ -20,7 +22,7 @@ dir=${MSCCLPP_DSL:-../shared/mscclpp/dsl}
 # The verdict the first error line names ("" when there is none).
 verdict() {
     case "$1" in
-    "") echo accepted ;;
+    "" | "implements "*) echo accepted ;;
     *"error: not supported"*) echo "not supported" ;;
     *"error: data race"*) echo race ;;
     *"error: deadlock"* | *"waits forever"*) echo deadlock ;;
@@ -35,14 +37,24 @@ first_error() {
     timeout 60 "$CDSLC" "$1" 2>&1 | grep -m1 ': error: ' | sed 's/^[^:]*:\([0-9]*:[0-9]*: error: \)/\1/'
 }
 
+# detail PLAN: the third column of VERDICTS: the first error, else (accepted) "implements C", the
+# collective whose postcondition the checker proved (cdslc --dump-ir's first line).
+detail() {
+    local err
+    err=$(first_error "$1")
+    [ -n "$err" ] && { echo "$err"; return; }
+    echo "implements $(timeout 60 "$CDSLC" "$1" --dump-ir 2>/dev/null | sed -n '1s/.* implements \([a-z_]*\),.*/\1/p')"
+}
+
 trim() { sed 's/^ *//; s/ *$//'; }
 
 record() {
     {
-        echo "# The plans of MSCCL++'s DSL (../shared/mscclpp/dsl): plan | verdict | the first error, line:col into the plan."
+        echo "# The plans of MSCCL++'s DSL (../shared/mscclpp/dsl): plan | verdict | the first error, line:col into the plan"
+        echo "# (accepted: implements C, the collective whose postcondition the checker proved and the sim run verifies)."
         echo "# Checked by tests/mscclpp/dsl_verdicts.sh, which rewrites this file with --update; docs/mscclpp.md §5.2 is made from it."
         for f in "$dir"/*.json; do
-            err=$(first_error "$f")
+            err=$(detail "$f")
             echo "$(basename "$f") | $(verdict "$err") | $err"
         done
     } >"$VERDICTS"
@@ -78,18 +90,20 @@ while IFS='|' read -r name want first; do
     recorded[$name]=1
     f=$dir/$name
     if [ ! -f "$f" ]; then fail "$name is in $dir"; continue; fi
-    err=$(first_error "$f")
+    err=$(detail "$f")
     got=$(verdict "$err")
     if [ "$got" = "$want" ] && [ "$err" = "$first" ]; then
-        pass "$name: $got${err:+ at ${err%%: error: *}}"
+        pass "$name: $got (${err%%: error: *})"
     else
         fail "$name: $want${first:+ at ${first%%: error: *}}" "got $got: $err"
     fi
     [ "$got" = accepted ] || continue
     out=$(timeout 300 "$CDSLRUN" "$f" --backend sim --size 64K --seed 7 --iters 3 2>&1)
+    expect=": verified (" what="verified against the ${err#implements } postcondition"
+    [ "$err" = "implements custom" ] && expect="ran (custom: no postcondition" what="runs to its end (custom: no postcondition)"
     case "$out" in
-    *": verified ("* | *"ran (custom: no postcondition"*) pass "$name runs on sim, verified" ;;
-    *) fail "$name runs on sim, verified" "$(echo "$out" | grep -m2 -E 'error|wrong|failed' | tr '\n' ' ')" ;;
+    *"$expect"*) pass "$name runs on sim, $what" ;;
+    *) fail "$name runs on sim, $what" "$(echo "$out" | grep -m2 -E 'error|wrong|failed|verified|ran' | tr '\n' ' ')" ;;
     esac
 done <"$VERDICTS"
 largest=$(ls -S "$dir"/*.json | head -1)

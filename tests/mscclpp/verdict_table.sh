@@ -3,8 +3,9 @@
 # recorded verdicts alone (tests/mscclpp/dsl/VERDICTS: the plans MSCCL++'s DSL writes;
 # tests/mscclpp/plans/VERDICTS: MSCCL++'s checked-in plans), so that it is regenerated, never
 # edited, when a verdict changes. One row per plan: its name, the verdict, and the evidence the
-# verdict rests on (accepted: the sim run the tests make of it; a hazard: the checker's rule and
-# its first message, at the plan's line:col; not supported or refused: the reason cdslc gives).
+# verdict rests on (accepted: the collective whose postcondition was proved, and the sim run the
+# tests make of it; a hazard: the checker's rule and its first message, at the plan's line:col;
+# not supported or refused: the reason cdslc gives).
 #
 #   verdict_table.sh            print the table (markdown) on standard output
 #   verdict_table.sh --update   replace the table in docs/mscclpp.md, between its marker lines
@@ -21,7 +22,11 @@ evidence() {
     at=${first%%: error: *} text=${first#*: error: }
     text=${text//|/\\|}
     case $verdict in
-    accepted) echo "checks clean; runs verified on sim, jitter seed 7, three runs in a row ($by; a custom plan has no result to compare and runs to its end)" ;;
+    accepted)
+        case $first in
+        "implements custom") echo "checks clean of races and deadlocks (a custom plan: no postcondition to prove); runs on sim to its end, jitter seed 7, three runs in a row ($by)" ;;
+        *) echo "checks clean, with the ${first#implements } postcondition proved on every rank; runs on sim verified against it, jitter seed 7, three runs in a row ($by)" ;;
+        esac ;;
     race) echo "rule 1, data races: at $at, $text" ;;
     deadlock) echo "rule 2, synchronisation: at $at, $text" ;;
     "wrong result") echo "rule 4, the postcondition: at $at, $text" ;;
