@@ -443,6 +443,31 @@ static void gpu_same_threads(GpuComm *g)
         g->devs[d].threads = fewest;
 }
 
+static long gpu_share(const GpuComm *g);
+
+/* A plan whose blocks do not all fit at once with the full block size: smaller blocks on every
+ * device, the same size everywhere (gpu_same_threads). Several ranks sharing a GPU need this
+ * (MSCCL++'s 8-GPU ring alltoall: 8 x 32 blocks on one GPU of 132 SMs). */
+static int gpu_fit_plan(GpuComm *g, const IrProgram *ir)
+{
+    long need = (long)gpu_plan_blocks(ir);
+    if (need <= gpu_share(g))
+        return CDSL_OK;
+    int was = g->devs[0].threads;
+    for (int d = 0; d < g->ndev; d++) {
+        int st = gpu_use(g, d);
+        if (st)
+            return st;
+        CUresult r = gpu_device_fit(g->cu, &g->devs[d], need);
+        if (r != CUDA_SUCCESS)
+            return gpu_fail(g, d, r, "computing cdsl_main's occupancy");
+    }
+    gpu_same_threads(g);
+    log_msg(LOG_INFO, "%s: %ld thread blocks per rank fit at once with %d threads a block (not %d)", ir->name, need,
+            g->devs[0].threads, was);
+    return CDSL_OK;
+}
+
 /* The cubin for one architecture, compiled once per load for all devices that share it. */
 typedef struct GpuCubin {
     char arch[16];
@@ -506,8 +531,6 @@ static int gpu_same_code(const GpuComm *g, const char *src)
 {
     return g->ir && g->loaded_src && strcmp(g->loaded_src, src) == 0;
 }
-
-static long gpu_share(const GpuComm *g);
 
 /* The sync and state words hold the program's channels per pair (abi.h, sized from the plan:
  * ir_plan_channels). More than they hold: made anew for that many, zeroed, as after a failure
@@ -589,6 +612,8 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         rt_error(g->cfg.log, "out of memory");
         st = CDSL_ERR_SYSTEM;
     }
+    if (!st)
+        st = gpu_fit_plan(g, program_ir(p));
     if (!st && gpu_plan_blocks(program_ir(p)) > (unsigned long)gpu_share(g)) { /* they wait on each other */
         rt_error(g->cfg.log, "%s has %u thread blocks on its busiest rank; only %ld per rank fit on the GPUs at once",
                  program_ir(p)->name, gpu_plan_blocks(program_ir(p)), gpu_share(g));

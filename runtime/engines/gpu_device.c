@@ -114,6 +114,18 @@ CUresult gpu_device_load(CuDrv *cu, GpuDevice *dv, const void *cubin, const char
     return gpu_device_shape(cu, dv, what);
 }
 
+CUresult gpu_device_fit(CuDrv *cu, GpuDevice *dv, long blocks)
+{
+    while ((long)dv->blocks_per_sm * dv->sm_count / (dv->nranks > 0 ? dv->nranks : 1) < blocks &&
+           dv->threads / 2 >= GPU_MIN_FIT_THREADS) {
+        dv->threads /= 2;
+        CUresult r = cu->OccupancyMaxActiveBlocksPerMultiprocessor(&dv->blocks_per_sm, dv->fn, dv->threads, 0);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 bool gpu_device_resident(const GpuDevice *dv)
 {
     return (long)dv->blocks_per_sm * dv->sm_count >= dv->nranks;

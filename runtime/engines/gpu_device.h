@@ -24,6 +24,7 @@
 #include "gpu_state.h"
 
 #define GPU_MAX_THREADS 512
+#define GPU_MIN_FIT_THREADS 128   /* gpu_device_fit: four warps, so a block still moves data well */
 
 /* Room for what a step was doing, byte counts included ("allocating 4096 bytes for peer_buf"). */
 enum { GPU_WHAT_BYTES = 96 };
@@ -49,6 +50,11 @@ CUresult gpu_device_load(CuDrv *cu, GpuDevice *dv, const void *cubin, const char
 /* cdsl_main's block size (CDSL_GPU_THREADS, at most GPU_MAX_THREADS, a multiple of 32) and
  * occupancy on dv. */
 CUresult gpu_device_shape(CuDrv *cu, GpuDevice *dv, const char **what);
+/* Halve cdsl_main's block size on dv, down to GPU_MIN_FIT_THREADS, until `blocks` blocks of each
+ * of the dv->nranks ranks placed there fit at once (an imported plan runs one block per thread
+ * block of its busiest rank, and they all wait on each other). The code reads blockDim, so any
+ * size runs it; fewer threads only make it slower. Leaves dv as small as it got. */
+CUresult gpu_device_fit(CuDrv *cu, GpuDevice *dv, long blocks);
 /* Whether the dv->nranks ranks placed on dv can all be resident at once: they spin on each
  * other, so a device that cannot hold them would wait forever. */
 bool gpu_device_resident(const GpuDevice *dv);
