@@ -54,6 +54,7 @@ struct GpuPorts {
     CUstream *lanes;            /* [nunits], on the issuing rank's device */
     CUevent *marks;             /* [nunits] */
     double bound_s;             /* no progress for this long: the pass gives up */
+    int copy_signals;           /* a write-value into a peer was refused: signals are copies */
     pthread_t thread;
     int have_thread;
     pthread_mutex_t mu;
@@ -92,6 +93,11 @@ static int one_host_put(void *self, int lane, int from, int to, int dbuf, size_t
     return CDSL_OK;
 }
 
+/* A signal is the count written after the lane's copies: a write-value, or where the driver
+   refuses one into another GPU's memory, a copy of the count from pageable host memory on the
+   lane, which is what MSCCL++'s CudaIpcConnection::updateAndSync does (connection.cc:159-170,
+   context.cc:32-37). A copy from pageable memory takes its source before it returns, so the
+   count may live on this stack; it may wait for the lane, which only costs latency. */
 static int one_host_signal(void *self, int lane, int to, int word, u64 value)
 {
     GpuPorts *pp = self;
@@ -99,9 +105,20 @@ static int one_host_signal(void *self, int lane, int to, int word, u64 value)
     int d = lane_device(pp, lane), st = gpu_use(g, d);
     if (st)
         return st;
-    GPU_TRY(g, d, g->cu->StreamWriteValue64(pp->lanes[lane], pp->words[to] + 8 * (CUdeviceptr)word, value,
-                                            CU_STREAM_WRITE_VALUE_DEFAULT),
-            "the port proxy's signal to rank %d", to);
+    CUdeviceptr at = pp->words[to] + 8 * (CUdeviceptr)word;
+    if (!pp->copy_signals) {
+        CUresult r = g->cu->StreamWriteValue64(pp->lanes[lane], at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+        if (r == CUDA_SUCCESS)
+            return CDSL_OK;
+        if (!(r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) || !g->cu->MemcpyHtoDAsync ||
+            g->ranks[to].device == d)
+            return gpu_fail(g, d, r, "the port proxy's signal to rank %d", to);
+        pp->copy_signals = 1;
+        log_msg(LOG_INFO, "port proxy: GPU %d refused a write-value into rank %d's memory (%s); signals are copies "
+                "from now on", g->devs[d].ordinal, to, cu_error_string(g->cu, r));
+    }
+    GPU_TRY(g, d, g->cu->MemcpyHtoDAsync(at, &value, sizeof value, pp->lanes[lane]),
+            "the port proxy's signal to rank %d (a copy of its count)", to);
     return CDSL_OK;
 }
 

@@ -249,12 +249,14 @@ typedef struct CUmulticastObjectProp {
     X(0, StreamIsCapturing, "cuStreamIsCapturing", NULL, (CUstream s, int *status))
 
 /* The host's port-channel proxy (gpu_port.c): pinned host memory the kernel reaches, for the
- * blocks' requests (besides the copy-engine group's copies, write-values and event queries). */
+ * blocks' requests (besides the copy-engine group's copies, write-values and event queries), and
+ * a copy of a signal's count from host memory, where a write-value into a peer is refused. */
 #define CU_PORT_FUNCS(X)                                                                        \
     X(0, MemHostAlloc, "cuMemHostAlloc", NULL, (void **p, size_t bytes, unsigned int flags))   \
     X(0, MemFreeHost, "cuMemFreeHost", NULL, (void *p))                                        \
     X(0, MemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", "cuMemHostGetDevicePointer", \
-      (CUdeviceptr * dp, void *p, unsigned int flags))
+      (CUdeviceptr * dp, void *p, unsigned int flags))                                          \
+    X(0, MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", NULL, (CUdeviceptr dst, const void *src, size_t n, CUstream s))
 
 #define CU_DECLARE_MEMBER(req, member, sym, alt, params) CUresult (*member) params;
 

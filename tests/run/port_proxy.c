@@ -2,7 +2,12 @@
  * port_proxy.c - the host's port-channel proxy (runtime/engines/gpu_port.c) without a GPU, for
  * tests/run/port_proxy.sh.
  *
- *   port_proxy PROGRAM NRANKS
+ *   port_proxy PROGRAM NRANKS [refuse-write-values | refuse-write-values-no-copy]
+ *
+ * With refuse-write-values, every rank is on a GPU of its own and the driver refuses a
+ * write-value (as one may into another GPU's memory): the proxy's signals must then be copies of
+ * the count from host memory, as MSCCL++'s updateAndSync's are, and every launch still verify;
+ * with -no-copy the driver has no such copy either, and the pass must fail with a report.
  *
  * The proxy runs as it does on the GPU, against a stand-in driver table whose memory is host
  * memory and whose streams are queues that a thread of their own works through, a copy in
@@ -174,9 +179,25 @@ static CUresult f_copy(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st)
     lane_push((Lane *)st, (LaneOp){OP_COPY, (char *)(uintptr_t)d, (const char *)(uintptr_t)s, n, 0, 0});
     return CUDA_SUCCESS;
 }
+static int refuse_write_values;  /* the driver refuses every write-value (the ranks' GPUs are all different) */
+static int write_values_refused, signal_copies;
 static CUresult f_write(CUstream st, CUdeviceptr a, u64 v, unsigned flags)
 {
     (void)flags;
+    if (refuse_write_values) {
+        write_values_refused++;
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    lane_push((Lane *)st, (LaneOp){OP_WRITE, (char *)(uintptr_t)a, NULL, 0, v, 0});
+    return CUDA_SUCCESS;
+}
+/* A copy from pageable host memory: the driver takes the source now (so the value is read at the
+   call), and it lands in the lane's order, after the copies before it. */
+static CUresult f_htod_async(CUdeviceptr a, const void *src, size_t n, CUstream st)
+{
+    u64 v = 0;
+    memcpy(&v, src, n < sizeof v ? n : sizeof v);
+    signal_copies++;
     lane_push((Lane *)st, (LaneOp){OP_WRITE, (char *)(uintptr_t)a, NULL, 0, v, 0});
     return CUDA_SUCCESS;
 }
@@ -217,6 +238,7 @@ static CuDrv fake_driver(void)
     cu.StreamSynchronize = f_stream_sync;
     cu.MemcpyAsync = f_copy;
     cu.StreamWriteValue64 = f_write;
+    cu.MemcpyHtoDAsync = f_htod_async;
     cu.EventCreate = f_event;
     cu.EventDestroy = f_event_destroy;
     cu.EventRecord = f_record;
@@ -392,9 +414,12 @@ static int allgathered(GpuComm *g, const IrProgram *ir, size_t chunk)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3)
+    if (argc != 3 && argc != 4)
         return 2;
     int n = atoi(argv[2]);
+    const char *mode = argc == 4 ? argv[3] : "";
+    refuse_write_values = !strncmp(mode, "refuse-write-values", 19);
+    int no_copy = !strcmp(mode, "refuse-write-values-no-copy");
     cdsl_compile_opts o = {.path = argv[1], .nranks = n, .stop_after = CDSL_STAGE_CHECK, .color = 0};
     cdsl_program *prog = NULL;
     if (cdsl_compile(&o, &prog) != CDSL_OK || !prog) {
@@ -408,17 +433,19 @@ int main(int argc, char **argv)
     size_t loglen = 0;
     FILE *log = open_memstream(&logbuf, &loglen);
     CuDrv cu = fake_driver();
-    GpuDevice dev;
-    memset(&dev, 0, sizeof dev);
+    if (no_copy)
+        cu.MemcpyHtoDAsync = NULL;
     GpuComm g;
     memset(&g, 0, sizeof g);
     g.cu = &cu;
     g.cfg.log = log;
-    g.ndev = 1;
-    g.devs = &dev;
+    g.ndev = refuse_write_values ? n : 1;   /* refusing: a GPU per rank, so every signal crosses GPUs */
+    g.devs = calloc((size_t)g.ndev, sizeof *g.devs);
     g.nranks = n;
     g.spin_limit = 150000;      /* the pass gives up after 0.3 s without progress */
     g.ranks = calloc((size_t)n, sizeof *g.ranks);
+    for (int r = 0; refuse_write_values && r < n; r++)
+        g.ranks[r].device = r;
     for (int r = 0; r < n; r++)
         for (int b = 0; b < ir->nbufs; b++)
             g.ranks[r].buf[b] = (CUdeviceptr)(uintptr_t)calloc((size_t)ir->bufs[b].nchunks, chunk);
@@ -428,6 +455,17 @@ int main(int argc, char **argv)
     snprintf(why, sizeof why, "status %d", st);
     expect(st == CDSL_OK && pp, "the proxy loads for a program with port channels", why);
     int gather = ir->coll == COLL_ALLGATHER;
+    if (pp && no_copy) {    /* a refused write-value and nothing to fall back on: a named failure */
+        int blocks_ok = 0;
+        fill(&g, ir, chunk, 0);
+        st = launch(&g, pp, ir, chunk, -1, &blocks_ok);
+        fflush(log);
+        snprintf(why, sizeof why, "status %d, log: %.200s", st, logbuf ? logbuf : "");
+        expect(st != CDSL_OK && logbuf && strstr(logbuf, "the port proxy's signal to rank"),
+               "a refused write-value with no copy to fall back on fails the pass, naming the signal", why);
+        gpu_ports_reset(pp);
+        goto done;
+    }
     for (int pass = 0; pp && pass < 3; pass++) {
         fill(&g, ir, chunk, pass);
         int blocks_ok = 0;
@@ -437,6 +475,11 @@ int main(int argc, char **argv)
         snprintf(why, sizeof why, "status %d, blocks %s, result %s", st, blocks_ok ? "done" : "stuck",
                  gather && !allgathered(&g, ir, chunk) ? "wrong" : "ok");
         expect(!st && blocks_ok && (!gather || allgathered(&g, ir, chunk)), what, why);
+    }
+    if (refuse_write_values) {
+        snprintf(why, sizeof why, "%d write-values refused, %d signals copied", write_values_refused, signal_copies);
+        expect(write_values_refused == 1 && signal_copies > 0,
+               "the driver refused a write-value into another GPU once; every signal after it was a copy of its count", why);
     }
     if (pp && n >= 2) {
         int blocks_ok = 0;
@@ -483,7 +526,9 @@ int main(int argc, char **argv)
         expect(text && strstr(text, want) && strstr(text, "rank 1 gave up waiting at"), what, why);
         free(text);
     }
+done:
     gpu_ports_destroy(pp);
+    free(g.devs);
     for (int r = 0; r < n; r++)
         for (int b = 0; b < ir->nbufs; b++)
             free((void *)(uintptr_t)g.ranks[r].buf[b]);

@@ -4,7 +4,9 @@
 # allgather over port channels at 2 and 4 ranks, and MSCCL++ plans whose blocks flush
 # (put-with-signal-and-flush) and reuse a source only after the flush, and one whose rppkt goes
 # through a port channel (packets copied flags and all, in the half of the double scratch buffer
-# the launch's flag picks); also under TSan where that build can be made. No GPU needed.
+# the launch's flag picks); a driver that refuses write-values into another GPU (signals become
+# copies of the count, or with no copy either, a named failure); also under TSan where that build
+# can be made. No GPU needed.
 source "$(dirname "$0")/../lib/common.bash"
 source tests/lib/includes.bash
 build() {   # build NAME EXTRA-FLAGS LIB
@@ -16,9 +18,10 @@ if ! build port_proxy "" build/libcdsl.a; then
     exit 1
 fi
 for case in "stdlib/allgather_port.cdsl 2" "stdlib/allgather_port.cdsl 4" "tests/mscclpp/port_pwsf_reuse_ok.json 0" \
-            "tests/mscclpp/port_flush_ok.json 0" "tests/mscclpp/port_packets.json 0"; do
+            "tests/mscclpp/port_flush_ok.json 0" "tests/mscclpp/port_packets.json 0" \
+            "stdlib/allgather_port.cdsl 4 refuse-write-values" "stdlib/allgather_port.cdsl 2 refuse-write-values-no-copy"; do
     set -- $case
-    timeout 120 "$tmp/port_proxy" "$1" "$2" | sed "s|^\[\([A-Z]*\)\] |[\1] $(basename "$1") n=$2: |"
+    timeout 120 "$tmp/port_proxy" "$@" | sed "s|^\[\([A-Z]*\)\] |[\1] $(basename "$1") n=$2${3:+ $3}: |"
     rc=${PIPESTATUS[0]}
     [ "$rc" = 0 ] || [ "$rc" = 1 ] || fail "$(basename "$1") n=$2: the stand-in exits cleanly" "exit $rc"
 done
