@@ -132,14 +132,24 @@ for s in $steps; do
     tcost)
         step tcost
         [ "$NGPU" = 1 ] && mps_start
-        rm -f "$W/tcost_store"
-        for r in 0 1; do
-            CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib PYTHONPATH=$PWD/python CDSL_CACHE_DIR=$W/cache \
-                CDSL_ENGINE=ipc CDSL_TORCH_DEVICE=cuda timeout 120 python3 bench/torch_call_cost.py "$r" 2 \
-                "$W/tcost_store" 500 >"$W/tcost_$r.txt" 2>&1 &
+        # the profile of the tree's backend, then (TCOST_OLD: a python/cdsl of an earlier commit,
+        # default .carry/oldpy) old and new alternately without the profiler, 2000 calls each
+        tcost() {   # tcost NAME PYTHONPATH ROWS CALLS
+            rm -f "$W/tcost_store"
+            for r in 0 1; do
+                CDSL_LIB=$PWD/build/libcdsl.so CDSL_STDLIB=$PWD/stdlib PYTHONPATH=$2 CDSL_CACHE_DIR=$W/cache \
+                    CDSL_ENGINE=ipc CDSL_TORCH_DEVICE=cuda CDSL_PROFILE_ROWS=$3 timeout 120 python3 bench/torch_call_cost.py \
+                    "$r" 2 "$W/tcost_store" "$4" >"$W/tcost_$1_$r.txt" 2>&1 &
+            done
+            wait
+        }
+        tcost profile "$PWD/python" 25 500
+        head -40 "$W/tcost_profile_0.txt" | tee -a "$W/session.txt"
+        old=${TCOST_OLD:-.carry/oldpy}
+        for i in 1 2 3; do
+            [ -d "$old" ] && tcost "old$i" "$PWD/$old" 0 2000 && echo "tcost old $i: $(head -1 "$W/tcost_old${i}_0.txt")" | tee -a "$W/session.txt"
+            tcost "new$i" "$PWD/python" 0 2000 && echo "tcost new $i: $(head -1 "$W/tcost_new${i}_0.txt")" | tee -a "$W/session.txt"
         done
-        wait
-        head -30 "$W/tcost_0.txt" | tee -a "$W/session.txt"
         [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
     launch)
         # cdsl-perf one process per rank (torchrun's environment, no torch) and the wheel

@@ -134,7 +134,8 @@ class Program:
         """in_place: compile NCCL's in-place form (cdsl_compile_opts.in_place): allgather's input is
         this rank's part of its output, reducescatter's output this rank's part of its input,
         allreduce's input its output. A run on an input and output that share memory needs it."""
-        self._lock = threading.Condition(threading.RLock())
+        self._mutex = threading.RLock()
+        self._lock = threading.Condition(self._mutex)
         self._users = 0         # calls in the library without the lock (_use)
         self._closing = False
         self._p = None
@@ -173,14 +174,26 @@ class Program:
         """The C program, kept from close() while the with block runs but without self._lock,
         for a call that waits for other ranks (the C side makes its lazy code generation safe
         across threads)."""
-        with self._lock:
-            p = self._handle()
-            self._users += 1
+        p = self._enter()
         try:
             yield p
         finally:
-            with self._lock:
-                self._users -= 1
+            self._leave()
+
+    def _enter(self):
+        """_use's first half, for RankComm.run, where a generator's frames cost more than the run:
+        the C program, counted as in use; the caller calls _leave() once the library is done."""
+        with self._mutex:       # self._lock's own lock, without the Condition's Python-level enter
+            p = self._handle()
+            self._users += 1
+            return p
+
+    def _leave(self):
+        with self._mutex:
+            self._users -= 1
+            # Only close() waits for the count, and it sets _closing under this lock before it
+            # waits: a user that finds it unset leaves a count that close() will read itself.
+            if self._closing:
                 self._lock.notify_all()
 
     @property
@@ -281,6 +294,9 @@ class RankComm:
     def __init__(self, nranks, uid, rank, flavour="p2p", device=-1, timeout=None, spin_limit=0, seed=0):
         self._lock = threading.RLock()
         self._c = None
+        # run()'s argument, refilled under self._lock: the library reads it only during the call.
+        self._io = _lib.RankIo()
+        self._io_ptr = ctypes.pointer(self._io)
         if not isinstance(uid, (bytes, bytearray)) or len(uid) != _lib.UNIQUE_ID_BYTES:
             raise ValueError("cdsl: the unique id is %d bytes from cdsl.get_unique_id()" % _lib.UNIQUE_ID_BYTES)
         if flavour not in _lib.FLAVOURS:
@@ -339,10 +355,17 @@ class RankComm:
     def run(self, program, dtype, chunk, input=None, input_bytes=0, output=None, output_bytes=0, stream=None):
         """Enqueue one run of this rank's part on `stream` (an int CUstream; None: the
         communicator's own). input/output None: the symmetric buffers themselves (no copy)."""
-        io = _lib.RankIo(input or None, input_bytes, output or None, output_bytes)
-        t = _dtype(dtype)
-        with self._lock, program._use() as p:
-            self._check(_lib.rank_run(self._comm(), p, t, chunk, ctypes.byref(io), stream or None))
+        with self._lock:
+            io = self._io
+            io.input, io.input_bytes = input or None, input_bytes
+            io.output, io.output_bytes = output or None, output_bytes
+            t = _dtype(dtype)
+            p = program._enter()
+            try:
+                rc = _lib.rank_run(self._comm(), p, t, chunk, self._io_ptr, stream or None)
+            finally:
+                program._leave()
+            self._check(rc)
 
     def status(self):
         """After the stream was synchronised: raises cdsl.Error when this rank's run failed."""

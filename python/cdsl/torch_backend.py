@@ -62,6 +62,7 @@ _PACKET_LIMIT = 64 << 10
 _PREFERRED = ("mesh", "twoshot", "ring", "chunked_ring")
 _LAST = ("nvls", "port")
 _REGION_ALIGN = 4096            # the library's alignment of each buffer in the region (rank_comm.c)
+_ROUTES_MAX = 4096              # call shapes a group remembers (ProcessGroupCDSL._route)
 _table = {}                     # collective -> [(max_bytes or None, program)]
 _table_lock = threading.Lock()
 _fallback = None                # None: the environment decides
@@ -69,22 +70,24 @@ _fallback = None                # None: the environment decides
 
 # ---- which programs there are, and which serves a call ----------------------------------------------
 
-_stdlib_seen = {}               # (stdlib folder, its mtime) -> stdlib_programs(): read once
+_stdlib_seen = {}               # stdlib folder -> _read_stdlib(folder): read once per process
 _stdlib_dirs = {}               # CDSL_STDLIB -> the folder core.stdlib_dir() finds for it
+_version = 0                    # bumped by set_programs: a group's cached routes hold while it stays
 
 
 def stdlib_programs():
     """{collective: [stdlib program names]}, read from the stdlib's `program NAME implements C`
-    lines (no compile), in file order. Read once per folder and version of it: every call that
-    uses the default table asks, and reading the files each time cost most of a call."""
-    d = _stdlib_dirs.get(os.environ.get("CDSL_STDLIB"))
+    lines (no compile), in file order. Read once per process and folder (per value of
+    CDSL_STDLIB): a program file added or edited while the process runs is not seen here;
+    set_programs (a stdlib name or a .cdsl path) is how a running program changes a table."""
+    env = os.environ.get("CDSL_STDLIB")
+    d = _stdlib_dirs.get(env)
     if d is None:
-        d = _stdlib_dirs[os.environ.get("CDSL_STDLIB")] = core.stdlib_dir()
-    key = (d, os.stat(d).st_mtime_ns)
-    if key not in _stdlib_seen:
-        _stdlib_seen.clear()
-        _stdlib_seen[key] = _read_stdlib(d)
-    return {c: list(names) for c, names in _stdlib_seen[key].items()}
+        d = _stdlib_dirs[env] = core.stdlib_dir()
+    found = _stdlib_seen.get(d)
+    if found is None:
+        found = _stdlib_seen[d] = _read_stdlib(d)
+    return {c: list(names) for c, names in found.items()}
 
 
 def _read_stdlib(d):
@@ -126,7 +129,12 @@ def default_programs(collective):
 def set_programs(collective, rows):
     """Set the table of a collective (allgather, reducescatter, allreduce, broadcast, reduce,
     alltoall): rows of (largest message bytes or None for any, stdlib name or .cdsl path), in
-    order; None or [] restores the default. Every rank must set the same table."""
+    order; None or [] restores the default. Every rank must set the same table.
+
+    This is how a running program changes which program serves a call: groups cache the route
+    of each call shape (program, chunk, region) until the next set_programs, so a change of the
+    stdlib folder or of CDSL_STDLIB after the first call is seen only after one."""
+    global _version
     checked = []
     for row in rows or []:
         limit, prog = row
@@ -141,6 +149,7 @@ def set_programs(collective, rows):
             _table[collective] = checked
         else:
             _table.pop(collective, None)
+        _version += 1           # after the table: a route made from the old one is never stamped new
 
 
 def programs(collective):
@@ -184,11 +193,15 @@ class NoProgram(RuntimeError):
 # ---- ops ----------------------------------------------------------------------------------------------
 
 _OP_NAMES = ("SUM", "AVG", "PRODUCT", "MIN", "MAX", "BAND", "BOR", "BXOR", "PREMUL_SUM")
+# Compared as RedOpType where torch has it: ReduceOp == RedOpType is pybind's first overload,
+# a quarter of the cost of ReduceOp == ReduceOp, and it runs on every reducing call.
+_OP_KINDS = getattr(dist.ReduceOp, "RedOpType", dist.ReduceOp)
+_OPS = tuple((n, getattr(_OP_KINDS, n)) for n in _OP_NAMES if hasattr(_OP_KINDS, n))
 
 
 def _op_name(op):
-    for n in _OP_NAMES:
-        if hasattr(dist.ReduceOp, n) and op == getattr(dist.ReduceOp, n):
+    for n, value in _OPS:
+        if op == value:
             return n
     return str(op)
 
@@ -310,7 +323,9 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             self.device = torch.device("cuda", dev)
         self.comm = core.RankComm(size, uid, rank, device=dev, timeout=_seconds(timeout))
         self.engine = self.comm.engine
+        self._cuda, self._index = self.device.type == "cuda", dev   # asked on every call: .type makes a string
         self._programs = {}
+        self._routes = {}           # call shape -> (_version, program, chunk, region bytes): _route
         self._reserved = 0          # the region's bytes as far as our runs and allocs grew it
         self._sym = None            # weakref of the live symmetric tensor
         self._sym_bytes = 0
@@ -335,6 +350,25 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             self._programs[key] = core.Program(path, self._size, defines=defines, in_place=in_place)
         return self._programs[key]
 
+    def _route(self, collective, msg, dtype, in_place, root):
+        """(program, chunk bytes, region bytes) for a call of this shape. Made once per shape and
+        table version: the table walk and the layout queries through ctypes cost more than the
+        run itself. A shape that raised is not kept, so the next call raises the same."""
+        key = (collective, msg, dtype, in_place, root)
+        hit = self._routes.get(key)
+        if hit is not None and hit[0] == _version:
+            return hit[1:]
+        version = _version          # before the table is read: see set_programs
+        prog = self._program(choose_program(collective, msg), in_place, root)
+        try:
+            chunk = prog.chunk_bytes(msg)
+        except ValueError as e:
+            raise NoProgram("%s (%s of %d bytes on %d ranks)" % (e, collective, msg, self._size)) from None
+        if len(self._routes) >= _ROUTES_MAX:
+            self._routes.clear()    # a program of ever new sizes: no bound on the shapes otherwise
+        self._routes[key] = (version, prog, chunk, self._region_bytes(prog, chunk, in_place))
+        return self._routes[key][1:]
+
     def _region_bytes(self, prog, chunk, in_place):
         """What the library's layout takes for prog at chunk (rank_comm.c's rt_layout): every
         buffer aligned, the aliased one of an in-place program inside its holder."""
@@ -353,9 +387,10 @@ class ProcessGroupCDSL(dist.ProcessGroup):
     def _status(self):
         """Raise the communicator's error once every run we enqueued has finished; whether it
         could be read (cdsl_rank_status is defined only then)."""
-        self._events = [e for e in self._events if not e.query()]
         if self._events:
-            return False
+            self._events = [e for e in self._events if not e.query()]
+            if self._events:
+                return False
         self.comm.status()
         return True
 
@@ -363,6 +398,15 @@ class ProcessGroupCDSL(dist.ProcessGroup):
     def _on_cdsl(self, tensors, what):
         """Whether cdsl runs these tensors (its device), else gloo does (CPU tensors on a GPU
         engine: the cpu:gloo half)."""
+        # The common case in flags that cost no torch.device; the rest, errors included, below.
+        if self._cuda:
+            if tensors and all(t.is_cuda and t.get_device() == self._index for t in tensors):
+                return True
+        elif tensors and all(t.is_cpu for t in tensors):
+            return True
+        return self._on_cdsl_else(tensors, what)
+
+    def _on_cdsl_else(self, tensors, what):
         devs = {t.device.type for t in tensors}
         if devs == {self.device.type}:
             if self.device.type == "cuda" and any(t.device.index != self.device.index for t in tensors):
@@ -388,57 +432,64 @@ class ProcessGroupCDSL(dist.ProcessGroup):
     def _run(self, collective, output, input, root=None):
         """Run the program the table picks on output/input (they may share memory as NCCL's
         in-place form); returns the Work. Refusals before the run are NoProgram or ValueError."""
-        for t, what in ((output, "the output"), (input, "the input")):
-            if not t.is_contiguous():
-                raise ValueError("cdsl: rank %d: %s is not contiguous; pass t.contiguous()" % (self._rank, what))
-        if output.dtype != input.dtype:
+        same = output is input      # allreduce, broadcast, reduce: one tensor, checked once
+        if not output.is_contiguous():
+            raise ValueError("cdsl: rank %d: the output is not contiguous; pass t.contiguous()" % self._rank)
+        if not same and not input.is_contiguous():
+            raise ValueError("cdsl: rank %d: the input is not contiguous; pass t.contiguous()" % self._rank)
+        dtype = output.dtype
+        if not same and dtype != input.dtype:
             raise TypeError("cdsl: rank %d: the input is %s and the output %s; they must be one type" %
-                            (self._rank, input.dtype, output.dtype))
-        if output.dtype not in _DTYPES:
+                            (self._rank, input.dtype, dtype))
+        code = _DTYPES.get(dtype)
+        if code is None:
             raise NoProgram("cdsl: %s: dtype %s is not run by cdsl (it runs %s)" %
-                            (collective, output.dtype, ", ".join(str(d) for d in _DTYPES)))
+                            (collective, dtype, ", ".join(str(d) for d in _DTYPES)))
         out_bytes = output.numel() * output.element_size()
-        in_bytes = input.numel() * input.element_size()
+        if same:
+            in_bytes, in_place = out_bytes, out_bytes > 0      # what _overlap says of a tensor and itself
+        else:
+            in_bytes, in_place = input.numel() * input.element_size(), _overlap(input, output)
         msg = max(out_bytes, in_bytes)
-        in_place = _overlap(input, output)
-        prog = self._program(choose_program(collective, msg), in_place, root)
-        try:
-            chunk = prog.chunk_bytes(msg)
-        except ValueError as e:
-            raise NoProgram("%s (%s of %d bytes on %d ranks)" % (e, collective, msg, self._size)) from None
-        need = self._region_bytes(prog, chunk, in_place)
-        sym = self._sym_tensor()
-        zero_copy = sym is not None and in_place and self._holds_region_start(output, input, collective)
-        if sym is not None and need > self._reserved:
+        prog, chunk, need = self._route(collective, msg, dtype, in_place, root)
+        sym = self._sym() if self._sym is not None else None
+        zero_copy, saved = False, None
+        if sym is not None:
+            zero_copy, saved = self._sym_check(sym, collective, msg, need, output, input, in_place)
+        if need > self._reserved:
+            self._reserved = need
+        stream = torch.cuda.current_stream(self.device) if self._cuda else None
+        cu = (stream.cuda_stream or 1) if stream is not None else None
+        if zero_copy:
+            self.comm.run(prog, code, chunk, None, 0, None, 0, cu)
+        else:
+            self.comm.run(prog, code, chunk, input.data_ptr() if in_bytes else 0, in_bytes,
+                          output.data_ptr(), out_bytes, cu)
+        if saved is not None:
+            sym.copy_(saved)
+        if stream is None:
+            return None
+        event = torch.cuda.Event()
+        event.record(stream)
+        self._events.append(event)
+        return event
+
+    def _sym_check(self, sym, collective, msg, need, output, input, in_place):
+        """While a symmetric tensor lives: (whether the call runs on it with no copy, a copy of it
+        to restore after a staged run, or None); raises where the run would move or clobber it."""
+        zero_copy = in_place and self._holds_region_start(output, input, collective)
+        if need > self._reserved:
             raise ValueError("cdsl: rank %d: %s of %d bytes needs %d bytes of symmetric memory, but the region "
                              "holds %d and a symmetric tensor (cdsl.torch_backend.empty) lives in it: allocate "
                              "it larger, or free it first" % (self._rank, collective, msg, need, self._reserved))
-        saved = None
-        if sym is not None and not zero_copy:
-            if self._in_region(input) or self._in_region(output):
-                raise ValueError("cdsl: rank %d: %s on a symmetric tensor runs without copies only in place on "
-                                 "the whole tensor (all_reduce(t), broadcast(t), reduce(t), all_gather_into_tensor"
-                                 "(t, t.chunk(n)[rank]), reduce_scatter_tensor(t.chunk(n)[rank], t))" %
-                                 (self._rank, collective))
-            saved = sym.clone()     # a staged run writes the region's start, where the tensor is
-        self._reserved = max(self._reserved, need)
-        stream = None
-        if self.device.type == "cuda":
-            stream = torch.cuda.current_stream(self.device).cuda_stream or 1
-        dtype = _DTYPES[output.dtype]
         if zero_copy:
-            self.comm.run(prog, dtype, chunk, None, 0, None, 0, stream)
-        else:
-            self.comm.run(prog, dtype, chunk, input.data_ptr() if in_bytes else 0, in_bytes,
-                          output.data_ptr(), out_bytes, stream)
-        if saved is not None:
-            sym.copy_(saved)
-        event = None
-        if self.device.type == "cuda":
-            event = torch.cuda.Event()
-            event.record(torch.cuda.current_stream(self.device))
-            self._events.append(event)
-        return event
+            return True, None
+        if self._in_region(input) or self._in_region(output):
+            raise ValueError("cdsl: rank %d: %s on a symmetric tensor runs without copies only in place on "
+                             "the whole tensor (all_reduce(t), broadcast(t), reduce(t), all_gather_into_tensor"
+                             "(t, t.chunk(n)[rank]), reduce_scatter_tensor(t.chunk(n)[rank], t))" %
+                             (self._rank, collective))
+        return False, sym.clone()   # a staged run writes the region's start, where the tensor is
 
     def _in_region(self, t):
         sym = self._sym_tensor()
@@ -695,6 +746,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         return torch.as_tensor(_CudaArray(ptr, nbytes, "<i4"), device=self.device).view(dtype)
 
     def shutdown(self):
+        self._routes = {}
         for p in self._programs.values():
             p.close()
         self._programs = {}

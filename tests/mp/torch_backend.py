@@ -137,6 +137,70 @@ def checks(rank, ref):
         return used == want, "ran %s, the table says %s" % (used, want)
     check("the program table picks a program per size (ring up to 256 bytes, then mesh)", table)
 
+    def route_reused():
+        calls = []
+        real = tb.choose_program
+        tb.choose_program = lambda coll, nbytes: (calls.append(nbytes), real(coll, nbytes))[1]
+        try:
+            for n in (72 * N, 72 * N, 144 * N):     # sizes no other check uses: the first call misses
+                t = (torch.arange(n) % 5 + rank).float()
+                want = ref_reduce(t)
+                dist.all_reduce(t)
+                if not torch.equal(t, want):
+                    return False, "all_reduce of %d floats differs" % n
+        finally:
+            tb.choose_program = real
+        # Under CDSL_TEST_WRONG=1, what a backend without the cache does: it asks on every call.
+        want = [72 * N * 4, 144 * N * 4] if not WRONG else [72 * N * 4, 72 * N * 4, 144 * N * 4]
+        return calls == want, "choose_program asked for %s, expected %s" % (calls, want)
+    check("a second all_reduce of one shape reuses the group's cached route (choose_program asked once a shape)",
+          route_reused)
+
+    def route_invalidated():
+        used = []
+        pg = dist.distributed_c10d._get_default_group()
+        real = pg.comm.run
+        pg.comm.run = lambda prog, *a: (used.append(prog.name), real(prog, *a))[1]
+        try:
+            for rows in (None, [(None, "allreduce_twoshot")], None):
+                tb.set_programs("allreduce", rows)
+                t = (torch.arange(64 * N) % 9 * (rank + 1)).float()
+                want = ref_reduce(t)
+                dist.all_reduce(t)
+                if not torch.equal(t, want):
+                    return False, "all_reduce under the table %s differs" % rows
+        finally:
+            pg.comm.run = real
+            tb.set_programs("allreduce", None)
+        # Under CDSL_TEST_WRONG=1, what a cache that set_programs does not invalidate would run.
+        want = ["allreduce_ll", "allreduce_twoshot" if not WRONG else "allreduce_ll", "allreduce_ll"]
+        return used == want, "ran %s, the tables say %s" % (used, want)
+    check("set_programs between two calls of one shape changes the program that runs (the route cache is "
+          "invalidated), and restoring the default brings the first back", route_invalidated)
+
+    def refusal_not_cached():
+        got = []
+        for rows, n in ((None, 3), ([(64, "allreduce_ll")], 1024)):
+            tb.set_programs("allreduce", rows)
+            try:
+                for _ in range(2):
+                    try:
+                        dist.all_reduce(torch.ones(n))
+                        got.append("no error")
+                    except tb.NoProgram as e:
+                        got.append(str(e).splitlines()[0])
+            finally:
+                tb.set_programs("allreduce", None)
+        t = (torch.arange(1024) + rank).float()
+        want_t = ref_reduce(t)
+        dist.all_reduce(t)                      # the shape refused under the short table runs under the default
+        ok = (expect("is not a positive multiple of") in got[0] and got[1] == got[0] and
+              expect("no row of the allreduce table serves 4096 bytes") in got[2] and got[3] == got[2])
+        return ok and torch.equal(t, want_t), "errors %s; then the default table ran it: %s" % (
+            got, torch.equal(t, want_t))
+    check("a call refused with NoProgram (a size, a table without a row for it) raises the same on the next "
+          "identical call, and runs once the table serves it", refusal_not_cached)
+
     def defaults():
         found = tb.stdlib_programs()
         for c in ("allreduce", "allgather", "reducescatter"):
