@@ -382,10 +382,10 @@ static bool ctl_pid_gone(long pid)
     return paren && (paren[2] == 'Z' || paren[2] == 'X');
 }
 
-static int ctl_find_dead(RtCtl *c)
+static int ctl_find_dead(RtCtl *c, bool (*counts)(void *ctx, int q), void *ctx)
 {
     for (int q = 0; q < c->nranks; q++) {
-        if (q == c->rank || c->pid[q] <= 0)
+        if (q == c->rank || c->pid[q] <= 0 || (counts && !counts(ctx, q)))
             continue;
         if (c->pidfd[q] >= 0) {
             struct pollfd p = {c->pidfd[q], POLLIN, 0};
@@ -402,7 +402,12 @@ static int ctl_find_dead(RtCtl *c)
  * dead too, but it is not the news. */
 int rt_ctl_dead(RtCtl *c)
 {
-    int q = ctl_find_dead(c);
+    return rt_ctl_dead_among(c, NULL, NULL);
+}
+
+int rt_ctl_dead_among(RtCtl *c, bool (*counts)(void *ctx, int q), void *ctx)
+{
+    int q = ctl_find_dead(c, counts, ctx);
     if (q < 0 || !c->shared)
         return q;
     uint64_t none = 0;

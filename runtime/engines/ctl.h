@@ -27,6 +27,7 @@
 #ifndef CDSL_CTL_H
 #define CDSL_CTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,5 +73,8 @@ int rt_ctl_barrier(RtCtl *c, const char *what);
 /* A rank whose process has exited, or -1 when all are alive: the first one any rank found
  * (kept in a page the ranks share), so that every rank names the same one. Cheap: poll(). */
 int rt_ctl_dead(RtCtl *c);
+/* The same, counting only the dead ranks q for which counts(ctx, q) holds (a run's waits: a peer
+ * that exited after its part of the run is no failure); one that does not count is no news. */
+int rt_ctl_dead_among(RtCtl *c, bool (*counts)(void *ctx, int q), void *ctx);
 
 #endif

@@ -86,6 +86,7 @@ typedef struct SimRank {
     _Atomic uint64_t *sw_made;      /* arrivals this rank made, for the stuck report only */
     _Atomic uint64_t *port_arrivals; /* [n]: on IR_PORT_CHAN, the port channel of a .cdsl program,
                                        which processes share as they share arrivals */
+    _Atomic uint64_t *runs_done;    /* [1]: runs this rank completed, as launches counts them */
     uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
     uint64_t *port_consumed;        /* [n]: the same on IR_PORT_CHAN (private) */
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
@@ -891,6 +892,7 @@ static void sim_reset_counters(Sim *s)
         for (int b = 0; b < IR_MAX_BARRIERS; b++)
             atomic_store(&rk->bar[b], 0);
         rk->launches = 0;
+        atomic_store(rk->runs_done, 0);
         if (s->pkt_buf >= 0 && s->pkt_buf < s->nbufs && rk->buf[s->pkt_buf]) /* no flag matches launch 0 */
             memset(rk->buf[s->pkt_buf], 0, s->bytes[s->pkt_buf]);
     }
@@ -946,6 +948,12 @@ void sim_view_words(Sim *s, int rank, _Atomic uint64_t *words)
     rk->sw_counter = words + s->n;
     rk->sw_made = words + s->n + 1;
     rk->port_arrivals = words + s->n + 2;
+    rk->runs_done = words + 2 * s->n + 2;
+}
+
+uint64_t sim_view_runs_done(const Sim *s, int q)
+{
+    return atomic_load_explicit(s->ranks[q].runs_done, memory_order_acquire);
 }
 
 void sim_view_control(Sim *s, _Atomic uint64_t *control)
@@ -1439,8 +1447,10 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
         sim_reset_counters(s);
         return CDSL_ERR_RUNTIME;
     }
-    for (int r = 0; r < s->n; r++)
+    for (int r = 0; r < s->n; r++) {
         s->ranks[r].launches += (uint64_t)iters;
+        atomic_fetch_add(s->ranks[r].runs_done, (uint64_t)iters);
+    }
     if (us_per_iter)
         *us_per_iter = us / iters;
     return CDSL_OK;
@@ -1599,6 +1609,9 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
         return rc;
     if (!sim_stopped(s)) {
         s->ranks[rank].launches++;
+        /* after every write of this rank's part: a peer that sees the count and then this
+           process gone knows that nothing of this run is missing */
+        atomic_fetch_add_explicit(s->ranks[rank].runs_done, 1, memory_order_release);
         return CDSL_OK;
     }
     sim_report_view(s, rank);

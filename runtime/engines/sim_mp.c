@@ -95,9 +95,18 @@ static int smp_share(cdsl_rank_comm *r, const char *what, size_t len, void **map
     return st;
 }
 
+/* Whether rank q's exit fails the run this rank is in: q had not completed it. Both counts grow
+   by one per run on every rank, so q past ours has done its part of ours; its writes came before
+   its count (release), and the count before its exit, which the watch saw first. */
+static bool smp_unfinished(void *ctx, int q)
+{
+    SimMp *s = ctx;
+    return sim_view_runs_done(s->sim, q) <= sim_view_runs_done(s->sim, s->me);
+}
+
 static int smp_watch(void *ctx)
 {
-    return rt_ctl_dead(((SimMp *)ctx)->ctl);
+    return rt_ctl_dead_among(((SimMp *)ctx)->ctl, smp_unfinished, ctx);
 }
 
 static void smp_destroy(cdsl_rank_comm *r)

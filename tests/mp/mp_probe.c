@@ -26,6 +26,10 @@
  *             caller's output (reducescatter: the output its part of the input), as NCCL's
  *             in-place calls pass them, and the symmetric input is the symmetric output's part
  *   alias     every rank gives an out-of-place program an input that shares the output's memory
+ *   leave     a last run repeats the one before (so no collective comes before it), and rank
+ *             1 starts it 1 s late: a rank whose part needs nothing from rank 1 (a reduce's last
+ *             rank) ends its part and exits first, and the others must still verify (a peer
+ *             that exited after its part of the run is no failure)
  * Every child also checks that destroying the communicator leaves it with the descriptors it
  * had before init ("rank 1: descriptors leaked").
  */
@@ -49,6 +53,8 @@ typedef struct Probe {
     int nranks, rank;
     cdsl_unique_id id;
 } Probe;
+
+static int late_run;     /* "leave": this rank starts the run it is about to make late */
 
 static int count_fds(void)
 {
@@ -130,6 +136,8 @@ static int run_checked(const Probe *pr, cdsl_rank_comm *c, cdsl_program *p, cdsl
             memset(out, 0xAB, out_bytes);
         st = cdsl_pattern_fill(p, t, pr->rank, chunk, in, in_bytes);
     }
+    if (!st && late_run)    /* a repeated run has no handshake: the others are in the run already */
+        nanosleep(&(struct timespec){1, 0}, NULL);
     if (!st)
         st = cdsl_rank_run(c, p, t, chunk, staged ? &io : NULL, NULL);
     if (!st)
@@ -175,6 +183,11 @@ static int run_all(const Probe *pr, cdsl_rank_comm *c, cdsl_program *p, cdsl_pro
                 st = run_checked(pr, c, other ? other : p, t, chunks[k], staged, out_short);
                 runs++;
             }
+    if (!st && !strcmp(pr->what, "leave")) {  /* the last run once more: no collective before it */
+        late_run = pr->rank == 1;
+        st = run_checked(pr, c, p, ts[nt - 1], chunks[2], 1, 0);
+        runs++;
+    }
     if (!st)
         fprintf(stderr, "rank %d: verified %d runs\n", pr->rank, runs);
     return st;
