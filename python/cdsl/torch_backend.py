@@ -643,6 +643,81 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         return self._with_fallback("reduce", run,
                                    lambda: self._gloo_on(tensors, lambda ts: self._gloo.reduce(ts, opts)))
 
+    # -- the coalesced calls: one run over the tensors laid end to end ----------------------------------
+    # torch's dist.all_reduce_coalesced, and its _coalescing_manager's fast path for all_reduce,
+    # all_gather_into_tensor and reduce_scatter_tensor, reach these. NCCL runs such a group as one
+    # kernel; here it is one run of the collective's program on the tensors laid end to end, which
+    # costs a copy each way, and whose program the table picks by the total size.
+    def _coalesced(self, what, tensors):
+        """Whether cdsl runs this group of tensors (gloo does CPU tensors on a GPU engine); they
+        must be one dtype, as one run moves them."""
+        if len({t.dtype for t in tensors}) > 1:
+            raise TypeError("cdsl: rank %d: %s: the tensors are %s; a coalesced call runs one dtype" %
+                            (self._rank, what, ", ".join(sorted({str(t.dtype) for t in tensors}))))
+        return self._on_cdsl(tensors, what)
+
+    def allreduce_coalesced(self, tensors, opts=None):
+        opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
+        if not tensors or not self._coalesced("all_reduce_coalesced", tensors):
+            return self._gloo.allreduce_coalesced(tensors, opts) if tensors else _DoneWork(self, tensors)
+        flat = torch.cat([t.reshape(-1) for t in tensors])
+        one = dist.AllreduceOptions()
+        one.reduceOp = opts.reduceOp
+        self.allreduce([flat], one).wait()
+        offset = 0
+        for t in tensors:
+            t.copy_(flat[offset:offset + t.numel()].view_as(t))
+            offset += t.numel()
+        return _DoneWork(self, tensors)
+
+    def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
+        """Each output gets every rank's input i; one all-gather of the inputs laid end to end
+        gives rank by rank [input 0, input 1, ...], from which each output takes its column."""
+        self._pairs("all_gather_into_tensor_coalesced", outputs, inputs,
+                    lambda o, i: o.numel() == i.numel() * self._size, "the output must hold %d x the input's elements")
+        if not outputs or not self._coalesced("all_gather_into_tensor_coalesced", outputs + inputs):
+            return self._gloo_each(outputs, inputs, self._gloo_allgather)
+        sizes = [i.numel() for i in inputs]
+        flat = torch.empty((self._size * sum(sizes),), dtype=inputs[0].dtype, device=inputs[0].device)
+        self._allgather_base(flat, torch.cat([i.reshape(-1) for i in inputs])).wait()
+        by_rank = flat.view(self._size, sum(sizes))
+        offset = 0
+        for o, n in zip(outputs, sizes):
+            o.view(self._size, n).copy_(by_rank[:, offset:offset + n])
+            offset += n
+        return _DoneWork(self, outputs)
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        """Output i gets this rank's part of the reduced input i; the inputs are laid rank part by
+        rank part ([part r of input 0, part r of input 1, ...] for r in ranks), then one
+        reduce-scatter gives this rank [output 0, output 1, ...]."""
+        opts = opts if opts is not None else dist.ReduceScatterOptions()
+        self._pairs("reduce_scatter_tensor_coalesced", outputs, inputs,
+                    lambda o, i: i.numel() == o.numel() * self._size, "the input must hold %d x the output's elements")
+        if not outputs or not self._coalesced("reduce_scatter_tensor_coalesced", outputs + inputs):
+            return self._gloo_each(outputs, inputs, lambda o, i: self._gloo_reduce_scatter(o, i, opts))
+        by_rank = torch.cat([i.reshape(self._size, -1) for i in inputs], dim=1)
+        flat = torch.empty((by_rank.shape[1],), dtype=outputs[0].dtype, device=outputs[0].device)
+        self._reduce_scatter_base(flat, by_rank.reshape(-1), opts).wait()
+        offset = 0
+        for o in outputs:
+            o.copy_(flat[offset:offset + o.numel()].view_as(o))
+            offset += o.numel()
+        return _DoneWork(self, outputs)
+
+    def _pairs(self, what, outputs, inputs, fits, rule):
+        if len(outputs) != len(inputs):
+            raise ValueError("cdsl: rank %d: %s: %d outputs for %d inputs" % (self._rank, what, len(outputs), len(inputs)))
+        for k, (o, i) in enumerate(zip(outputs, inputs)):
+            if not fits(o, i):
+                raise ValueError("cdsl: rank %d: %s: pair %d: output %d, input %d elements; %s" %
+                                 (self._rank, what, k, o.numel(), i.numel(), rule % self._size))
+
+    def _gloo_each(self, outputs, inputs, call):
+        for o, i in zip(outputs, inputs):
+            call(o, i).wait()
+        return _DoneWork(self, outputs)
+
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         opts = opts if opts is not None else dist.AllToAllOptions()
         if not self._on_cdsl([output, input], "all_to_all_single"):

@@ -14,6 +14,7 @@ import os
 import sys
 import tempfile
 import traceback
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -100,6 +101,32 @@ def checks(rank, ref):
         check("the list forms all_gather and reduce_scatter %s, against gloo" % name, lists)
         check("reduce_scatter_tensor %s, against gloo" % name, rs)
         check("all_reduce(op=SUM, async_op=True).wait() %s, against gloo" % name, ar)
+
+    def coalesced():
+        pg = dist.distributed_c10d._get_default_group()
+        a, b = ((torch.arange(64) % 5) + rank).float(), (torch.arange(32) * (rank + 1)).float()
+        want_a, want_b = ref_reduce(a), ref_reduce(b)
+        with warnings.catch_warnings():     # torch says it "will be deprecated"; users still call it
+            warnings.simplefilter("ignore")
+            dist.all_reduce_coalesced([a, b])
+        x, y = (torch.arange(16) + 100 * rank).float(), (torch.arange(48) + 1000 * rank).float()
+        gx, gy = torch.full((16 * N,), -1.0), torch.full((48 * N,), -1.0)
+        pg.allgather_into_tensor_coalesced([gx, gy], [x, y]).wait()
+        ix, iy = ((torch.arange(16 * N) % 7) * (rank + 1)).float(), ((torch.arange(48 * N) % 3) + rank).float()
+        rx, ry = torch.zeros(16), torch.zeros(48)
+        pg.reduce_scatter_tensor_coalesced([rx, ry], [ix, iy], dist.ReduceScatterOptions()).wait()
+        got = [same(a, want_a, "all_reduce_coalesced[0]"), same(b, want_b, "all_reduce_coalesced[1]"),
+               same(gx, ref_gather(x) + (1 if WRONG else 0), "allgather_into_tensor_coalesced[0]"),
+               same(gy, ref_gather(y) + (1 if WRONG else 0), "allgather_into_tensor_coalesced[1]"),
+               same(rx, ref_reduce(ix)[16 * rank:16 * (rank + 1)], "reduce_scatter_tensor_coalesced[0]"),
+               same(ry, ref_reduce(iy)[48 * rank:48 * (rank + 1)], "reduce_scatter_tensor_coalesced[1]")]
+        return all(ok for ok, _ in got), "; ".join(why for ok, why in got if not ok)[:300]
+    check("the coalesced calls (all_reduce_coalesced, allgather_into_tensor_coalesced, "
+          "reduce_scatter_tensor_coalesced) of two tensors each, one run each, against gloo", coalesced)
+    check("a coalesced call of two dtypes raises, saying it runs one",
+          raises("a coalesced call runs one dtype",
+                 lambda: dist.distributed_c10d._get_default_group().allreduce_coalesced(
+                     [torch.ones(32), torch.ones(32, dtype=torch.int32)], dist.AllreduceCoalescedOptions())))
 
     def avg():
         t = (torch.arange(32) * (rank + 1)).float()
