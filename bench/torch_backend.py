@@ -22,6 +22,7 @@ for _k, _v in (("CDSL_NVLS", "0"), ("NCCL_NVLS_ENABLE", "0"), ("NVSHMEM_DISABLE_
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
+import warnings  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -141,7 +142,17 @@ def main():
             dist.all_to_all_single(out, inp)
             return torch.equal(out.cpu(), want), lambda: dist.all_to_all_single(out, inp), None
 
-        return (("all_reduce", "allreduce", ar), ("all_gather_into_tensor", "allgather", ag),
+        def arc():      # two tensors, one run (torch's coalesced call; deprecated there, still used)
+            a = ((torch.arange(e // 2, device=dev) % 7) - rank).float()
+            b = ((torch.arange(e - e // 2, device=dev) % 3) + rank).float()
+            want = torch.cat([gloo_sum(a), gloo_sum(b)])
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dist.all_reduce_coalesced([a, b])
+            return torch.equal(torch.cat([a, b]).cpu(), want), lambda: dist.all_reduce_coalesced([a, b]), None
+
+        return (("all_reduce", "allreduce", ar), ("all_reduce_coalesced", "allreduce", arc),
+                ("all_gather_into_tensor", "allgather", ag),
                 ("reduce_scatter_tensor", "reducescatter", rs), ("broadcast", "broadcast", bc),
                 ("reduce", "reduce", rd), ("all_to_all_single", "alltoall", a2a))
 
