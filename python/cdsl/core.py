@@ -243,6 +243,13 @@ class Program:
                                  (self.name, size, granule.value))
         return chunk.value
 
+    def granule(self, size):
+        """The bytes that a size for this program must be a multiple of (near `size`)."""
+        chunk, granule = ctypes.c_size_t(), ctypes.c_size_t()
+        with self._lock:
+            _lib.chunk_bytes(self._handle(), size, ctypes.byref(chunk), ctypes.byref(granule))
+        return granule.value
+
     def bytes(self, buf, chunk):
         """Bytes of buffer `buf` at chunk bytes per chunk."""
         n = self.buf_chunks(buf)

@@ -54,6 +54,10 @@ import weakref
 import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Work as _CWork
+try:
+    from torch._C._distributed_c10d import _create_work_from_future
+except ImportError:                 # an older torch: the Python classes below serve
+    _create_work_from_future = None
 
 from . import _lib, core
 from .distributed import _DTYPES, _CudaArray, _overlap
@@ -199,6 +203,22 @@ _OP_KINDS = getattr(dist.ReduceOp, "RedOpType", dist.ReduceOp)
 _OPS = tuple((n, getattr(_OP_KINDS, n)) for n in _OP_NAMES if hasattr(_OP_KINDS, n))
 
 
+# Collectives that move bytes and add nothing: a tensor of a type cdsl does not reduce (DDP's
+# int64 shapes, float64) runs as the same bytes seen as 32-bit words.
+_MOVES_BYTES = frozenset(("allgather", "broadcast", "alltoall"))
+# Collectives of one tensor, element by element: a size the program does not split runs padded
+# with zeros up to its multiple (zeros add nothing), as NCCL takes any count. The others lay the
+# ranks' parts side by side, where padding would move them: such a size raises.
+_PADDED = frozenset(("allreduce", "broadcast", "reduce"))
+
+
+def _as_words(t):
+    """t's bytes as int32 (a view, no copy), or None when they are not a whole number of words."""
+    if t.numel() * t.element_size() % 4 or not t.is_contiguous():
+        return None
+    return t.reshape(-1).view(torch.int32)
+
+
 def _op_name(op):
     for n, value in _OPS:
         if op == value:
@@ -278,8 +298,20 @@ class Work(_CWork):
         return -1
 
 
+def _done(pg, result):
+    """The Work of a call that has ended (a run on the sim engine, a list form or gloo's run that
+    was waited for): torch's own Work over a completed future where torch has one, because torch's
+    C++ callers (DDP's parameter check and broadcast, its reducer's get_future) wait on the C++
+    Work, and torch 1.x does not pass that wait on to a Python subclass (it would block forever)."""
+    if _create_work_from_future is None:
+        return _DoneWork(pg, result)
+    fut = torch.futures.Future()
+    fut.set_result(result)
+    return _create_work_from_future(fut)
+
+
 class _DoneWork(Work):
-    """A call that gloo ran and that has been waited for already: its tensors, ours' interface."""
+    """_done's Work where torch has no _create_work_from_future: its tensors, ours' interface."""
 
     def __init__(self, pg, result):
         super().__init__(pg, result)
@@ -360,13 +392,21 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             return hit[1:]
         version = _version          # before the table is read: see set_programs
         prog = self._program(choose_program(collective, msg), in_place, root)
+        padded = msg
         try:
             chunk = prog.chunk_bytes(msg)
         except ValueError as e:
-            raise NoProgram("%s (%s of %d bytes on %d ranks)" % (e, collective, msg, self._size)) from None
+            granule = prog.granule(msg) if collective in _PADDED and msg > 0 else 0
+            padded = -(-msg // granule) * granule if granule else msg
+            try:
+                chunk = prog.chunk_bytes(padded) if padded != msg else None
+            except ValueError:
+                chunk = None
+            if chunk is None:
+                raise NoProgram("%s (%s of %d bytes on %d ranks)" % (e, collective, msg, self._size)) from None
         if len(self._routes) >= _ROUTES_MAX:
             self._routes.clear()    # a program of ever new sizes: no bound on the shapes otherwise
-        self._routes[key] = (version, prog, chunk, self._region_bytes(prog, chunk, in_place))
+        self._routes[key] = (version, prog, chunk, self._region_bytes(prog, chunk, in_place), padded)
         return self._routes[key][1:]
 
     def _region_bytes(self, prog, chunk, in_place):
@@ -442,16 +482,26 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             raise TypeError("cdsl: rank %d: the input is %s and the output %s; they must be one type" %
                             (self._rank, input.dtype, dtype))
         code = _DTYPES.get(dtype)
+        if code is None and collective in _MOVES_BYTES:     # int64, float64, bytes: moved as 32-bit words
+            words = _as_words(output), (None if same else _as_words(input))
+            if words[0] is not None and (same or words[1] is not None):
+                output = words[0]
+                input = output if same else words[1]
+                dtype, code = torch.int32, _DTYPES[torch.int32]
         if code is None:
-            raise NoProgram("cdsl: %s: dtype %s is not run by cdsl (it runs %s)" %
-                            (collective, dtype, ", ".join(str(d) for d in _DTYPES)))
+            raise NoProgram("cdsl: %s: dtype %s is not run by cdsl (it runs %s%s)" %
+                            (collective, dtype, ", ".join(str(d) for d in _DTYPES),
+                             "; it moves any type whose bytes are a multiple of 4"
+                             if collective in _MOVES_BYTES else ""))
         out_bytes = output.numel() * output.element_size()
         if same:
             in_bytes, in_place = out_bytes, out_bytes > 0      # what _overlap says of a tensor and itself
         else:
             in_bytes, in_place = input.numel() * input.element_size(), _overlap(input, output)
         msg = max(out_bytes, in_bytes)
-        prog, chunk, need = self._route(collective, msg, dtype, in_place, root)
+        prog, chunk, need, padded = self._route(collective, msg, dtype, in_place, root)
+        if padded != msg:
+            return self._run_padded(collective, output, padded, root)
         sym = self._sym() if self._sym is not None else None
         zero_copy, saved = False, None
         if sym is not None:
@@ -472,6 +522,21 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         event = torch.cuda.Event()
         event.record(stream)
         self._events.append(event)
+        return event
+
+    def _run_padded(self, collective, t, padded, root):
+        """t (one tensor, in place) through a zeroed buffer of `padded` bytes that the program
+        splits: copied in, run, copied back, all on the caller's stream."""
+        n = t.numel()
+        buf = torch.zeros((padded // t.element_size(),), dtype=t.dtype, device=t.device)
+        flat = t.view(-1)
+        buf[:n].copy_(flat)
+        event = self._run(collective, buf, buf, root)
+        flat.copy_(buf[:n])
+        if event is not None:       # the copy back is part of the run: wait() orders after it
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(self.device))
+            self._events.append(event)
         return event
 
     def _sym_check(self, sym, collective, msg, need, output, input, in_place):
@@ -507,7 +572,14 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         return holder.data_ptr() == sym.data_ptr() and holder.numel() * holder.element_size() <= self._sym_bytes
 
     def _work(self, event, result, after=None):
-        return Work(self, result, event, after)
+        """A run's Work. On the sim engine (no event) the run has ended: its error is raised now
+        and the Work is done; on a GPU, wait() orders the caller's stream after the run."""
+        if event is not None:
+            return Work(self, result, event, after)
+        self._status()
+        if after is not None:
+            after()
+        return _done(self, result)
 
     # -- gloo: CPU tensors, and fallback ---------------------------------------------------------------------
     def _gloo_on(self, tensors, call):
@@ -519,7 +591,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         work.wait()
         for t, c in zip(tensors, cpu):
             t.copy_(c)
-        return _DoneWork(self, tensors)
+        return _done(self, tensors)
 
     # -- the collectives, with torch's signatures ----------------------------------------------------------------
     def allreduce(self, tensors, opts=None):
@@ -556,7 +628,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             parts = list(out.chunk(self._size))
             w = self._gloo.allgather([parts], [inp])
             w.wait()
-            return _DoneWork(self, [out])
+            return _done(self, [out])
         return self._gloo_on([output, input], call)
 
     def allgather(self, output_lists, inputs, opts=None):
@@ -569,7 +641,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         work.wait()
         for o, part in zip(output_lists[0], flat.chunk(self._size)):
             o.copy_(part.view_as(o))
-        return _DoneWork(self, output_lists)
+        return _done(self, output_lists)
 
     def _reduce_scatter_base(self, output, input, opts=None):
         opts = opts if opts is not None else dist.ReduceScatterOptions()
@@ -597,7 +669,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         work.wait()
         if staged is not out:
             out.copy_(staged)
-        return _DoneWork(self, outputs)
+        return _done(self, outputs)
 
     def _gloo_reduce_scatter(self, output, input, opts):
         """gloo has no reduce-scatter: an all-reduce of a copy, then this rank's part."""
@@ -608,7 +680,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
             ar.reduceOp = opts.reduceOp
             self._gloo.allreduce([whole], ar).wait()
             out.copy_(whole.chunk(self._size)[self._rank].view_as(out))
-            return _DoneWork(self, [out])
+            return _done(self, [out])
         return self._gloo_on([output, input], call)
 
     def broadcast(self, tensors, opts=None):
@@ -659,7 +731,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
     def allreduce_coalesced(self, tensors, opts=None):
         opts = opts if opts is not None else dist.AllreduceCoalescedOptions()
         if not tensors or not self._coalesced("all_reduce_coalesced", tensors):
-            return self._gloo.allreduce_coalesced(tensors, opts) if tensors else _DoneWork(self, tensors)
+            return self._gloo.allreduce_coalesced(tensors, opts) if tensors else _done(self, tensors)
         flat = torch.cat([t.reshape(-1) for t in tensors])
         one = dist.AllreduceOptions()
         one.reduceOp = opts.reduceOp
@@ -668,7 +740,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         for t in tensors:
             t.copy_(flat[offset:offset + t.numel()].view_as(t))
             offset += t.numel()
-        return _DoneWork(self, tensors)
+        return _done(self, tensors)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
         """Each output gets every rank's input i; one all-gather of the inputs laid end to end
@@ -685,7 +757,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         for o, n in zip(outputs, sizes):
             o.view(self._size, n).copy_(by_rank[:, offset:offset + n])
             offset += n
-        return _DoneWork(self, outputs)
+        return _done(self, outputs)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
         """Output i gets this rank's part of the reduced input i; the inputs are laid rank part by
@@ -703,7 +775,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         for o in outputs:
             o.copy_(flat[offset:offset + o.numel()].view_as(o))
             offset += o.numel()
-        return _DoneWork(self, outputs)
+        return _done(self, outputs)
 
     def _pairs(self, what, outputs, inputs, fits, rule):
         if len(outputs) != len(inputs):
@@ -716,7 +788,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
     def _gloo_each(self, outputs, inputs, call):
         for o, i in zip(outputs, inputs):
             call(o, i).wait()
-        return _DoneWork(self, outputs)
+        return _done(self, outputs)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         opts = opts if opts is not None else dist.AllToAllOptions()

@@ -128,6 +128,21 @@ def checks(rank, ref):
                  lambda: dist.distributed_c10d._get_default_group().allreduce_coalesced(
                      [torch.ones(32), torch.ones(32, dtype=torch.int32)], dist.AllreduceCoalescedOptions())))
 
+    def ddp():
+        def grads(group):
+            torch.manual_seed(0)            # the same model on every rank, and for both groups
+            model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8))
+            net = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+            for step in range(2):
+                x = torch.arange(64 * (step + 1), 64 * (step + 2)).float().view(4, 16) / 100 * (rank + 1)
+                net(x).square().sum().backward()
+            return torch.cat([p.grad.flatten() for p in model.parameters()])
+        got, want = grads(None), grads(ref) + (1 if WRONG else 0)
+        return torch.allclose(got, want, rtol=1e-5, atol=1e-6), "DDP's gradients: got %s, want %s" % (
+            got[:3].tolist(), want[:3].tolist())
+    check("DistributedDataParallel over the group (its parameter check, broadcast and gradient all-reduce): "
+          "the gradients of two steps equal gloo DDP's", ddp)
+
     def avg():
         t = (torch.arange(32) * (rank + 1)).float()
         want = ref_reduce(t) / N
@@ -212,7 +227,11 @@ def checks(rank, ref):
             try:
                 for _ in range(2):
                     try:
-                        dist.all_reduce(torch.ones(n))
+                        if rows is None:    # a size refused: all-gather's parts are not padded
+                            dist.all_gather_into_tensor(torch.empty(N, dtype=torch.bfloat16),
+                                                        torch.ones(1, dtype=torch.bfloat16))
+                        else:
+                            dist.all_reduce(torch.ones(n))
                         got.append("no error")
                     except tb.NoProgram as e:
                         got.append(str(e).splitlines()[0])
@@ -308,8 +327,18 @@ def checks(rank, ref):
           raises("op ReduceOp.MAX is not supported", lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.MAX)))
     check("all_reduce(op=PRODUCT, async_op=True) raises, naming the op",
           raises("ReduceOp.PRODUCT", lambda: dist.all_reduce(torch.ones(8), op=dist.ReduceOp.PRODUCT, async_op=True)))
-    check("all_reduce of 3 floats (not a multiple of the program's chunks) raises, saying the multiple",
-          raises("is not a positive multiple of", lambda: dist.all_reduce(torch.ones(3))))
+    def odd(n=37):
+        t, b = ((torch.arange(n) % 5) + rank).float(), (torch.arange(n) * (rank + 1)).float()
+        want = ref_reduce(t)
+        dist.all_reduce(t)
+        dist.broadcast(b, src=N - 1)
+        ok_t, ok_b = same(t, want, "all_reduce"), same(b, torch.arange(n).float() * N + (1 if WRONG else 0), "broadcast")
+        return ok_t[0] and ok_b[0], "%s; %s" % (ok_t[1], ok_b[1])
+    check("all_reduce and broadcast of 37 floats (not a multiple of the program's chunks): padded with zeros, "
+          "against gloo", odd)
+    check("all_gather_into_tensor of one bf16 a rank (2 bytes; the parts cannot be padded) raises, saying the "
+          "multiple", raises("is not a positive multiple of", lambda: dist.all_gather_into_tensor(
+              torch.empty(N, dtype=torch.bfloat16), torch.ones(1, dtype=torch.bfloat16))))
     check("a dtype cdsl does not run (float64) raises, naming it",
           raises("dtype torch.float64 is not run by cdsl", lambda: dist.all_reduce(torch.ones(8, dtype=torch.float64))))
     check("the error names how to ask for the fallback",
