@@ -383,8 +383,9 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         return self._programs[key]
 
     def _route(self, collective, msg, dtype, in_place, root):
-        """(program, chunk bytes, region bytes) for a call of this shape. Made once per shape and
-        table version: the table walk and the layout queries through ctypes cost more than the
+        """(program, chunk bytes, region bytes, the bytes it runs: msg, or the next size the
+        program splits for a collective in _PADDED) for a call of this shape. Made once per shape
+        and table version: the table walk and the layout queries through ctypes cost more than the
         run itself. A shape that raised is not kept, so the next call raises the same."""
         key = (collective, msg, dtype, in_place, root)
         hit = self._routes.get(key)
