@@ -236,19 +236,22 @@ class Program:
     def chunk_bytes(self, size):
         """The chunk size for a collective of `size` bytes (nccl-tests' convention: the larger
         of one rank's input and output)."""
-        chunk, granule = ctypes.c_size_t(), ctypes.c_size_t()
-        with self._lock:
-            if _lib.chunk_bytes(self._handle(), size, ctypes.byref(chunk), ctypes.byref(granule)) != 0:
-                raise ValueError("cdsl: %s: a size of %d bytes is not a positive multiple of %d" %
-                                 (self.name, size, granule.value))
-        return chunk.value
+        chunk, granule = self._fit(size)
+        if chunk is None:
+            raise ValueError("cdsl: %s: a size of %d bytes is not a positive multiple of %d" %
+                             (self.name, size, granule))
+        return chunk
 
     def granule(self, size):
         """The bytes that a size for this program must be a multiple of (near `size`)."""
+        return self._fit(size)[1]
+
+    def _fit(self, size):
+        """(chunk bytes or None where size does not split, the granule) from the library."""
         chunk, granule = ctypes.c_size_t(), ctypes.c_size_t()
         with self._lock:
-            _lib.chunk_bytes(self._handle(), size, ctypes.byref(chunk), ctypes.byref(granule))
-        return granule.value
+            rc = _lib.chunk_bytes(self._handle(), size, ctypes.byref(chunk), ctypes.byref(granule))
+        return (chunk.value if rc == 0 else None), granule.value
 
     def bytes(self, buf, chunk):
         """Bytes of buffer `buf` at chunk bytes per chunk."""

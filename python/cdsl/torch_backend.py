@@ -298,6 +298,12 @@ class Work(_CWork):
         return -1
 
 
+def _unflatten(flat, tensors):
+    """Copy flat's consecutive parts back into tensors, in order (a coalesced call's results)."""
+    for t, part in zip(tensors, flat.split([t.numel() for t in tensors])):
+        t.copy_(part.view_as(t))
+
+
 def _done(pg, result):
     """The Work of a call that has ended (a run on the sim engine, a list form or gloo's run that
     was waited for): torch's own Work over a completed future where torch has one, because torch's
@@ -737,10 +743,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         one = dist.AllreduceOptions()
         one.reduceOp = opts.reduceOp
         self.allreduce([flat], one).wait()
-        offset = 0
-        for t in tensors:
-            t.copy_(flat[offset:offset + t.numel()].view_as(t))
-            offset += t.numel()
+        _unflatten(flat, tensors)
         return _done(self, tensors)
 
     def allgather_into_tensor_coalesced(self, outputs, inputs, opts=None):
@@ -772,10 +775,7 @@ class ProcessGroupCDSL(dist.ProcessGroup):
         by_rank = torch.cat([i.reshape(self._size, -1) for i in inputs], dim=1)
         flat = torch.empty((by_rank.shape[1],), dtype=outputs[0].dtype, device=outputs[0].device)
         self._reduce_scatter_base(flat, by_rank.reshape(-1), opts).wait()
-        offset = 0
-        for o in outputs:
-            o.copy_(flat[offset:offset + o.numel()].view_as(o))
-            offset += o.numel()
+        _unflatten(flat, outputs)
         return _done(self, outputs)
 
     def _pairs(self, what, outputs, inputs, fits, rule):

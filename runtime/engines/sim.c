@@ -86,13 +86,13 @@ typedef struct SimRank {
     _Atomic uint64_t *sw_made;      /* arrivals this rank made, for the stuck report only */
     _Atomic uint64_t *port_arrivals; /* [n]: on IR_PORT_CHAN, the port channel of a .cdsl program,
                                        which processes share as they share arrivals */
-    _Atomic uint64_t *runs_done;    /* [1]: runs this rank completed, as launches counts them */
+    _Atomic uint64_t *runs_done;    /* [1]: launches this rank completed: the packets' epoch, and
+                                       for a peer process, whether this rank's exit fails its run */
     uint64_t *consumed;             /* [n]: waits this rank completed on each peer (private) */
     uint64_t *port_consumed;        /* [n]: the same on IR_PORT_CHAN (private) */
     uint64_t sw_waited;             /* switch waits this rank completed (private) */
     char *final_out;                /* the output as it stood at this rank's end */
     bool final_valid;               /* final_out holds the last run's end state */
-    uint64_t launches;              /* launches this rank completed: the packets' epoch */
 } SimRank;
 
 /* A unit's thread: where it was stopped, if it was. */
@@ -745,7 +745,7 @@ static void *sim_rank_main(void *arg)
     for (int it = 0; it < s->iters; it++) {
         if (!sim_unit_begin(w, it, nunits))
             return NULL;
-        w->epoch = self->launches + (uint64_t)it;
+        w->epoch = atomic_load_explicit(self->runs_done, memory_order_relaxed) + (uint64_t)it;
         for (int i = u->first; i < u->end; i++) {
             if (sim_stopped(s))
                 return NULL;
@@ -891,7 +891,6 @@ static void sim_reset_counters(Sim *s)
         }
         for (int b = 0; b < IR_MAX_BARRIERS; b++)
             atomic_store(&rk->bar[b], 0);
-        rk->launches = 0;
         atomic_store(rk->runs_done, 0);
         if (s->pkt_buf >= 0 && s->pkt_buf < s->nbufs && rk->buf[s->pkt_buf]) /* no flag matches launch 0 */
             memset(rk->buf[s->pkt_buf], 0, s->bytes[s->pkt_buf]);
@@ -1447,10 +1446,8 @@ static int sim_run(void *state, size_t chunk_bytes, int iters, double *us_per_it
         sim_reset_counters(s);
         return CDSL_ERR_RUNTIME;
     }
-    for (int r = 0; r < s->n; r++) {
-        s->ranks[r].launches += (uint64_t)iters;
+    for (int r = 0; r < s->n; r++)
         atomic_fetch_add(s->ranks[r].runs_done, (uint64_t)iters);
-    }
     if (us_per_iter)
         *us_per_iter = us / iters;
     return CDSL_OK;
@@ -1608,7 +1605,6 @@ int sim_run_rank(Sim *s, int rank, size_t chunk_bytes, double *us)
     if (rc != CDSL_OK)
         return rc;
     if (!sim_stopped(s)) {
-        s->ranks[rank].launches++;
         /* after every write of this rank's part: a peer that sees the count and then this
            process gone knows that nothing of this run is missing */
         atomic_fetch_add_explicit(s->ranks[rank].runs_done, 1, memory_order_release);
