@@ -11,8 +11,9 @@
 #   mp     bench/mp_gpu.sh: one process per rank on the GPU engines
 #   check  bench/gpu_check.sh: every stdlib program verified on p2p, ranks sharing the GPUs
 #   ranks  one process per rank on the ipc engine (under MPS with one GPU): python3 -m
-#          cdsl.selftest -n 2, 4 and 8, every stdlib program and element type, chunks of
-#          RANK_CHUNKS bytes (default 128 to 8 MiB: buffers of about 1 KiB to 64 MiB), verified
+#          cdsl.selftest -n 2, 4 and 8 (RANK_NS), every stdlib program (RANK_PROGRAMS: only
+#          these) and element type, chunks of RANK_CHUNKS bytes (default 128 to 8 MiB: buffers of
+#          about 1 KiB to 64 MiB), verified; RANK_ENGINES="ipc nccl" runs both engines
 #   before bench/before_after.sh against the tree in .carry/old (an earlier commit with its
 #          build/gen): the same programs and sizes (BEFORE_SIZES, default 1K:1M), old and new
 #   plans  bench/mscclpp_gpu.sh: MSCCL++ plans imported, checked and run on p2p (the checked-in
@@ -89,11 +90,15 @@ for s in $steps; do
         step ranks
         [ "$NGPU" = 1 ] && mps_start
         for n in ${RANK_NS:-2 4 8}; do
-            (cd python && CDSL_LIB=$PWD/../build/libcdsl.so CDSL_STDLIB=$PWD/../stdlib CDSL_CACHE_DIR=$W/cache \
-                timeout "${RANKS_S:-150}" python3 -m cdsl.selftest -n "$n" --engine ipc --timeout 60 \
-                --chunk-bytes "${RANK_CHUNKS:-128,16384,1048576,8388608}") >"$W/ranks_$n.txt" 2>&1
-            echo "ranks -n $n rc=$?: $(tail -1 "$W/ranks_$n.txt")" | tee -a "$W/session.txt"
-            grep -E '^\[FAIL\]' "$W/ranks_$n.txt" | head -5 | tee -a "$W/session.txt"
+            for e in ${RANK_ENGINES:-ipc}; do
+                # shellcheck disable=SC2046
+                (cd python && CDSL_LIB=$PWD/../build/libcdsl.so CDSL_STDLIB=$PWD/../stdlib CDSL_CACHE_DIR=$W/cache \
+                    timeout "${RANKS_S:-150}" python3 -m cdsl.selftest -n "$n" --engine "$e" --timeout 60 \
+                    $(for p in ${RANK_PROGRAMS:-}; do printf -- '--program %s ' "$p"; done) \
+                    --chunk-bytes "${RANK_CHUNKS:-128,16384,1048576,8388608}") >"$W/ranks_${e}_$n.txt" 2>&1
+                echo "ranks $e -n $n rc=$?: $(tail -1 "$W/ranks_${e}_$n.txt")" | tee -a "$W/session.txt"
+                grep -E '^\[(FAIL|SKIP)\]|gave up|error' "$W/ranks_${e}_$n.txt" | head -8 | tee -a "$W/session.txt"
+            done
         done
         [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
     before)
