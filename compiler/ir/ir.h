@@ -60,11 +60,6 @@ enum { IR_PORT_CHAN = 2048 };
    to itself on channels IR_PORT_REQ_CHAN + 2k and + 2k + 1, above a plan's semaphores (which are
    the channels 0 .. 1023 of the pair (r, r)), below IR_PORT_CHAN. */
 enum { IR_PORT_REQ_CHAN = 1024, IR_PORT_MAX_PROXIES = (IR_PORT_CHAN - IR_PORT_REQ_CHAN) / 2 };
-/* Why the per-rank GPU engines refuse a program with port channels: its proxy (lower/port_proxy.h)
-   runs as a host thread of the single-process GPU backends (runtime/engines/gpu_port.c), whose
-   transport reaches every rank's memory; between processes it needs a transport of its own. */
-#define IR_PORT_GPU_REFUSAL "not supported by the per-rank GPU engines: port channels, whose proxy runs in the " \
-                            "single-process GPU backends (p2p, nvls) and on the sim"
 /* Why the GPU backends refuse a proxy's packet put whose source is not packets already: the
    host's proxy copies bytes. A plan's rppkt on a port channel is such a copy (its block polls
    the source packets until they are this launch's, execution_kernel.hpp:311-329), and runs. */

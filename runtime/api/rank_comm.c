@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "backends.h"
 #include "last_error.h"
 #include "log.h"
@@ -228,7 +229,19 @@ static int rt_program_ok(cdsl_rank_comm *c, const cdsl_program *p, const char *w
     return rt_program_fits(p, c->nranks, c->log, rt_who(c, who));
 }
 
-/* Offsets of p's buffers at chunk_bytes, each aligned; *total is the region they need. */
+/* A program with port channels keeps its port words in each rank's region, after its buffers,
+   where its peers' proxies reach them (gpu_port.h); the sim runs port channels without them. */
+static size_t rt_port_bytes(const IrProgram *ir)
+{
+    int npairs = 0, nprox = 0;
+    if (!ir_port_proxy_op(ir))
+        return 0;
+    ir_port_shape(ir, &npairs, &nprox);
+    return 8 * (size_t)CDSL_PORT_WORDS(ir->nranks, npairs, nprox);
+}
+
+/* Offsets of p's buffers at chunk_bytes, each aligned, and of its port words; *total is the
+   region they need. */
 static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_t *off, size_t *bytes, size_t *total)
 {
     char who[24];
@@ -258,6 +271,9 @@ static int rt_layout(cdsl_rank_comm *c, const IrProgram *ir, size_t chunk, size_
      * rank to rank, which is fine: only this rank reaches it; the program names the holder). */
     if (aliased >= 0)
         off[aliased] = off[holder] + rt_alias_offset(ir, c->rank, chunk);
+    bytes[RT_PORT_SLOT] = rt_port_bytes(ir);
+    off[RT_PORT_SLOT] = at;
+    at += (bytes[RT_PORT_SLOT] + RT_REGION_ALIGN - 1) / RT_REGION_ALIGN * RT_REGION_ALIGN;
     *total = at ? at : RT_REGION_ALIGN;
     return CDSL_OK;
 }
@@ -409,7 +425,7 @@ static int rt_prepare(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, cons
 static int rt_handshake(cdsl_rank_comm *c, cdsl_program *p, cdsl_dtype dtype, size_t chunk, int local)
 {
     RtHello mine = {.status = local, .dtype = (int32_t)dtype, .chunk_bytes = chunk}, *all;
-    size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
+    size_t off[RT_LAYOUT_SLOTS] = {0}, bytes[RT_LAYOUT_SLOTS] = {0}, total = 0;
     if (!local) {
         snprintf(mine.name, sizeof mine.name, "%s", program_ir(p)->name);
         memcpy(mine.digest, c->digest, sizeof mine.digest);
@@ -447,7 +463,7 @@ int cdsl_rank_alloc(cdsl_rank_comm *c, const cdsl_program *p, size_t chunk)
     rt_last_error_begin(c->errs);
     if (c->failed)
         return rt_failed(c);
-    size_t off[IR_MAX_BUFS] = {0}, bytes[IR_MAX_BUFS] = {0}, total = 0;
+    size_t off[RT_LAYOUT_SLOTS] = {0}, bytes[RT_LAYOUT_SLOTS] = {0}, total = 0;
     int local = rt_program_ok(c, p, "cdsl_rank_alloc");
     if (!local)
         local = rt_layout(c, program_ir(p), chunk, off, bytes, &total);

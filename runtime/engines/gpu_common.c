@@ -577,6 +577,46 @@ static int gpu_hold_channels(GpuComm *g, const IrProgram *ir)
     return gpu_reset_words(g);
 }
 
+/* ---- The port proxy's site: every rank, in this process (gpu_port.h) ------------------------- */
+
+static int site_use(void *self, int q)
+{
+    GpuComm *g = self;
+    return gpu_use(g, g->ranks[q].device);
+}
+
+static int site_fail(void *self, int q, CUresult r, const char *what)
+{
+    GpuComm *g = self;
+    return gpu_fail(g, g->ranks[q].device, r, "%s", what);
+}
+
+static CUdeviceptr site_buf(void *self, int q, int b)
+{
+    GpuComm *g = self;
+    return g->ranks[q].buf[b];
+}
+
+static CUdeviceptr site_words(void *self, int q)
+{
+    (void)self, (void)q;
+    return 0;   /* the proxy makes them, on each rank's device */
+}
+
+static bool site_same_device(void *self, int p, int q)
+{
+    GpuComm *g = self;
+    return g->ranks[p].device == g->ranks[q].device;
+}
+
+static int gpu_ports_load_all(GpuComm *g, const IrProgram *ir)
+{
+    PortSite site = {.cu = g->cu, .log = g->cfg.log, .first = 0, .last = g->nranks - 1, .spin_limit = g->spin_limit,
+                     .self = g, .use = site_use, .fail = site_fail, .buf = site_buf, .words = site_words,
+                     .same_device = site_same_device};
+    return gpu_ports_load(&site, ir, &g->ports);
+}
+
 int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
 {
     GpuComm *g = state;
@@ -624,7 +664,7 @@ int gpu_load(void *state, cdsl_program *p, cdsl_dtype dtype)
         st = ce_load(g, p);
     }
     if (!st)
-        st = gpu_ports_load(g, program_ir(p), &g->ports);
+        st = gpu_ports_load_all(g, program_ir(p));
     if (st)
         gpu_unload(g);
     return st;
@@ -1043,7 +1083,7 @@ static int gpu_ported(GpuComm *g, CdslArgs *args, unsigned blocks, size_t chunk_
     double t0 = log_clock();
     int st = CDSL_OK;
     for (int k = 0; !st && k < iters; k++) {
-        st = gpu_ports_post(g->ports, chunk_bytes);
+        st = gpu_ports_post(g->ports, chunk_bytes, NULL);
         if (!st)
             st = gpu_launch_ranks(g, args, blocks, NULL);
     }
@@ -1144,7 +1184,7 @@ int gpu_launch(void *state, size_t chunk_bytes, void *const *streams)
     }
     st = gpu_pick_streams(g, streams, use);
     if (!st && g->ports)
-        st = gpu_ports_post(g->ports, chunk_bytes);
+        st = gpu_ports_post(g->ports, chunk_bytes, NULL);
     if (!st && !g->ports && ce_chosen(g, chunk_bytes))
         st = ce_launch(g, chunk_bytes, use);
     else if (!st)

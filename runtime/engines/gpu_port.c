@@ -11,12 +11,17 @@
 #include "gpu_port.h"
 
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
+#include "cdsl.h"
 #include "log.h"
 
 typedef unsigned long long u64;
@@ -41,7 +46,7 @@ typedef struct PortUnit {
 } PortUnit;
 
 struct GpuPorts {
-    GpuComm *g;
+    PortSite site;
     const PortTransport *tp;
     int n, npairs, nprox;
     int pkt_buf, pkt_half;      /* a plan's packet buffer, and the chunk of its upper half (0: one half) */
@@ -55,6 +60,8 @@ struct GpuPorts {
     CUevent *marks;             /* [nunits] */
     double bound_s;             /* no progress for this long: the pass gives up */
     int copy_signals;           /* a write-value into a peer was refused: signals are copies */
+    int owned_words;            /* the proxy made the port words (else the site's, see words()) */
+    CUevent started;            /* of the posted pass: reached once the launch's stream got to it (or 0) */
     pthread_t thread;
     int have_thread;
     pthread_mutex_t mu;
@@ -74,22 +81,45 @@ static double port_now(void)
 
 /* ---- The transport on one host: copies and write-values between peer-mapped memory -------- */
 
-static int lane_device(const GpuPorts *pp, int lane)
+/* The driver calls of a lane run in its issuing rank's context; a failure names that rank. */
+static int lane_use(const GpuPorts *pp, int lane)
 {
-    return pp->g->ranks[pp->units[lane].rank].device;
+    return pp->site.use(pp->site.self, pp->units[lane].rank);
 }
+
+static int port_fail(const GpuPorts *pp, int q, CUresult r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static int port_fail(const GpuPorts *pp, int q, CUresult r, const char *fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return pp->site.fail(pp->site.self, q, r, what);
+}
+
+#define PORT_TRY(pp, q, call, ...)                                                             \
+    do {                                                                                       \
+        CUresult port_r_ = (call);                                                             \
+        if (port_r_ != CUDA_SUCCESS)                                                           \
+            return port_fail((pp), (q), port_r_, __VA_ARGS__);                                 \
+    } while (0)
 
 static int one_host_put(void *self, int lane, int from, int to, int dbuf, size_t doff, int sbuf, size_t soff,
                         size_t bytes)
 {
     GpuPorts *pp = self;
-    GpuComm *g = pp->g;
-    int d = lane_device(pp, lane), st = gpu_use(g, d);
+    const PortSite *ps = &pp->site;
+    int st = lane_use(pp, lane);
     if (st || !bytes)
         return st;
-    CUdeviceptr dst = g->ranks[to].buf[dbuf] + doff, src = g->ranks[from].buf[sbuf] + soff;
-    GPU_TRY(g, d, g->cu->MemcpyAsync(dst, src, bytes, pp->lanes[lane]),
-            "the port proxy's put of %zu bytes from rank %d to rank %d", bytes, from, to);
+    CUdeviceptr dst = ps->buf(ps->self, to, dbuf) + doff, src = ps->buf(ps->self, from, sbuf) + soff;
+    PORT_TRY(pp, from, ps->cu->MemcpyAsync(dst, src, bytes, pp->lanes[lane]),
+             "the port proxy's put of %zu bytes from rank %d to rank %d", bytes, from, to);
     return CDSL_OK;
 }
 
@@ -101,46 +131,47 @@ static int one_host_put(void *self, int lane, int from, int to, int dbuf, size_t
 static int one_host_signal(void *self, int lane, int to, int word, u64 value)
 {
     GpuPorts *pp = self;
-    GpuComm *g = pp->g;
-    int d = lane_device(pp, lane), st = gpu_use(g, d);
+    const PortSite *ps = &pp->site;
+    int from = pp->units[lane].rank, st = lane_use(pp, lane);
     if (st)
         return st;
     CUdeviceptr at = pp->words[to] + 8 * (CUdeviceptr)word;
     if (!pp->copy_signals) {
-        CUresult r = g->cu->StreamWriteValue64(pp->lanes[lane], at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+        CUresult r = ps->cu->StreamWriteValue64(pp->lanes[lane], at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
         if (r == CUDA_SUCCESS)
             return CDSL_OK;
-        if (!(r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) || !g->cu->MemcpyHtoDAsync ||
-            g->ranks[to].device == d)
-            return gpu_fail(g, d, r, "the port proxy's signal to rank %d", to);
+        if (!(r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) || !ps->cu->MemcpyHtoDAsync ||
+            ps->same_device(ps->self, from, to))
+            return port_fail(pp, from, r, "the port proxy's signal to rank %d", to);
         pp->copy_signals = 1;
-        log_msg(LOG_INFO, "port proxy: GPU %d refused a write-value into rank %d's memory (%s); signals are copies "
-                "from now on", g->devs[d].ordinal, to, cu_error_string(g->cu, r));
+        log_msg(LOG_INFO, "port proxy: rank %d's GPU refused a write-value into rank %d's memory (%s); signals are "
+                "copies from now on", from, to, cu_error_string(ps->cu, r));
     }
-    GPU_TRY(g, d, g->cu->MemcpyHtoDAsync(at, &value, sizeof value, pp->lanes[lane]),
-            "the port proxy's signal to rank %d (a copy of its count)", to);
+    PORT_TRY(pp, from, ps->cu->MemcpyHtoDAsync(at, &value, sizeof value, pp->lanes[lane]),
+             "the port proxy's signal to rank %d (a copy of its count)", to);
     return CDSL_OK;
 }
 
 static int one_host_mark(void *self, int lane)
 {
     GpuPorts *pp = self;
-    int d = lane_device(pp, lane), st = gpu_use(pp->g, d);
+    int st = lane_use(pp, lane);
     if (st)
         return st;
-    GPU_TRY(pp->g, d, pp->g->cu->EventRecord(pp->marks[lane], pp->lanes[lane]), "marking a port proxy's lane");
+    PORT_TRY(pp, pp->units[lane].rank, pp->site.cu->EventRecord(pp->marks[lane], pp->lanes[lane]),
+             "marking a port proxy's lane");
     return CDSL_OK;
 }
 
 static int one_host_reached(void *self, int lane)
 {
     GpuPorts *pp = self;
-    CUresult r = pp->g->cu->EventQuery(pp->marks[lane]);
+    CUresult r = pp->site.cu->EventQuery(pp->marks[lane]);
     if (r == CUDA_SUCCESS)
         return 1;
     if (r == CUDA_ERROR_NOT_READY)
         return 0;
-    return -gpu_fail(pp->g, lane_device(pp, lane), r, "a port proxy's copies");
+    return -port_fail(pp, pp->units[lane].rank, r, "a port proxy's copies");
 }
 
 static const PortTransport one_host = {
@@ -196,7 +227,7 @@ static int unit_step(GpuPorts *pp, PortUnit *u, int lane, size_t chunk, int *mov
                 __atomic_store_n(&pp->host[u->rank][CDSL_PORT_HOST_FLUSHED(u->k)], ++u->flushed, __ATOMIC_RELEASE);
             }
         } else {
-            rt_error(pp->g->cfg.log, "internal: the port proxy of rank %d cannot run %s at %s", u->rank,
+            rt_error(pp->site.log, "internal: the port proxy of rank %d cannot run %s at %s", u->rank,
                      ir_kind_name(op->kind), u->site[u->pos]);
             st = CDSL_ERR_RUNTIME;
         }
@@ -215,15 +246,15 @@ static int pass_stuck(GpuPorts *pp, double waited)
         if (u->pos >= u->nops)
             continue;
         if (said++ == 4) {
-            rt_error(pp->g->cfg.log, "... and other port proxies as well");
+            rt_error(pp->site.log, "... and other port proxies as well");
             break;
         }
         const IrOp *op = &u->ops[u->pos];
         if (is_request(u, op))
-            rt_error(pp->g->cfg.log, "rank %d's port proxy %d gave up waiting at %s for its thread block's request "
+            rt_error(pp->site.log, "rank %d's port proxy %d gave up waiting at %s for its thread block's request "
                      "(request %llu; none came for %.1f s)", u->rank, u->k, u->site[u->pos], u->served + 1, waited);
         else
-            rt_error(pp->g->cfg.log, "rank %d's port proxy %d gave up at %s: its copies before the flush did not "
+            rt_error(pp->site.log, "rank %d's port proxy %d gave up at %s: its copies before the flush did not "
                      "complete in %.1f s", u->rank, u->k, u->site[u->pos], waited);
     }
     return CDSL_ERR_RUNTIME;
@@ -252,7 +283,7 @@ static int pass_drain(GpuPorts *pp)
             continue;
         }
         if (port_now() - start > pp->bound_s) {
-            rt_error(pp->g->cfg.log, "rank %d's port proxy %d: its copies did not complete in %.1f s",
+            rt_error(pp->site.log, "rank %d's port proxy %d: its copies did not complete in %.1f s",
                      pp->units[i].rank, pp->units[i].k, pp->bound_s);
             return CDSL_ERR_RUNTIME;
         }
@@ -261,7 +292,23 @@ static int pass_drain(GpuPorts *pp)
     return CDSL_OK;
 }
 
-static int port_pass(GpuPorts *pp, size_t chunk)
+/* Whether the launch of the pass has begun: until its stream reaches the event recorded before
+   the kernel, the blocks cannot have asked anything, however long the caller's earlier work on
+   that stream takes, so the wait for a request is not counted yet. 1 begun, 0 not yet, else -status. */
+static int pass_begun(GpuPorts *pp, CUevent started)
+{
+    int st = pp->site.use(pp->site.self, pp->site.first);
+    if (st)
+        return -st;
+    CUresult r = pp->site.cu->EventQuery(started);
+    if (r == CUDA_SUCCESS)
+        return 1;
+    if (r == CUDA_ERROR_NOT_READY)
+        return 0;
+    return -port_fail(pp, pp->site.first, r, "the start of the port proxy's launch");
+}
+
+static int port_pass(GpuPorts *pp, size_t chunk, CUevent started)
 {
     for (int i = 0; i < pp->nunits; i++)
         pp->units[i].pos = 0;
@@ -279,7 +326,14 @@ static int port_pass(GpuPorts *pp, size_t chunk)
         if (__atomic_load_n(&pp->abandon, __ATOMIC_ACQUIRE))
             return CDSL_ERR_RUNTIME;
         double now = port_now();
-        if (moved) {
+        if (moved)
+            started = 0;
+        int begun = started ? pass_begun(pp, started) : 1;
+        if (begun < 0)
+            return -begun;
+        if (begun)
+            started = 0;
+        if (moved || !begun) {
             last = now;
         } else if (now - last > pp->bound_s) {
             return pass_stuck(pp, now - last);
@@ -302,8 +356,9 @@ static void *port_thread(void *arg)
         if (pp->stop)
             break;
         size_t chunk = pp->chunk_bytes;
+        CUevent started = pp->started;
         pthread_mutex_unlock(&pp->mu);
-        int st = __atomic_load_n(&pp->abandon, __ATOMIC_ACQUIRE) ? CDSL_ERR_RUNTIME : port_pass(pp, chunk);
+        int st = __atomic_load_n(&pp->abandon, __ATOMIC_ACQUIRE) ? CDSL_ERR_RUNTIME : port_pass(pp, chunk, started);
         pthread_mutex_lock(&pp->mu);
         if (st && !pp->status)
             pp->status = st;
@@ -348,7 +403,7 @@ static int units_of(GpuPorts *pp, const IrProgram *ir, int r)
             const IrOp *op = &s->ops[i + m];
             bool packets = op->kind == IR_MPKT_PUT && op->src.buf == ir->msc_packets && op->dst.buf == ir->msc_packets;
             if (!packets && op->kind != IR_PUT && !ir_is_chan_sync(op->kind)) {
-                rt_error(pp->g->cfg.log, "%s:%d:%d: %s (%s)", op->loc.src ? op->loc.src->path : "?", op->loc.line,
+                rt_error(pp->site.log, "%s:%d:%d: %s (%s)", op->loc.src ? op->loc.src->path : "?", op->loc.line,
                          op->loc.col, IR_PORT_PACKETS_GPU_REFUSAL, ir_kind_name(op->kind));
                 return CDSL_ERR_USAGE;
             }
@@ -363,26 +418,43 @@ static int units_of(GpuPorts *pp, const IrProgram *ir, int r)
     return CDSL_OK;
 }
 
+static bool served(const GpuPorts *pp, int q)
+{
+    return q >= pp->site.first && q <= pp->site.last;
+}
+
 static int make_lanes(GpuPorts *pp)
 {
-    GpuComm *g = pp->g;
+    const PortSite *ps = &pp->site;
     pp->lanes = calloc((size_t)pp->nunits, sizeof *pp->lanes);
     pp->marks = calloc((size_t)pp->nunits, sizeof *pp->marks);
     if (!pp->lanes || !pp->marks)
         return CDSL_ERR_SYSTEM;
     for (int i = 0; i < pp->nunits; i++) {
-        int d = lane_device(pp, i), st = gpu_use(g, d);
+        int q = pp->units[i].rank, st = lane_use(pp, i);
         if (st)
             return st;
-        GPU_TRY(g, d, g->cu->StreamCreate(&pp->lanes[i], CU_STREAM_NON_BLOCKING), "making a port proxy's lane");
-        GPU_TRY(g, d, g->cu->EventCreate(&pp->marks[i], CU_EVENT_DISABLE_TIMING), "making a port proxy's mark");
+        PORT_TRY(pp, q, ps->cu->StreamCreate(&pp->lanes[i], CU_STREAM_NON_BLOCKING), "making a port proxy's lane");
+        PORT_TRY(pp, q, ps->cu->EventCreate(&pp->marks[i], CU_EVENT_DISABLE_TIMING), "making a port proxy's mark");
     }
     return CDSL_OK;
 }
 
+static size_t words_bytes(const GpuPorts *pp)
+{
+    return 8 * (size_t)CDSL_PORT_WORDS(pp->n, pp->npairs, pp->nprox);
+}
+
+static size_t host_bytes(const GpuPorts *pp)
+{
+    return 8 * (size_t)CDSL_PORT_HOST_WORDS(pp->nprox > 0 ? pp->nprox : 1);
+}
+
+/* Every rank's port words as this process reaches them (the site's, or made here for the ranks
+   served when the site has none), and the host words of the ranks served. */
 static int make_words(GpuPorts *pp)
 {
-    GpuComm *g = pp->g;
+    const PortSite *ps = &pp->site;
     int n = pp->n;
     pp->words = calloc((size_t)n, sizeof *pp->words);
     pp->host = calloc((size_t)n, sizeof *pp->host);
@@ -390,62 +462,70 @@ static int make_words(GpuPorts *pp)
     pp->sent = calloc((size_t)n * (size_t)n * (size_t)(pp->npairs ? pp->npairs : 1), sizeof *pp->sent);
     if (!pp->words || !pp->host || !pp->host_dev || !pp->sent)
         return CDSL_ERR_SYSTEM;
-    size_t dev_bytes = 8 * (size_t)CDSL_PORT_WORDS(n, pp->npairs, pp->nprox);
-    size_t host_bytes = 8 * (size_t)CDSL_PORT_HOST_WORDS(pp->nprox > 0 ? pp->nprox : 1);
+    size_t dev_bytes = words_bytes(pp) ? words_bytes(pp) : 8;
+    pp->owned_words = !ps->words(ps->self, ps->first);
     for (int q = 0; q < n; q++) {
-        int d = g->ranks[q].device, st = gpu_use(g, d);
+        if (!pp->owned_words) {
+            pp->words[q] = ps->words(ps->self, q);
+            if (!served(pp, q))
+                continue;
+        } else if (!served(pp, q)) {
+            continue;
+        }
+        int st = ps->use(ps->self, q);
         if (st)
             return st;
-        GPU_TRY(g, d, g->cu->MemAlloc(&pp->words[q], dev_bytes ? dev_bytes : 8), "allocating rank %d's port words", q);
-        GPU_TRY(g, d, g->cu->MemsetD8(pp->words[q], 0, dev_bytes ? dev_bytes : 8), "zeroing rank %d's port words", q);
+        if (pp->owned_words)
+            PORT_TRY(pp, q, ps->cu->MemAlloc(&pp->words[q], dev_bytes), "allocating rank %d's port words", q);
+        PORT_TRY(pp, q, ps->cu->MemsetD8(pp->words[q], 0, dev_bytes), "zeroing rank %d's port words", q);
         void *h = NULL;
-        GPU_TRY(g, d, g->cu->MemHostAlloc(&h, host_bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
-                "allocating rank %d's port host words", q);
+        PORT_TRY(pp, q, ps->cu->MemHostAlloc(&h, host_bytes(pp), CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP),
+                 "allocating rank %d's port host words", q);
         pp->host[q] = h;
-        memset(h, 0, host_bytes);
-        GPU_TRY(g, d, g->cu->MemHostGetDevicePointer(&pp->host_dev[q], h, 0), "mapping rank %d's port host words", q);
+        memset(h, 0, host_bytes(pp));
+        PORT_TRY(pp, q, ps->cu->MemHostGetDevicePointer(&pp->host_dev[q], h, 0), "mapping rank %d's port host words",
+                 q);
     }
     return CDSL_OK;
 }
 
-static int count_units(const IrProgram *ir)
+static int count_units(const IrProgram *ir, int r)
 {
-    int n = 0;
-    for (int r = 0; r < ir->nranks; r++)
-        n += ir_ntbs(ir, r) - ir_block_units(ir, r);
-    return n;
+    return ir_ntbs(ir, r) - ir_block_units(ir, r);
 }
 
-int gpu_ports_load(GpuComm *g, const IrProgram *ir, GpuPorts **out)
+int gpu_ports_load(const PortSite *site, const IrProgram *ir, GpuPorts **out)
 {
     *out = NULL;
-    int nunits = count_units(ir);
+    int nunits = 0;
+    for (int r = site->first; r <= site->last; r++)
+        nunits += count_units(ir, r);
     if (!nunits)
         return CDSL_OK;
-    if (!cu_has_port(g->cu)) {
-        rt_error(g->cfg.log, "%s uses port channels, whose proxy needs pinned host memory, copies and stream "
+    if (!cu_has_port(site->cu)) {
+        rt_error(site->log, "%s uses port channels, whose proxy needs pinned host memory, copies and stream "
                  "write-values, which this CUDA driver lacks", ir->name);
         return CDSL_ERR_SYSTEM;
     }
     GpuPorts *pp = calloc(1, sizeof *pp);
     if (!pp) {
-        rt_error(g->cfg.log, "out of memory");
+        rt_error(site->log, "out of memory");
         return CDSL_ERR_SYSTEM;
     }
-    pp->g = g;
+    pp->site = *site;
     pp->tp = &one_host;
     pp->n = ir->nranks;
     ir_port_shape(ir, &pp->npairs, &pp->nprox);
     pp->pkt_buf = ir->msc_packets;
     pp->pkt_half = ir->msc_packets && ir->msc_halves == 2 ? ir->bufs[ir->msc_packets].nchunks / 2 : 0;
-    pp->bound_s = 2e-6 * (double)g->spin_limit;
+    pp->bound_s = 2e-6 * (double)site->spin_limit;
     if (pp->bound_s < 0.1)
         pp->bound_s = 0.1;
     pthread_mutex_init(&pp->mu, NULL);
     pthread_cond_init(&pp->cv, NULL);
     pp->units = calloc((size_t)nunits, sizeof *pp->units);
     int st = pp->units ? CDSL_OK : CDSL_ERR_SYSTEM;
-    for (int r = 0; !st && r < ir->nranks; r++)
+    for (int r = site->first; !st && r <= site->last; r++)
         st = units_of(pp, ir, r);
     if (!st)
         st = make_words(pp);
@@ -458,13 +538,13 @@ int gpu_ports_load(GpuComm *g, const IrProgram *ir, GpuPorts **out)
             st = CDSL_ERR_SYSTEM;
     }
     if (st == CDSL_ERR_SYSTEM && !pp->have_thread)
-        rt_error(g->cfg.log, "setting up the port proxy of %s failed (out of memory, or no thread)", ir->name);
+        rt_error(site->log, "setting up the port proxy of %s failed (out of memory, or no thread)", ir->name);
     if (st) {
         gpu_ports_destroy(pp);
         return st;
     }
-    log_msg(LOG_INFO, "port proxy: %d units, %d channel ordinals per pair, transport: %s", pp->nunits, pp->npairs,
-            pp->tp->name);
+    log_msg(LOG_INFO, "port proxy: %d units of ranks %d to %d, %d channel ordinals per pair, transport: %s",
+            pp->nunits, site->first, site->last, pp->npairs, pp->tp->name);
     *out = pp;
     return CDSL_OK;
 }
@@ -473,7 +553,7 @@ void gpu_ports_destroy(GpuPorts *pp)
 {
     if (!pp)
         return;
-    GpuComm *g = pp->g;
+    const PortSite *ps = &pp->site;
     if (pp->have_thread) {
         pthread_mutex_lock(&pp->mu);
         pp->stop = 1;
@@ -483,20 +563,20 @@ void gpu_ports_destroy(GpuPorts *pp)
         pthread_join(pp->thread, NULL);
     }
     for (int i = 0; pp->lanes && i < pp->nunits; i++) {
-        if (gpu_use(g, lane_device(pp, i)))
+        if (lane_use(pp, i))
             continue;
         if (pp->lanes[i]) {
-            g->cu->StreamSynchronize(pp->lanes[i]);
-            g->cu->StreamDestroy(pp->lanes[i]);
+            ps->cu->StreamSynchronize(pp->lanes[i]);
+            ps->cu->StreamDestroy(pp->lanes[i]);
         }
         if (pp->marks[i])
-            g->cu->EventDestroy(pp->marks[i]);
+            ps->cu->EventDestroy(pp->marks[i]);
     }
     for (int q = 0; q < pp->n; q++) {
-        if (pp->words && pp->words[q] && !gpu_use(g, g->ranks[q].device))
-            g->cu->MemFree(pp->words[q]);
+        if (pp->owned_words && pp->words && pp->words[q] && !ps->use(ps->self, q))
+            ps->cu->MemFree(pp->words[q]);
         if (pp->host && pp->host[q])
-            g->cu->MemFreeHost(pp->host[q]);
+            ps->cu->MemFreeHost(pp->host[q]);
     }
     for (int i = 0; pp->units && i < pp->nunits; i++) {
         for (int m = 0; pp->units[i].site && m < pp->units[i].nops; m++)
@@ -524,7 +604,7 @@ void gpu_ports_args(const GpuPorts *pp, int q, CdslArgs *a)
     a->port_host = (unsigned long long *)(uintptr_t)pp->host_dev[q];
 }
 
-int gpu_ports_post(GpuPorts *pp, size_t chunk_bytes)
+int gpu_ports_post(GpuPorts *pp, size_t chunk_bytes, CUevent started)
 {
     pthread_mutex_lock(&pp->mu);
     while (pp->ended < pp->posted)
@@ -532,6 +612,7 @@ int gpu_ports_post(GpuPorts *pp, size_t chunk_bytes)
     int st = pp->status;
     if (!st) {
         pp->chunk_bytes = chunk_bytes;
+        pp->started = started;
         pp->posted++;
         pthread_cond_broadcast(&pp->cv);
     }
@@ -552,29 +633,32 @@ int gpu_ports_drain(GpuPorts *pp)
 
 int gpu_ports_reset(GpuPorts *pp)
 {
-    GpuComm *g = pp->g;
+    const PortSite *ps = &pp->site;
     __atomic_store_n(&pp->abandon, 1, __ATOMIC_RELEASE);
     gpu_ports_drain(pp);
     int st = CDSL_OK;
     for (int i = 0; i < pp->nunits && !st; i++) {
-        int d = lane_device(pp, i);
-        if (!(st = gpu_use(g, d))) {
-            CUresult r = g->cu->StreamSynchronize(pp->lanes[i]);
+        if (!(st = lane_use(pp, i))) {
+            CUresult r = ps->cu->StreamSynchronize(pp->lanes[i]);
             if (r != CUDA_SUCCESS)
-                st = gpu_fail(g, d, r, "draining a port proxy's lane");
+                st = port_fail(pp, pp->units[i].rank, r, "draining a port proxy's lane");
         }
         pp->units[i].served = pp->units[i].flushed = 0;
         pp->units[i].marking = pp->units[i].dirty = 0;
     }
-    size_t dev_bytes = 8 * (size_t)CDSL_PORT_WORDS(pp->n, pp->npairs, pp->nprox);
     for (int q = 0; q < pp->n && !st; q++) {
-        int d = g->ranks[q].device;
-        if (!(st = gpu_use(g, d)) && dev_bytes) {
-            CUresult r = g->cu->MemsetD8(pp->words[q], 0, dev_bytes);
+        if (!pp->owned_words)   /* where the site keeps them: they may have moved */
+            pp->words[q] = ps->words(ps->self, q);
+        if (!served(pp, q))
+            continue;
+        if (!(st = ps->use(ps->self, q)) && words_bytes(pp)) {
+            CUresult r = ps->cu->MemsetD8(pp->words[q], 0, words_bytes(pp));
+            if (r == CUDA_SUCCESS)
+                r = ps->cu->StreamSynchronize(NULL);    /* zero before any peer's next signal */
             if (r != CUDA_SUCCESS)
-                st = gpu_fail(g, d, r, "zeroing rank %d's port words", q);
+                st = port_fail(pp, q, r, "zeroing rank %d's port words", q);
         }
-        memset(pp->host[q], 0, 8 * (size_t)CDSL_PORT_HOST_WORDS(pp->nprox > 0 ? pp->nprox : 1));
+        memset(pp->host[q], 0, host_bytes(pp));
     }
     memset(pp->sent, 0, (size_t)pp->n * (size_t)pp->n * (size_t)(pp->npairs ? pp->npairs : 1) * sizeof *pp->sent);
     __atomic_store_n(&pp->abandon, 0, __ATOMIC_RELEASE);

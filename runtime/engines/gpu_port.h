@@ -24,10 +24,13 @@
 #ifndef CDSL_GPU_PORT_H
 #define CDSL_GPU_PORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "abi.h"
-#include "gpu_state.h"
+#include "cuda_drv.h"
+#include "program.h"
 
 typedef struct GpuPorts GpuPorts;
 
@@ -46,19 +49,46 @@ typedef struct PortTransport {
     int (*reached)(void *self, int lane);
 } PortTransport;
 
-/* For the loaded program ir: its port words and proxy, or *out NULL when it has no port
-   channels. The thread starts here and waits for passes. */
-int gpu_ports_load(GpuComm *g, const IrProgram *ir, GpuPorts **out);
+/* Where a proxy runs: the ranks whose blocks it serves (first to last), and how this process
+   reaches every rank's memory. The single-process backends serve every rank, with every
+   device's context in the process (gpu_common.c); a per-rank engine (ipc, nccl) serves its own
+   rank, and reaches its peers' buffers and port words through the mappings of their symmetric
+   regions (gpu_rank.c), so nothing here assumes that the ranks share a process. */
+typedef struct PortSite {
+    CuDrv *cu;
+    FILE *log;
+    int first, last;
+    unsigned long long spin_limit;
+    void *self;
+    /* make rank q's context current on the calling thread (q is served, or the first) */
+    int (*use)(void *self, int q);
+    /* report a failed driver call made for rank q; returns the status */
+    int (*fail)(void *self, int q, CUresult r, const char *what);
+    /* rank q's buffer b, as this process reaches it */
+    CUdeviceptr (*buf)(void *self, int q, int b);
+    /* rank q's port words as this process reaches them (in its symmetric region), or 0 for
+       every q when the proxy makes them itself (it then serves every rank) */
+    CUdeviceptr (*words)(void *self, int q);
+    /* whether ranks p and q are on one device (a write-value between them cannot be refused) */
+    bool (*same_device)(void *self, int p, int q);
+} PortSite;
+
+/* For the loaded program ir: the proxy of the site's ranks, its port words and lanes, or *out
+   NULL when those ranks have no port channels. The thread starts here and waits for passes. */
+int gpu_ports_load(const PortSite *site, const IrProgram *ir, GpuPorts **out);
 void gpu_ports_destroy(GpuPorts *ports);
-/* Rank q's port words in its argument block. */
+/* Rank q's port words in its argument block (q served). */
 void gpu_ports_args(const GpuPorts *ports, int q, CdslArgs *a);
-/* One launch of every rank is about to be queued: a pass with chunks of chunk_bytes. Waits
-   (bounded) for the previous pass first, so that a launch never meets an earlier pass's copies. */
-int gpu_ports_post(GpuPorts *ports, size_t chunk_bytes);
+/* One launch of every rank served is about to be queued: a pass with chunks of chunk_bytes.
+   Waits (bounded) for the previous pass first, so that a launch never meets an earlier pass's
+   copies. `started`, if not 0, is recorded on the launch's stream just before its kernel: the
+   pass does not count its wait for the first request until the stream has reached it. */
+int gpu_ports_post(GpuPorts *ports, size_t chunk_bytes, CUevent started);
 /* Wait until every posted pass has ended; its report, if one failed. */
 int gpu_ports_drain(GpuPorts *ports);
-/* After a failed run (nothing in flight on the GPUs): give up the passes, drain the lanes and
-   zero every port word and count, as gpu_reset_words does for the rest. */
+/* After a failed run (nothing in flight on the GPUs), or when the port words moved: give up the
+   passes, drain the lanes, read the site's word addresses again and zero the words and counts of
+   the ranks served, as gpu_reset_words does for the rest. */
 int gpu_ports_reset(GpuPorts *ports);
 
 #endif

@@ -98,7 +98,8 @@ static int gpu_rank_words(RankGpu *g)
     GPU_RANK_TRY(g, gpu_tables_make(g->cu, &g->gpu, g->nranks, what), "%s", what);
     g->peer_bufs = calloc(n * CDSL_ABI_MAX_BUFS, sizeof *g->peer_bufs);
     g->peer_syncs = calloc(n, sizeof *g->peer_syncs);
-    if (!g->peer_bufs || !g->peer_syncs) {
+    g->peer_ports = calloc(n, sizeof *g->peer_ports);
+    if (!g->peer_bufs || !g->peer_syncs || !g->peer_ports) {
         rt_error(g->log, "rank %d: out of memory", g->rank);
         return CDSL_ERR_SYSTEM;
     }
@@ -139,6 +140,9 @@ void gpu_rank_close(RankGpu *g)
         return;
     if (g->gpu.ctx && gpu_rank_enter(g) == CDSL_OK) {
         g->cu->CtxSynchronize();        /* nothing of ours may still run on what we free */
+        gpu_ports_destroy(g->ports);
+        if (g->started)
+            g->cu->EventDestroy(g->started);
         gpu_device_unload(g->cu, &g->gpu);
         gpu_words_free(g->cu, &g->own);
         gpu_tables_free(g->cu, &g->gpu);
@@ -149,9 +153,97 @@ void gpu_rank_close(RankGpu *g)
     }
     free(g->peer_bufs);
     free(g->peer_syncs);
+    free(g->peer_ports);
     free(g->loaded_src);
     cu_close(g->cu);
     memset(g, 0, sizeof *g);
+}
+
+/* ---- port channels: this rank's proxy, its blocks' requests served by a thread of this process ---- */
+
+static int rank_site_use(void *self, int q)
+{
+    RankGpu *g = self;
+    (void)q;        /* only this rank's lanes: its own context, on the proxy's thread too */
+    CUresult r = g->cu->CtxSetCurrent(g->gpu.ctx);
+    return r == CUDA_SUCCESS ? CDSL_OK : gpu_rank_fail(g, r, "making its context current for the port proxy");
+}
+
+static int rank_site_fail(void *self, int q, CUresult r, const char *what)
+{
+    (void)q;
+    return gpu_rank_fail(self, r, "%s", what);
+}
+
+static CUdeviceptr rank_site_buf(void *self, int q, int b)
+{
+    return ((RankGpu *)self)->peer_bufs[(size_t)q * CDSL_ABI_MAX_BUFS + (size_t)b];
+}
+
+static CUdeviceptr rank_site_words(void *self, int q)
+{
+    return ((RankGpu *)self)->peer_ports[q];
+}
+
+/* A peer's GPU is not known here; false lets a refused write-value fall back to a copy, which
+   is right across GPUs and only slower within one (where the driver does not refuse). */
+static bool rank_site_same_device(void *self, int p, int q)
+{
+    (void)self;
+    return p == q;
+}
+
+/* The proxy goes with the layout (its words may have moved, and the program may change); the
+   next launch makes a new one, whose counts start at zero with the words. */
+static void gpu_rank_ports_drop(RankGpu *g)
+{
+    gpu_ports_destroy(g->ports);
+    g->ports = NULL;
+    g->ports_ir = NULL;
+}
+
+/* After the layout: this rank's port words zeroed (a rank with no requests of its own is still
+   signalled there), after its work in flight has ended. */
+static int gpu_rank_ports_zero(RankGpu *g)
+{
+    gpu_rank_ports_drop(g);
+    CUdeviceptr mine = g->peer_ports[g->rank];
+    if (!mine || !g->ports_bytes)
+        return CDSL_OK;
+    CUresult r = g->cu->MemsetD8(mine, 0, g->ports_bytes);
+    if (r == CUDA_SUCCESS)
+        r = g->cu->CtxSynchronize();
+    return r == CUDA_SUCCESS ? CDSL_OK : gpu_rank_fail(g, r, "zeroing its port words");
+}
+
+/* This rank's proxy for the loaded program, made at its first launch (NULL when the rank makes
+   no requests). A launch inside a stream capture is refused: the proxy serves each launch as it
+   is queued, and a graph's replays would have no pass. */
+static int gpu_rank_ports_ready(RankGpu *g, CUstream s)
+{
+    if (!ir_port_proxy_op(g->ir))
+        return CDSL_OK;
+    int capturing = 0;
+    if (g->cu->StreamIsCapturing && g->cu->StreamIsCapturing(s, &capturing) == CUDA_SUCCESS && capturing) {
+        rt_error(g->log, "rank %d: %s has port channels, whose proxy serves each launch as it is queued: it cannot "
+                 "be captured into a CUDA graph", g->rank, g->ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    if (g->ports_ir == g->ir)
+        return CDSL_OK;
+    if (!g->peer_ports[g->rank]) {
+        rt_error(g->log, "internal: rank %d runs %s without its port words laid out", g->rank, g->ir->name);
+        return CDSL_ERR_USAGE;
+    }
+    if (!g->started)
+        GPU_RANK_TRY(g, g->cu->EventCreate(&g->started, CU_EVENT_DISABLE_TIMING), "making the port proxy's event");
+    PortSite site = {.cu = g->cu, .log = g->log, .first = g->rank, .last = g->rank, .spin_limit = g->spin_limit,
+                     .self = g, .use = rank_site_use, .fail = rank_site_fail, .buf = rank_site_buf,
+                     .words = rank_site_words, .same_device = rank_site_same_device};
+    int st = gpu_ports_load(&site, g->ir, &g->ports);
+    if (!st)
+        g->ports_ir = g->ir;
+    return st;
 }
 
 int gpu_rank_publish(RankGpu *g)
@@ -162,8 +254,13 @@ int gpu_rank_publish(RankGpu *g)
     CUresult r = gpu_tables_write(g->cu, &g->gpu, g->peer_bufs, g->peer_syncs, g->nranks);
     if (r == CUDA_SUCCESS)
         r = g->cu->CtxSynchronize();   /* our kernels run on other streams: be done first */
+    if (r != CUDA_SUCCESS) {
+        gpu_rank_leave(g);
+        return gpu_rank_fail(g, r, "writing the peer tables");
+    }
+    st = gpu_rank_ports_zero(g);
     gpu_rank_leave(g);
-    return r == CUDA_SUCCESS ? CDSL_OK : gpu_rank_fail(g, r, "writing the peer tables");
+    return st;
 }
 
 /* ---- this rank's code ------------------------------------------------------------------------------ */
@@ -194,9 +291,10 @@ static int gpu_rank_module(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 
 int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
 {
-    if (ir_port_proxy_op(program_ir(p))) { /* the emitter would emit it: only the single-process backends run the proxy */
-        rt_error(g->log, "rank %d: %s: %s", g->rank, program_ir(p)->name, IR_PORT_GPU_REFUSAL);
-        return CDSL_ERR_USAGE;
+    if (ir_port_proxy_op(program_ir(p)) && !cu_has_port(g->cu)) {
+        rt_error(g->log, "rank %d: %s uses port channels, whose proxy needs pinned host memory, copies and stream "
+                 "write-values, which this CUDA driver lacks", g->rank, program_ir(p)->name);
+        return CDSL_ERR_SYSTEM;
     }
     const char *src = cdsl_emit_cuda_rank(p, (cdsl_backend)g->flavour, dtype, g->rank);
     if (!src)
@@ -314,6 +412,10 @@ static void gpu_rank_args(const RankGpu *g, size_t chunk, CdslArgs *a)
     gpu_args_own(a, chunk, g->spin_limit, g->rank, g->nranks, &g->gpu, &g->own);
     for (int p = 0; p < g->nranks; p++)
         gpu_args_peer(a, p, &g->peer_bufs[(size_t)p * CDSL_ABI_MAX_BUFS], g->peer_syncs[p]);
+    if (g->ports)
+        gpu_ports_args(g->ports, g->rank, a);
+    else if (g->peer_ports[g->rank])    /* signalled, but no requests of its own */
+        a->port = (unsigned long long *)(uintptr_t)g->peer_ports[g->rank];
 }
 
 static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, void *out, size_t out_bytes,
@@ -325,6 +427,12 @@ static int gpu_rank_enqueue(RankGpu *g, size_t chunk, const void *in, size_t in_
     CUdeviceptr cin = (CUdeviceptr)(uintptr_t)in, cout = (CUdeviceptr)(uintptr_t)out;
     if (in && in_bytes && cin != sym_in)
         GPU_RANK_TRY(g, g->cu->MemcpyDtoDAsync(sym_in, cin, in_bytes, s), "copying the input in (%zu bytes)", in_bytes);
+    if (g->ports) {     /* the pass first (it waits for the last one), counted from the kernel's start */
+        GPU_RANK_TRY(g, g->cu->EventRecord(g->started, s), "marking the start of the kernel for the port proxy");
+        int st = gpu_ports_post(g->ports, chunk, g->started);
+        if (st)
+            return st;
+    }
     void *params[] = {&args};
     unsigned blocks = gpu_rank_grid(g, chunk);
     GPU_RANK_TRY(g, g->cu->LaunchKernel(g->gpu.fn, blocks, 1, 1, (unsigned)g->gpu.threads, 1, 1, 0, s, params, NULL),
@@ -357,6 +465,8 @@ int gpu_rank_launch(RankGpu *g, size_t chunk, const void *in, size_t in_bytes, v
         g->checked_in = in;
     if (!st && out && out_bytes && out != sym_out && out != g->checked_out && !(st = gpu_rank_ptr_ok(g, out, "output")))
         g->checked_out = out;
+    if (!st)
+        st = gpu_rank_ports_ready(g, s);
     if (!st)
         st = gpu_rank_enqueue(g, chunk, in, in_bytes, out, out_bytes, s);
     gpu_rank_leave(g);
@@ -396,13 +506,20 @@ int gpu_rank_status(RankGpu *g, int dead, long dead_pid)
     if (st)
         return st;
     CUresult r = g->cu->MemcpyDtoH(rec, g->own.error, sizeof rec);
+    /* The pass of the last launch, ended; given up at once when the kernel gave up (its blocks
+       make no more requests), rather than after the proxy's own bound. */
+    int ports = CDSL_OK;
+    if (g->ports && r == CUDA_SUCCESS && rec[0])
+        gpu_ports_reset(g->ports);
+    else if (g->ports)
+        ports = gpu_ports_drain(g->ports);
     gpu_rank_leave(g);
     if (r != CUDA_SUCCESS) {
         gpu_rank_fail(g, r, "reading the error record");
         return CDSL_ERR_RUNTIME;        /* a kernel fault is sticky: the context is gone */
     }
     if (!rec[0])
-        return CDSL_OK;
+        return ports;
     gpu_report_record(g->log, g->ir, g->nranks, g->rank, rec, g->spin_limit);
     if (dead >= 0)
         rt_error(g->log, "rank %d: rank %d's process (pid %ld) has exited", g->rank, dead, dead_pid);

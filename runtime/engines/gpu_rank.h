@@ -23,6 +23,7 @@
 #include "abi.h"
 #include "cuda_drv.h"
 #include "gpu_common.h"
+#include "gpu_port.h"
 #include "program.h"
 #include "rank.h"
 
@@ -45,6 +46,12 @@ typedef struct RankGpu {
     CUuuid uuid;
     CUdeviceptr *peer_bufs;         /* [nranks * 8], host copy of gpu.peer_buf: the engine fills it */
     CUdeviceptr *peer_syncs;        /* [nranks], of gpu.peer_sync */
+    CUdeviceptr *peer_ports;        /* [nranks]: each rank's port words in its region (the engine fills
+                                       it with the layout; 0: the program has no port channels) */
+    size_t ports_bytes;             /* their size (the engine fills it too) */
+    GpuPorts *ports;                /* this rank's port proxy (gpu_port.h), or NULL */
+    const IrProgram *ports_ir;      /* the program it was made for (made at its first launch) */
+    CUevent started;                /* recorded before each kernel of a program with a proxy */
     int agreed_blocks;              /* the most blocks of every rank (gpu_rank_op_agree); 0: not yet */
     char *loaded_src;
     const IrProgram *ir;
@@ -58,7 +65,9 @@ int gpu_rank_open(RankGpu *g, const cdsl_rank_comm *r);
 void gpu_rank_close(RankGpu *g);
 int gpu_rank_enter(RankGpu *g);
 void gpu_rank_leave(RankGpu *g);
-/* Copy peer_bufs/peer_syncs into the device's tables, and wait until they are there. */
+/* Copy peer_bufs/peer_syncs into the device's tables, and wait until they are there; with
+ * peer_ports, zero this rank's port words after its work in flight has ended (and the proxy's
+ * counts with them), before any peer's next launch can signal into them. */
 int gpu_rank_publish(RankGpu *g);
 /* This rank's code of p for dtype (the same source keeps the loaded module). */
 int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype);

@@ -29,6 +29,9 @@
 #include "program.h"
 
 enum { RT_NCCL_ID_BYTES = 128 };
+/* A region's layout: the program's buffers, then the slot of its port words (a program with
+   port channels on a GPU engine: its peers' proxies reach them there). */
+enum { RT_PORT_SLOT = IR_MAX_BUFS, RT_LAYOUT_SLOTS = IR_MAX_BUFS + 1 };
 
 /* The bytes of a cdsl_unique_id. */
 typedef struct RtId {
@@ -49,7 +52,9 @@ typedef struct RtRankOps {
      * rank); a new region starts zeroed, an old one big enough is kept. No run is in flight. */
     int (*reserve)(cdsl_rank_comm *r, size_t bytes);
     /* The current program's buffers: buffer b of every rank at offset off[b] of that rank's
-     * region (bytes[b] long; the same offsets on every rank). */
+     * region (bytes[b] long; the same offsets on every rank), and at off[RT_PORT_SLOT], when
+     * bytes[RT_PORT_SLOT] is not 0, the program's port words (abi.h), which the peers' port
+     * proxies signal into. */
     int (*layout)(cdsl_rank_comm *r, const size_t *off, const size_t *bytes, int nbufs);
     /* This rank's address of its own buffer b, or of its region's start with b = -1. */
     void *(*address)(cdsl_rank_comm *r, int b);
@@ -97,7 +102,7 @@ struct cdsl_rank_comm {
     /* The symmetric region and the current program's buffers in it: */
     size_t reserved;                /* bytes of every rank's region */
     int nbufs;
-    size_t off[IR_MAX_BUFS], bytes[IR_MAX_BUFS];
+    size_t off[RT_LAYOUT_SLOTS], bytes[RT_LAYOUT_SLOTS];
     RtAgreed agreed;
     /* The digest cache: the program digested last. */
     const cdsl_program *digested;

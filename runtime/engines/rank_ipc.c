@@ -400,6 +400,9 @@ static int ipc_layout(cdsl_rank_comm *r, const size_t *off, const size_t *bytes,
             g->peer_bufs[(size_t)q * CDSL_ABI_MAX_BUFS + b] = b < nbufs && bytes[b] ? s->region[q].va + off[b] : 0;
     for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
         g->own.mc_buf[b] = b < nbufs && bytes[b] && s->mc_region.va ? s->mc_region.va + off[b] : 0;
+    g->ports_bytes = bytes[RT_PORT_SLOT];
+    for (int q = 0; q < s->n; q++)   /* the program's port words, where the peers' proxies signal */
+        g->peer_ports[q] = bytes[RT_PORT_SLOT] ? s->region[q].va + off[RT_PORT_SLOT] : 0;
     return gpu_rank_publish(g);
 }
 

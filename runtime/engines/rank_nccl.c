@@ -299,6 +299,9 @@ static int nccl_layout(cdsl_rank_comm *r, const size_t *off, const size_t *bytes
     for (int q = 0; q < s->n; q++)
         for (int b = 0; b < CDSL_ABI_MAX_BUFS; b++)
             s->g.peer_bufs[(size_t)q * CDSL_ABI_MAX_BUFS + b] = b < nbufs && bytes[b] ? nccl_lsa(&s->region.head, q, off[b]) : 0;
+    s->g.ports_bytes = bytes[RT_PORT_SLOT];
+    for (int q = 0; q < s->n; q++)   /* the program's port words, where the peers' proxies signal */
+        s->g.peer_ports[q] = bytes[RT_PORT_SLOT] ? nccl_lsa(&s->region.head, q, off[RT_PORT_SLOT]) : 0;
     return gpu_rank_publish(&s->g);
 }
 

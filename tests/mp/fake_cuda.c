@@ -10,7 +10,10 @@
  * A launch runs, on the calling thread, the allgather_nvls program's meaning through the
  * kernel's argument block (abi.h) - wait for everyone, store this rank's input chunk into
  * every rank's output through the peer table, wait again - with the switch counted in
- * aggregate on every rank's sync word, as the p2p flavour does; a wait that runs out
+ * aggregate on every rank's sync word, as the p2p flavour does; for a program with port
+ * channels, stdlib/allgather_port.cdsl's: its block's requests to its proxies (the port proxy
+ * of each rank's process serves them: copies and write-values happen at once here) and its
+ * waits on its port words, which the peers' proxies signal. A wait that runs out
  * (FAKE_WAIT_S, default 3 s) fills the error record and returns. A wrong peer table, sync
  * table, offset, state hand-over or staging copy shows up as a wrong result or a wait that
  * gives up. There is no multicast here (those symbols are absent). At exit every process
@@ -179,8 +182,64 @@ static void same_shape(const CdslArgs *a, unsigned blocks, unsigned threads)
             die("ranks launched different grids or block sizes");
 }
 
+/* ---- stdlib/allgather_port.cdsl through the argument block: the requests its block makes to its
+   proxies (in the rank's process, runtime/engines/gpu_port.c), the waits on its port words; a
+   proxy per peer, in the peers' order (compiler/lower/port_proxy.c), one port channel a pair ---- */
+
+static void port_request(const CdslArgs *a, int k)
+{
+    unsigned long long v = ++a->port[CDSL_PORT_REQ_MADE(a->nranks, 1, k)];
+    __atomic_store_n(&a->port_host[CDSL_PORT_HOST_REQ(k)], v, __ATOMIC_RELEASE);
+}
+
+static void port_requests(const CdslArgs *a)
+{
+    for (int p = 0, k = 0; p < a->nranks; p++)
+        if (p != a->rank)
+            port_request(a, k++);
+}
+
+static int port_waits(const CdslArgs *a, int line)
+{
+    int n = a->nranks;
+    for (int p = 0; p < n; p++) {
+        if (p == a->rank)
+            continue;
+        unsigned long long want = a->port[CDSL_PORT_CONSUMED(n, 1, 0, p)] + 1;
+        double limit = now_s() + (getenv("FAKE_WAIT_S") ? atof(getenv("FAKE_WAIT_S")) : 3.0);
+        while (__atomic_load_n(&a->port[CDSL_PORT_ARRIVED(n, 0, p)], __ATOMIC_ACQUIRE) < want) {
+            if (now_s() > limit) {
+                a->error[0] = 1;
+                a->error[1] = (unsigned)a->rank;
+                a->error[2] = (unsigned)line;
+                a->error[3] = CDSL_PORT_SEM_COUNTER(p);
+                return 0;
+            }
+            usleep(50);
+        }
+        a->port[CDSL_PORT_CONSUMED(n, 1, 0, p)] = want;
+    }
+    return 1;
+}
+
+static void port_kernel(const CdslArgs *a)
+{
+    if (!a->port_host) die("a program with port channels launched without its port host words");
+    port_requests(a);                                   /* line 4: signal every peer */
+    if (!port_waits(a, 5))
+        return;
+    memcpy(a->buf[1] + (size_t)a->rank * a->chunk_bytes, a->buf[0], a->chunk_bytes);
+    port_requests(a);                                   /* line 7: the puts */
+    port_requests(a);                                   /* line 8: a signal after them */
+    port_waits(a, 9);
+}
+
 static void kernel(const CdslArgs *a, unsigned blocks, unsigned threads)
 {
+    if (a->port) {
+        port_kernel(a);
+        return;
+    }
     if (blocks < 1 || blocks > 132) die("grid");  // at most one block per SM (the fake has 132)
     if (a->peer_sync[a->rank] != a->sync) die("peer_sync does not hold the rank's own sync words");
     for (int b = 0; b < 2; b++)
@@ -208,6 +267,24 @@ R cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, un
     kernel(params[0], gx, bx);
     return 0;
 }
+
+/* ---- what the port proxy needs: pinned host memory is host memory (counted with the rest), a
+   copy or write-value on a lane happens at once, and so every event has been reached (built
+   with -DFAKE_NO_PORT: a driver without them) ------------------------------------------------- */
+#ifndef FAKE_NO_PORT
+R cuMemHostAlloc(void **p, size_t n, unsigned f) { (void)f; *p = calloc(1, n); mem++; return *p ? 0 : 2; }
+R cuMemFreeHost(void *p) { free(p); mem--; return 0; }
+R cuMemHostGetDevicePointer_v2(U *d, void *p, unsigned f) { (void)f; *d = (U)(uintptr_t)p; return 0; }
+R cuMemcpyAsync(U d, U s, size_t n, void *st) { (void)st; memmove((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }
+R cuStreamWriteValue64_v2(void *st, U at, U v, unsigned f)
+{
+    (void)st; (void)f;
+    __atomic_store_n((U *)(uintptr_t)at, v, __ATOMIC_RELEASE);
+    return 0;
+}
+R cuEventQuery(void *e) { (void)e; return 0; }
+R cuStreamIsCapturing(void *s, int *c) { (void)s; *c = 0; return 0; }
+#endif
 
 /* ---- virtual memory shared between processes ---------------------------------------------------- */
 #define GRAN (2u << 20)

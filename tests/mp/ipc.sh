@@ -67,10 +67,14 @@ mkdir -p "$tmp/fake"
 if ! ${CC:-cc} -std=c11 -shared -fPIC -Iruntime -o "$tmp/fake/libcuda.so.1" tests/mp/fake_cuda.c 2>"$tmp/cc.log"; then
     fail "the stand-in driver builds" "$(head -3 "$tmp/cc.log")"; exit 1
 fi
-for r in 0 1 2; do
-    if ! "$CDSLC" $ag -n 3 --rank $r --emit-cubin --arch sm_90 -o "$tmp/r.cubin" >"$tmp/nvrtc.log" 2>&1; then
-        skip "the ipc engine on the stand-in: no cubin from NVRTC here ($(head -1 "$tmp/nvrtc.log"))"; exit 0
-    fi
+mkdir -p "$tmp/fake_no_port"
+${CC:-cc} -std=c11 -shared -fPIC -Iruntime -DFAKE_NO_PORT -o "$tmp/fake_no_port/libcuda.so.1" tests/mp/fake_cuda.c
+for r in 0 1 2; do   # NVRTC in the cache first: the stand-in's processes then only load cubins
+    for prog in $ag stdlib/allgather_port.cdsl; do
+        if ! "$CDSLC" $prog -n 3 --rank $r --emit-cubin --arch sm_90 -o "$tmp/r.cubin" >"$tmp/nvrtc.log" 2>&1; then
+            skip "the ipc engine on the stand-in: no cubin from NVRTC here ($(head -1 "$tmp/nvrtc.log"))"; exit 0
+        fi
+    done
 done
 FAKE=(LD_LIBRARY_PATH="$tmp/fake${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PROBE_ENGINE=ipc "${NVLS_OFF[@]}")
 
@@ -104,12 +108,24 @@ ipc "3 processes whose kernels differ agree on one launch shape (the stand-in co
 ipc "a rank killed mid-run: the others give up where they wait, and name it" "exit 4|killed by signal 9" \
     "gave up waiting at stdlib/allgather_nvls.cdsl:5:[0-9]+ \(the switch barrier\).*|rank [02]: rank 1's process \(pid [0-9]+\) has exited" \
     4 FAKE_NGPU=1 FAKE_WAIT_S=1 -- die
-out=$(env "${FAKE[@]}" FAKE_NGPU=1 "$tmp/probe" ok 2 stdlib/allgather_port.cdsl 2>&1)
-if [ "$(echo "$out" | grep -c "allgather_port: not supported by the per-rank GPU engines: port channels")" -ge 2 ] &&
-   ! echo "$out" | grep -q "could not load its code"; then
-    pass "a program with port channels: each rank's own message says why the GPU engine refuses it"
+# Port channels: each rank's proxy is a thread of its own process (runtime/engines/gpu_port.h),
+# which copies into the peers' buffers and signals into their port words through the mappings
+# of their regions; the stand-in's kernel makes allgather_port's requests and waits.
+ag=stdlib/allgather_port.cdsl ipc "allgather_port, 3 processes on one GPU, a port proxy in each: staged and in place, verified" \
+    "exit 0" "rank [0-9]: verified 6 runs" 3 FAKE_NGPU=1 -- ok
+ag=stdlib/allgather_port.cdsl ipc "allgather_port, 3 processes on 3 GPUs: verified" "exit 0" "rank [0-9]: verified 6 runs" 3 \
+    FAKE_NGPU=3 -- ok
+ag=stdlib/allgather_port.cdsl ipc "allgather_port with a rank killed mid-run: the others give up at a port wait and name it" \
+    "exit 4|killed by signal 9" \
+    "gave up waiting at stdlib/allgather_port.cdsl:[59]:[0-9]+ \(a port channel's signal from rank 1's proxy\)|gave up waiting at stdlib/allgather_port.cdsl:[0-9]+:[0-9]+.*for its thread block's request|rank [02]: rank 1's process \(pid [0-9]+\) has exited" \
+    2 FAKE_NGPU=1 FAKE_WAIT_S=1 -- die
+# A driver without pinned host memory or write-values, which the proxy needs: every rank says so
+# at the handshake.
+out=$(env "${FAKE[@]}" LD_LIBRARY_PATH="$tmp/fake_no_port" FAKE_NGPU=1 "$tmp/probe" ok 2 stdlib/allgather_port.cdsl 2>&1)
+if [ "$(echo "$out" | grep -c "allgather_port uses port channels, whose proxy needs pinned host memory, copies and stream write-values, which this CUDA driver lacks")" -ge 2 ]; then
+    pass "a program with port channels on a driver without the proxy's calls: each rank's own message says what is missing"
 else
-    fail "a program with port channels: each rank's own message says why the GPU engine refuses it" \
+    fail "a program with port channels on a driver without the proxy's calls: each rank's own message says what is missing" \
         "$(echo "$out" | grep -v alive | head -4 | tr '\n' ' ')"
 fi
 out=$(env "${FAKE[@]}" FAKE_NGPU=1 CDSL_NVLS=1 NCCL_NVLS_ENABLE=1 NVSHMEM_DISABLE_NVLS=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=0 \

@@ -5,8 +5,9 @@
 # (put-with-signal-and-flush) and reuse a source only after the flush, and one whose rppkt goes
 # through a port channel (packets copied flags and all, in the half of the double scratch buffer
 # the launch's flag picks); a driver that refuses write-values into another GPU (signals become
-# copies of the count, or with no copy either, a named failure); also under TSan where that build
-# can be made. No GPU needed.
+# copies of the count, or with no copy either, a named failure); the same with a proxy per rank
+# that reaches its peers only through the site, as on the per-rank engines; a launch that starts
+# late; also under TSan where that build can be made. No GPU needed.
 source "$(dirname "$0")/../lib/common.bash"
 source tests/lib/includes.bash
 build() {   # build NAME EXTRA-FLAGS LIB
@@ -19,7 +20,9 @@ if ! build port_proxy "" build/libcdsl.a; then
 fi
 for case in "stdlib/allgather_port.cdsl 2" "stdlib/allgather_port.cdsl 4" "tests/mscclpp/port_pwsf_reuse_ok.json 0" \
             "tests/mscclpp/port_flush_ok.json 0" "tests/mscclpp/port_packets.json 0" \
-            "stdlib/allgather_port.cdsl 4 refuse-write-values" "stdlib/allgather_port.cdsl 2 refuse-write-values-no-copy"; do
+            "stdlib/allgather_port.cdsl 4 refuse-write-values" "stdlib/allgather_port.cdsl 2 refuse-write-values-no-copy" \
+            "stdlib/allgather_port.cdsl 4 per-rank" "tests/mscclpp/port_pwsf_reuse_ok.json 0 per-rank" \
+            "tests/mscclpp/port_packets.json 0 per-rank" "stdlib/allgather_port.cdsl 4 per-rank-refuse-write-values"; do
     set -- $case
     timeout 120 "$tmp/port_proxy" "$@" | sed "s|^\[\([A-Z]*\)\] |[\1] $(basename "$1") n=$2${3:+ $3}: |"
     rc=${PIPESTATUS[0]}
