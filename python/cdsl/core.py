@@ -373,9 +373,13 @@ class RankComm:
             p = program._enter()
             try:
                 rc = _lib.rank_run(self._comm(), p, t, chunk, self._io_ptr, stream or None)
+                # What the program itself said (its CUDA could not be made, say) goes to its own
+                # diagnostics, not to the communicator's: the error carries both.
+                said = program._log.take() if rc != 0 else ""
             finally:
                 program._leave()
-            self._check(rc)
+            if rc != 0:
+                raise Error(rc, "\n".join(m for m in (_lib.last_error(self._c).strip(), said.strip()) if m))
 
     def status(self):
         """After the stream was synchronised: raises cdsl.Error when this rank's run failed."""

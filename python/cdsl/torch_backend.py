@@ -120,7 +120,8 @@ def default_programs(collective):
     ll = [n for n in names if n.endswith("_ll")]
     rest = sorted((n for n in names if not n.endswith("_ll")), key=_rank_of)
     # Switch and port programs only where nothing else serves: NVLS is often off (and must be on
-    # shared machines), and the per-rank GPU engines do not run port channels.
+    # shared machines), and a port channel's every request is a round trip through the host's
+    # proxy (tens of microseconds against a few over memory channels, bench/NOTES.md).
     rest = [n for n in rest if _rank_of(n)[0] < 2] or ([] if ll else rest)
     rows = [(_PACKET_LIMIT, ll[0])] if ll else []
     if rest:

@@ -1,8 +1,9 @@
 /*
- * gpu_port.c - the host's proxy for port channels on the single-process GPU backends, and its
- * transport on one host (gpu_port.h says what it does and why).
+ * gpu_port.c - the host's proxy for port channels on the GPU, and its transport on one host
+ * (gpu_port.h says what it does and why).
  *
- * One thread per loaded program with port channels. It sleeps until a launch posts a pass, then
+ * One thread per loaded program with port channels and per process (of every rank it serves,
+ * PortSite). It sleeps until a launch posts a pass, then
  * walks every proxy unit as far as it can without blocking, round after round, until each unit
  * has walked all its ops; then it waits for every lane to drain and ends the pass. The counts it
  * keeps (requests served, flushes done, signals sent per channel) grow across passes, as the

@@ -1,12 +1,13 @@
 /*
- * gpu_port.h - the host's proxy for a program's port channels on the GPU backends of one
- * process (p2p, nvls): what MSCCL++'s proxy thread does with its CUDA IPC transport.
+ * gpu_port.h - the host's proxy for a program's port channels on the GPU: what MSCCL++'s proxy
+ * thread does with its CUDA IPC transport. The backends of one process (p2p, nvls) run one proxy
+ * for every rank; the per-rank engines (ipc, nccl) one in each rank's process (PortSite).
  *
  * The lowering (compiler/lower/port_proxy.h) gave every (thread block, port channel) a proxy
  * unit: a wait for each of the block's requests, then the request's put, its signal to the peer,
  * its "flush done". The kernel never runs those units (emit_port.h): a block counts its requests
  * in pinned host memory (abi.h's port host words), and a thread of this process walks every
- * unit's ops once per launch (a "pass"), in order, through a transport:
+ * unit of the ranks it serves once per launch (a "pass"), in order, through a transport:
  *   put     a copy on the unit's lane, a stream the copy engine serves
  *   signal  the peer's port word for this channel set to the count of signals so far, on the
  *           same lane after the copies before it (a stream write-value, with its memory barrier)

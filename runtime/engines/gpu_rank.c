@@ -297,8 +297,11 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
         return CDSL_ERR_SYSTEM;
     }
     const char *src = cdsl_emit_cuda_rank(p, (cdsl_backend)g->flavour, dtype, g->rank);
-    if (!src)
-        return CDSL_ERR_USAGE;  /* the emitter said why */
+    if (!src) {     /* the emitter said why, on the program's diagnostics: say where to look */
+        rt_error(g->log, "rank %d: no %s code for %s on %s elements (the program's diagnostics say why)", g->rank,
+                 cdsl_backend_name((cdsl_backend)g->flavour), program_ir(p)->name, cdsl_dtype_name(dtype));
+        return CDSL_ERR_USAGE;
+    }
     if (ir_plan_channels(program_ir(p)) > GPU_FIXED_CHANNELS) { /* its sync words were exchanged at init */
         rt_error(g->log, "rank %d: %s uses %d channels between a pair of ranks; this engine's sync words hold %d",
                  g->rank, program_ir(p)->name, ir_plan_channels(program_ir(p)), GPU_FIXED_CHANNELS);
