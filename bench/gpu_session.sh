@@ -20,6 +20,9 @@
 #          ones and the DSL corpus, from .carry/mscclpp_plans and .carry/dsl when carried)
 #   pkt    MSCCL++'s packet plans timed beside their memory-channel equivalents (1K to 1M)
 #   port   bench/port_gpu.sh: port channels through the host's proxy, verified and timed
+#   rport  port channels on the ipc engine (a proxy in each rank's process): allgather_port at
+#          RPORT_NS processes (default 2 4) through tests/mp/mp_probe.c, staged and in place,
+#          verified, every rank's messages kept
 #   tcost  bench/torch_call_cost.py on CUDA tensors (ipc engine, two processes, MPS): where the
 #          torch backend's per-call host time goes (cProfile)
 #   torch  torchrun of bench/torch_backend.py: the torch.distributed backend cdsl, two processes
@@ -122,6 +125,21 @@ for s in $steps; do
         OUT="$W/port" timeout "${PORT_S:-240}" bash bench/port_gpu.sh >"$W/port_run.txt" 2>&1
         echo "port rc=$?" | tee -a "$W/session.txt"
         grep -E "^\[(PASS|FAIL|SKIP)\]|^# port|^###|^ +[0-9]+ " "$W/port_run.txt" | tee -a "$W/session.txt" ;;
+    rport)
+        # port channels on the ipc engine, a proxy in each rank's process (MPS with one GPU):
+        # tests/mp/mp_probe.c, whose ranks write every message to their own log (kept)
+        step rport
+        [ "$NGPU" = 1 ] && mps_start
+        cc -std=c11 -D_GNU_SOURCE -g -Iruntime -o "$W/probe" tests/mp/mp_probe.c build/libcdsl.a -ljansson -ldl \
+            -lpthread -lm >"$W/rport_cc.txt" 2>&1
+        for n in ${RPORT_NS:-2 4}; do
+            mkdir -p "$W/rport_$n"
+            PROBE_DIR=$W/rport_$n PROBE_ENGINE=ipc CDSL_TIMEOUT=30 CDSL_DEBUG=INFO CDSL_CACHE_DIR=$W/cache \
+                timeout "${RPORT_S:-60}" "$W/probe" ok "$n" stdlib/allgather_port.cdsl >"$W/rport_$n.txt" 2>&1
+            echo "rport -n $n rc=$?" | tee -a "$W/session.txt"
+            grep -E "^rank [0-9]+: |verified|error" "$W/rport_$n.txt" | head -12 | tee -a "$W/session.txt"
+        done
+        [ -n "${CUDA_MPS_PIPE_DIRECTORY:-}" ] && mps_stop ;;
     torch)
         # torchrun of a script that uses only torch.distributed calls with the backend cdsl
         # (cuda:cdsl,cpu:gloo), every collective verified against gloo and timed, staged and
