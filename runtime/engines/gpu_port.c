@@ -103,12 +103,7 @@ static int port_fail(const GpuPorts *pp, int q, CUresult r, const char *fmt, ...
     return pp->site.fail(pp->site.self, q, r, what);
 }
 
-#define PORT_TRY(pp, q, call, ...)                                                             \
-    do {                                                                                       \
-        CUresult port_r_ = (call);                                                             \
-        if (port_r_ != CUDA_SUCCESS)                                                           \
-            return port_fail((pp), (q), port_r_, __VA_ARGS__);                                 \
-    } while (0)
+#define PORT_TRY(pp, q, call, ...) CU_TRY_OR(call, port_fail((pp), (q), cu_r_, __VA_ARGS__))
 
 static int one_host_put(void *self, int lane, int from, int to, int dbuf, size_t doff, int sbuf, size_t soff,
                         size_t bytes)

@@ -221,7 +221,7 @@ static int gpu_rank_ports_zero(RankGpu *g)
    is queued, and a graph's replays would have no pass. */
 static int gpu_rank_ports_ready(RankGpu *g, CUstream s)
 {
-    if (!ir_port_proxy_op(g->ir))
+    if (!g->ported)
         return CDSL_OK;
     int capturing = 0;
     if (g->cu->StreamIsCapturing && g->cu->StreamIsCapturing(s, &capturing) == CUDA_SUCCESS && capturing) {
@@ -309,6 +309,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
     }
     if (g->gpu.module && g->loaded_src && !strcmp(g->loaded_src, src)) {
         g->ir = program_ir(p);
+        g->ported = ir_port_proxy_op(g->ir) != NULL;
         return CDSL_OK;
     }
     int st = gpu_rank_enter(g);
@@ -324,6 +325,7 @@ int gpu_rank_load(RankGpu *g, cdsl_program *p, cdsl_dtype dtype)
         st = CDSL_ERR_SYSTEM;
     }
     g->ir = st ? NULL : program_ir(p);
+    g->ported = g->ir && ir_port_proxy_op(g->ir);
     gpu_rank_leave(g);
     return st;
 }

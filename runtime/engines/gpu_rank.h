@@ -51,6 +51,7 @@ typedef struct RankGpu {
     size_t ports_bytes;             /* their size (the engine fills it too) */
     GpuPorts *ports;                /* this rank's port proxy (gpu_port.h), or NULL */
     const IrProgram *ports_ir;      /* the program it was made for (made at its first launch) */
+    bool ported;                    /* the loaded program has port channels (ir_port_proxy_op) */
     CUevent started;                /* recorded before each kernel of a program with a proxy */
     int agreed_blocks;              /* the most blocks of every rank (gpu_rank_op_agree); 0: not yet */
     char *loaded_src;
@@ -92,11 +93,6 @@ int gpu_rank_fail(RankGpu *g, CUresult r, const char *fmt, ...)
 #endif
     ;
 
-#define GPU_RANK_TRY(g, call, ...)                                                             \
-    do {                                                                                       \
-        CUresult gpu_rank_r_ = (call);                                                         \
-        if (gpu_rank_r_ != CUDA_SUCCESS)                                                       \
-            return gpu_rank_fail((g), gpu_rank_r_, __VA_ARGS__);                               \
-    } while (0)
+#define GPU_RANK_TRY(g, call, ...) CU_TRY_OR(call, gpu_rank_fail((g), cu_r_, __VA_ARGS__))
 
 #endif

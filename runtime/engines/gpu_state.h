@@ -104,11 +104,6 @@ long gpu_env_long(const char *name, long def);
 /* Round n up to a multiple of a power of two. */
 size_t gpu_round_up(size_t n, size_t align);
 
-#define GPU_TRY(g, d, call, ...)                                                               \
-    do {                                                                                       \
-        CUresult gpu_r_ = (call);                                                              \
-        if (gpu_r_ != CUDA_SUCCESS)                                                            \
-            return gpu_fail((g), (d), gpu_r_, __VA_ARGS__);                                    \
-    } while (0)
+#define GPU_TRY(g, d, call, ...) CU_TRY_OR(call, gpu_fail((g), (d), cu_r_, __VA_ARGS__))
 
 #endif

@@ -285,4 +285,13 @@ int cu_has_ipc(const CuDrv *cu);    /* everything one process per GPU with VMM m
 int cu_has_ce(const CuDrv *cu);     /* everything the copy-engine path needs */
 int cu_has_port(const CuDrv *cu);   /* everything the port-channel proxy needs */
 
+/* Call a driver function; when it fails, return on_fail, an expression that may name the
+   result as cu_r_ (each layer's report: gpu_fail, gpu_rank_fail, the port proxy's site). */
+#define CU_TRY_OR(call, ...)                                                                   \
+    do {                                                                                       \
+        CUresult cu_r_ = (call);                                                               \
+        if (cu_r_ != CUDA_SUCCESS)                                                             \
+            return __VA_ARGS__;                                                                \
+    } while (0)
+
 #endif
